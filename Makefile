@@ -1,0 +1,33 @@
+# Two commands: `make run` and `make test` (README). Both install what they need.
+VENV   ?= .venv
+PYTHON ?= python3
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
+# Without DATABASE_URL, this wrapper starts the embedded PostgreSQL under var/ and stops it after.
+WITH_DB := $(PY) -m core_memory.embedded run --
+
+.PHONY: install run test bench stop-db clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+install: $(STAMP)
+
+run: install
+	$(WITH_DB) $(PY) scripts/run.py
+
+test: install
+	$(WITH_DB) $(PY) -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(WITH_DB) $(PY) -m pytest bench --benchmark-enable $(PYTEST_ARGS)
+
+stop-db:
+	$(PY) -m core_memory.embedded stop
+
+clean: stop-db
+	rm -rf var

@@ -1,0 +1,86 @@
+"""One DRF exception handler: every error becomes SPEC R-2.3's body.
+
+`{"error": {"type": "...", "message": "...", "param": "<field path or null>"}}`
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+from core_memory.api.errors import ApplicationError
+
+logger = logging.getLogger(__name__)
+
+_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    406: "invalid_request_error",
+    409: "conflict_error",
+    415: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+def error_body(*, status_code: int, message: str, param: str | None, error_type: str | None = None) -> dict:
+    return {"error": {"type": error_type or _TYPES.get(status_code, "api_error"), "message": message, "param": param}}
+
+
+def first_error(detail: Any, path: str = "") -> tuple[str | None, str]:
+    """The first (field path, message) in a DRF error tree: `a.b`, `tools[1]`, `tools[1].name`."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            if key in ("non_field_errors", drf.ErrorDetail("non_field_errors")):
+                child_path = path
+            else:
+                child_path = f"{path}.{key}" if path else str(key)
+            found_path, message = first_error(value, child_path)
+            if message:
+                return found_path, message
+        return None, ""
+    if isinstance(detail, list):
+        if all(isinstance(item, (str, drf.ErrorDetail)) for item in detail):
+            return (path or None), str(detail[0]) if detail else ""
+        for position, item in enumerate(detail):
+            if item in ({}, [], None, ""):
+                continue
+            found_path, message = first_error(item, f"{path}[{position}]")
+            if message:
+                return found_path, message
+        return None, ""
+    return (path or None), str(detail)
+
+
+def exception_handler(exc: Exception, context: dict) -> Response | None:
+    if isinstance(exc, ApplicationError):
+        return Response(
+            error_body(status_code=exc.status_code, message=exc.message, param=exc.param, error_type=exc.error_type),
+            status=exc.status_code,
+        )
+    if isinstance(exc, Http404):
+        exc = drf.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = drf.PermissionDenied()
+    if not isinstance(exc, drf.APIException):
+        return None  # a real bug: Django's 500 handling and logging take it
+    headers = {}
+    if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
+        headers["WWW-Authenticate"] = 'Bearer realm="core"'
+        exc.status_code = 401
+    if isinstance(exc, drf.ValidationError):
+        param, message = first_error(exc.detail)
+        if param and message.startswith("This field"):
+            message = f"{param}: {message}"
+    elif isinstance(exc, drf.ParseError):
+        param, message = None, str(exc.detail)
+    else:
+        param, message = None, str(exc.detail)
+    return Response(error_body(status_code=exc.status_code, message=message, param=param), status=exc.status_code, headers=headers)

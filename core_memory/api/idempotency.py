@@ -1,0 +1,68 @@
+"""`Idempotency-Key` on every mutating route (R-2.6).
+
+The first request with a key claims a row (a unique constraint decides races);
+a successful answer is stored on it and replayed for a retry with the same body.
+A failed answer releases the claim, so a corrected retry runs. The same key with
+another body, or while the first is still running, is refused.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from core_memory.api.errors import ApplicationError, Conflict
+from core_memory.api.models import IdempotentRequest
+
+HEADER = "HTTP_IDEMPOTENCY_KEY"
+RETENTION = timedelta(hours=24)
+MUTATING_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+class IdempotencyMismatch(ApplicationError):
+    status_code = 422
+    error_type = "idempotency_error"
+
+
+def request_fingerprint(*, method: str, path: str, body: bytes) -> str:
+    try:
+        canonical = json.dumps(json.loads(body or b"null"), sort_keys=True, separators=(",", ":")).encode()
+    except ValueError:
+        canonical = body
+    return hashlib.sha256(method.encode() + b" " + path.encode() + b"\n" + canonical).hexdigest()
+
+
+def idempotency_claim(*, key_id: str, idempotency_key: str, method: str, path: str, body: bytes) -> tuple[IdempotentRequest, bool]:
+    """Returns (row, is_replay)."""
+    if len(idempotency_key) > 255 or not idempotency_key.strip():
+        raise ApplicationError("Idempotency-Key must be 1 to 255 characters.", param="Idempotency-Key")
+    fingerprint = request_fingerprint(method=method, path=path, body=body)
+    IdempotentRequest.objects.filter(key_id=key_id, idempotency_key=idempotency_key, created_at__lt=timezone.now() - RETENTION).delete()
+    try:
+        with transaction.atomic():
+            row = IdempotentRequest.objects.create(
+                key_id=key_id, idempotency_key=idempotency_key, method=method, path=path, request_hash=fingerprint
+            )
+        return row, False
+    except IntegrityError:
+        row = IdempotentRequest.objects.get(key_id=key_id, idempotency_key=idempotency_key)
+    if row.request_hash != fingerprint:
+        raise IdempotencyMismatch(
+            "This Idempotency-Key was used with another request; use a new key.", param="Idempotency-Key"
+        )
+    if row.state != IdempotentRequest.State.COMPLETED:
+        raise Conflict("A request with this Idempotency-Key is still running.", param="Idempotency-Key")
+    return row, True
+
+
+def idempotency_complete(*, row: IdempotentRequest, status_code: int, body) -> None:
+    if 200 <= status_code < 300:
+        row.state = IdempotentRequest.State.COMPLETED
+        row.status_code = status_code
+        row.response_body = body
+        row.save(update_fields=["state", "status_code", "response_body"])
+    else:
+        row.delete()

@@ -1,0 +1,24 @@
+from django.db import models
+
+
+class IdempotentRequest(models.Model):
+    """The first answer to a mutating request sent with an `Idempotency-Key` (R-2.6)."""
+
+    class State(models.TextChoices):
+        IN_PROGRESS = "in_progress"
+        COMPLETED = "completed"
+
+    key_id = models.CharField(max_length=40)
+    idempotency_key = models.CharField(max_length=255)
+    method = models.CharField(max_length=10)
+    path = models.CharField(max_length=500)
+    request_hash = models.CharField(max_length=64)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.IN_PROGRESS)
+    status_code = models.PositiveSmallIntegerField(null=True)
+    response_body = models.JSONField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["key_id", "idempotency_key"], name="idempotency_once_per_key"),
+        ]

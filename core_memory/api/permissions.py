@@ -1,0 +1,19 @@
+from rest_framework.permissions import BasePermission
+
+from core_memory.api.errors import PermissionDenied
+
+
+class HasCapabilities(BasePermission):
+    """The view's `required_capabilities` (a tuple, or a dict of method → tuple), R-2.7."""
+
+    def has_permission(self, request, view) -> bool:
+        principal = request.user
+        if principal is None or not getattr(principal, "is_authenticated", False):
+            return False
+        required = getattr(view, "required_capabilities", ())
+        if isinstance(required, dict):
+            required = required.get(request.method, ())
+        missing = [capability for capability in required if not principal.key.has_capability(capability)]
+        if missing:
+            raise PermissionDenied(f"This key lacks the capability {missing[0]!r}.")
+        return True

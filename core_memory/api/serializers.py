@@ -1,0 +1,47 @@
+"""Serializer building blocks shared by the API's InputSerializers."""
+from rest_framework import serializers
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not know, so a typo is a 400 naming it, not a silent default."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = [name for name in data if name not in self.fields]
+            if unknown:
+                raise serializers.ValidationError({unknown[0]: ["Unknown field."]})
+        return super().to_internal_value(data)
+
+
+class OffsetDateTimeField(serializers.DateTimeField):
+    """ISO 8601 with an explicit offset; a naive time is refused (R-2.4, R-5.10)."""
+
+    default_error_messages = {"naive": "Give the time in ISO 8601 with an offset, e.g. 2026-11-30T09:00:00+01:00."}
+
+    def to_internal_value(self, value):
+        parsed = super().to_internal_value(value)
+        if isinstance(value, str) and not _has_offset(value):
+            self.fail("naive")
+        return parsed
+
+    def enforce_timezone(self, value):
+        return value if value.tzinfo else super().enforce_timezone(value)
+
+
+def _has_offset(text: str) -> bool:
+    text = text.strip()
+    if text.endswith(("Z", "z")):
+        return True
+    time_part = text.split("T", 1)[1] if "T" in text else (text.split(" ", 1)[1] if " " in text else "")
+    return "+" in time_part or "-" in time_part
+
+
+class StringMapField(serializers.DictField):
+    """A flat JSON object of string keys to scalar values (metadata filters)."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        for key, item in value.items():
+            if not isinstance(item, (str, int, float, bool)) or item is None:
+                raise serializers.ValidationError({key: ["Must be a string, number or boolean."]})
+        return value

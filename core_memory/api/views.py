@@ -1,0 +1,104 @@
+"""The base of every API view: authentication, capabilities, person, idempotency.
+
+Subclasses declare `required_capabilities`; tenancy comes from the credential and
+every id in a request goes through a scoped accessor that answers 404 for
+"missing" and "not yours" alike (R-2.5).
+"""
+from __future__ import annotations
+
+from django.utils.translation import gettext as _
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core_memory.api import idempotency
+from core_memory.api.errors import InvalidRequest, PermissionDenied
+from core_memory.keys.authentication import Principal
+from core_memory.keys.models import ApiKey
+from core_memory.organisations.models import Organisation
+
+SUBJECT_HEADER = "HTTP_X_CORE_SUBJECT"
+MAX_SUBJECT_LENGTH = 255
+
+
+def validate_subject(value, *, param: str) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_SUBJECT_LENGTH:
+        raise InvalidRequest(f"A person is a non-empty string of at most {MAX_SUBJECT_LENGTH} characters.", param=param)
+    return value
+
+
+class CoreApi(APIView):
+    required_capabilities: tuple[str, ...] | dict[str, tuple[str, ...]] = ()
+
+    @property
+    def principal(self) -> Principal:
+        return self.request.user
+
+    @property
+    def key(self) -> ApiKey:
+        return self.principal.key
+
+    @property
+    def organisation(self) -> Organisation:
+        return self.principal.organisation
+
+    def request_subject(self, *, body_user=None, body_param: str = "user") -> str | None:
+        """The request's person (R-2.2): token, else X-Core-Subject, else the body's `user`."""
+        header = self.request.META.get(SUBJECT_HEADER)
+        token_subject = self.principal.token_subject
+        if token_subject is not None:
+            if header is not None and header != token_subject:
+                raise PermissionDenied(_("A subject token cannot act for another person."), param="X-Core-Subject")
+            if body_user is not None and body_user != token_subject:
+                raise PermissionDenied(_("A subject token cannot act for another person."), param=body_param)
+            return token_subject
+        if header is not None:
+            return validate_subject(header, param="X-Core-Subject")
+        if body_user is not None:
+            return validate_subject(body_user, param=body_param)
+        return None
+
+    # Idempotency wraps the handler once the caller is known (R-2.6).
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        self._idempotency_row = None
+        idempotency_key = request.META.get(idempotency.HEADER)
+        if idempotency_key is None or request.method not in idempotency.MUTATING_METHODS:
+            return
+        row, is_replay = idempotency.idempotency_claim(
+            key_id=self.key.id,
+            idempotency_key=idempotency_key,
+            method=request.method,
+            path=request.get_full_path(),
+            body=request.body,
+        )
+        if is_replay:
+            raise _Replay(Response(row.response_body, status=row.status_code, headers={"Idempotent-Replayed": "true"}))
+        self._idempotency_row = row
+
+    def handle_exception(self, exc):
+        if isinstance(exc, _Replay):
+            return exc.response
+        response = super().handle_exception(exc)
+        self._idempotency_finish(response)
+        return response
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if getattr(self, "_idempotency_row", None) is not None and not getattr(response, "streaming", False):
+            self._idempotency_finish(response)
+        return response
+
+    def _idempotency_finish(self, response) -> None:
+        row = getattr(self, "_idempotency_row", None)
+        if row is None:
+            return
+        self._idempotency_row = None
+        idempotency.idempotency_complete(row=row, status_code=response.status_code, body=getattr(response, "data", None))
+
+
+class _Replay(Exception):
+    """Carries a stored answer out of `initial` past the handler (R-2.6)."""
+
+    def __init__(self, response: Response):
+        super().__init__("idempotent replay")
+        self.response = response

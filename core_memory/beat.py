@@ -1,0 +1,13 @@
+"""Every periodic task, in one reviewed place (installed into django-celery-beat at start)."""
+from celery.schedules import crontab
+
+BEAT_SCHEDULE = {
+    "audit-retention-purge": {
+        "task": "audit.tasks.audit_retention_purge_task",
+        "schedule": crontab(minute=17, hour=3),
+    },
+    "keys-expiry-trail": {
+        "task": "core_memory.keys.tasks.keys_expiry_record_task",
+        "schedule": crontab(minute=5),
+    },
+}

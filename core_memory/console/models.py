@@ -1,0 +1,18 @@
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class ConsoleAdministrator(models.Model):
+    """Binds a console user to the one organisation she administers (R-10.3)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="console_administrator")
+    organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="administrators")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("console administrator")
+        verbose_name_plural = _("console administrators")
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.organisation_id}"

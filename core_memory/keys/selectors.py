@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from core_memory.keys.models import ApiKey, KeyTrailEntry
+from core_memory.organisations.models import Organisation
+
+
+def key_was_issued(*, organisation: Organisation, key_id: str) -> bool:
+    """True for a key of the organisation that exists, or was deleted within the retention period (R-3.5)."""
+    if ApiKey.objects.filter(organisation=organisation, id=key_id).exists():
+        return True
+    horizon = timezone.now() - timedelta(days=organisation.audit_retention_days)
+    return KeyTrailEntry.objects.filter(
+        organisation=organisation, key_id=key_id, event=KeyTrailEntry.Event.DELETED, at__gte=horizon
+    ).exists()

@@ -1,0 +1,45 @@
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from core_memory.ids import PrefixedIdField
+
+ORGANISATION_CAPABILITIES = ("improvements",)
+
+
+def default_improvements() -> dict:
+    return {"enabled": False}
+
+
+class Organisation(models.Model):
+    id = PrefixedIdField("org")
+    name = models.CharField(_("name"), max_length=200)
+    timezone = models.CharField(_("time zone"), max_length=64, default="UTC")
+    capabilities = models.JSONField(_("capabilities"), default=list, blank=True)
+    # null: every model in CORE_MODELS is offered.
+    offered_models = models.JSONField(_("offered models"), null=True, blank=True)
+    helper_model = models.CharField(_("helper model"), max_length=200, null=True, blank=True)
+    monthly_token_limit = models.BigIntegerField(_("monthly token limit"), null=True, blank=True)
+    audit_retention_days = models.PositiveIntegerField(_("audit retention (days)"), default=365)
+    improvements = models.JSONField(_("improvements"), default=default_improvements, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = _("organisation")
+        verbose_name_plural = _("organisations")
+        constraints = [
+            models.CheckConstraint(condition=models.Q(audit_retention_days__gte=1), name="organisation_retention_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.id})"
+
+    def has_capability(self, capability: str) -> bool:
+        return capability in (self.capabilities or [])
+
+    def offered_model_ids(self) -> list[str]:
+        configured = [model["id"] for model in settings.CORE_MODELS]
+        if self.offered_models is None:
+            return configured
+        return [model_id for model_id in configured if model_id in self.offered_models]

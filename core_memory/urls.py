@@ -1,0 +1,20 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from core_memory.api.health import healthz
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("console/", admin.site.urls),
+    path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("v1/", include("core_memory.organisations.urls")),
+    path("v1/", include("core_memory.keys.urls")),
+    path("v1/", include("core_memory.persons.urls")),
+    path("v1/", include("core_memory.llm.urls")),
+    path("v1/", include("stores.urls")),
+    path("v1/", include("memory.urls")),
+    path("v1/", include("extraction.urls")),
+    path("v1/", include("audit.urls")),
+]

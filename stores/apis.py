@@ -1,0 +1,52 @@
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from core_memory.api.pagination import paginated_response
+from core_memory.api.serializers import StrictSerializer
+from core_memory.api.views import CoreApi
+from stores.selectors import index_get_available, index_list_available
+from stores.services import index_create, index_delete
+
+
+class IndexOutputSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    pipeline = serializers.CharField()
+    embeddings = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+
+
+class IndexListCreateApi(CoreApi):
+    """`GET /v1/indexes` and `POST /v1/indexes` (R-4.1)."""
+
+    required_capabilities = ("knowledge",)
+
+    class InputSerializer(StrictSerializer):
+        name = serializers.CharField(max_length=200)
+        embeddings = serializers.BooleanField(default=False)
+
+    def get(self, request):
+        return paginated_response(
+            queryset=index_list_available(key=self.key), request=request, view=self, serializer_class=IndexOutputSerializer
+        )
+
+    def post(self, request):
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        index = index_create(organisation=self.organisation, actor=self.principal.actor, **serializer.validated_data)
+        return Response(IndexOutputSerializer(index).data, status=status.HTTP_201_CREATED)
+
+
+class IndexDetailApi(CoreApi):
+    """`GET /v1/indexes/{id}` and `DELETE /v1/indexes/{id}` (R-4.1); deleting needs the write right."""
+
+    required_capabilities = ("knowledge",)
+
+    def get(self, request, index_id: str):
+        index = index_get_available(key=self.key, index_id=index_id)
+        return Response(IndexOutputSerializer(index).data)
+
+    def delete(self, request, index_id: str):
+        index = index_get_available(key=self.key, index_id=index_id, right="write")
+        index_delete(index=index, actor=self.principal.actor)
+        return Response(status=status.HTTP_204_NO_CONTENT)

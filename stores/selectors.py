@@ -1,0 +1,38 @@
+"""Scoped access to indexes: "missing", "deleted", "another organisation's" and
+"not in your policy" are the same 404 (R-2.5, R-4.2)."""
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from core_memory.api.errors import NotFound, PermissionDenied
+from core_memory.keys.models import ApiKey
+from stores.models import KnowledgeIndex, MemoryStore
+
+
+def index_list_available(*, key: ApiKey) -> QuerySet[KnowledgeIndex]:
+    indexes = KnowledgeIndex.objects.live().filter(organisation_id=key.organisation_id)
+    named = key.named_index_ids()
+    return indexes if named is None else indexes.filter(id__in=named)
+
+
+def index_get_available(*, key: ApiKey, index_id: str, param: str | None = None, right: str | None = None) -> KnowledgeIndex:
+    """The index if it is available to the key (R-4.2), else 404.
+
+    With `right` ("read" or "write"), an available index the policy names only for
+    the other right is a 403 (R-5.2: read and write are separate).
+    """
+    if not isinstance(index_id, str) or not key.names_index(index_id):
+        raise NotFound("No such index.", param=param)
+    index = KnowledgeIndex.objects.live().filter(organisation_id=key.organisation_id, id=index_id).first()
+    if index is None:
+        raise NotFound("No such index.", param=param)
+    if right == "write" and not key.may_write(index_id):
+        raise PermissionDenied("This key's policy does not allow writing this index.", param=param)
+    if right == "read" and not key.may_read(index_id):
+        raise PermissionDenied("This key's policy does not allow reading this index.", param=param)
+    return index
+
+
+def store_get(*, index: KnowledgeIndex) -> MemoryStore:
+    store, _ = MemoryStore.objects.get_or_create(index=index)
+    return store

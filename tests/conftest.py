@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from tests.factories import OrganisationFactory, client_for, make_index, make_key
+
+
+@dataclass
+class Tenant:
+    """An organisation with its owner key (every capability, every index) and one index."""
+
+    organisation: object
+    key: object
+    secret: str
+    index: object
+
+    def client(self, *, subject: str | None = None):
+        return client_for(self.secret, subject=subject)
+
+    def key_client(self, *, subject: str | None = None, **rights):
+        key, secret = make_key(self.organisation, **rights)
+        return client_for(secret, subject=subject), key
+
+
+def _tenant() -> Tenant:
+    organisation = OrganisationFactory()
+    key, secret = make_key(organisation, name="owner")
+    index = make_index(organisation)
+    return Tenant(organisation=organisation, key=key, secret=secret, index=index)
+
+
+@pytest.fixture
+def tenant(db) -> Tenant:
+    return _tenant()
+
+
+@pytest.fixture
+def other_tenant(db) -> Tenant:
+    return _tenant()
+
+
+@pytest.fixture
+def anonymous():
+    return client_for(None)

@@ -1,0 +1,52 @@
+"""factory_boy factories and small builders shared by every test package."""
+from __future__ import annotations
+
+import factory
+from rest_framework.test import APIClient
+
+from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES
+from core_memory.keys.services import key_create
+from core_memory.organisations.models import Organisation
+from stores.services import index_create
+
+
+class OrganisationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Organisation
+
+    name = factory.Sequence(lambda number: f"Organisation {number}")
+    timezone = "Europe/Amsterdam"
+
+
+def make_key(
+    organisation: Organisation,
+    *,
+    capabilities=KEY_CAPABILITIES,
+    read=(ALL_INDEXES,),
+    write=(ALL_INDEXES,),
+    memory: dict | None = None,
+    **fields,
+):
+    """(key, secret) with the given rights; the defaults are the owner key of createorg."""
+    return key_create(
+        organisation=organisation,
+        actor="test",
+        name=fields.pop("name", "test key"),
+        capabilities=list(capabilities),
+        policy={"read": list(read), "write": list(write)},
+        memory=memory,
+        **fields,
+    )
+
+
+def make_index(organisation: Organisation, name: str = "memory", **fields):
+    return index_create(organisation=organisation, actor="test", name=name, **fields)
+
+
+def client_for(secret: str | None, *, subject: str | None = None) -> APIClient:
+    client = APIClient()
+    if secret:
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}", **({"HTTP_X_CORE_SUBJECT": subject} if subject else {}))
+    elif subject:
+        client.credentials(HTTP_X_CORE_SUBJECT=subject)
+    return client
