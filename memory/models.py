@@ -1,1 +1,122 @@
-from django.db import models  # noqa: F401 — filled by the records and extraction issues
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+from simple_history.models import HistoricalRecords
+
+from core_memory.ids import PrefixedIdField
+
+# The text-search configurations whose lexemes make up a record's stored vector.
+SEARCH_CONFIGS = ("dutch", "english")
+
+
+def search_vector_expression():
+    """Records are written in Dutch AND English, often mixed in one organisation.
+
+    One language's stemmer alone loses the other language's inflections ("facturen"
+    and "factuur" only meet under the Dutch stemmer, "invoices"/"invoice" only under
+    the English one), and `simple` stems nothing. So the stored vector is the union
+    of the Dutch and the English vector of the text; a query word is turned into
+    both its Dutch and its English lexeme (memory.search), so either language finds
+    its inflections. Accents are not folded (unaccent is not immutable, so it cannot
+    live in a generated column without a wrapper function); Dutch text rarely relies
+    on them for meaning.
+    """
+    vector = SearchVector("text", config=SEARCH_CONFIGS[0])
+    for config in SEARCH_CONFIGS[1:]:
+        vector = vector + SearchVector("text", config=config)
+    return vector
+
+
+class MemoryRecord(models.Model):
+    """One remembered thing (SPEC §5).
+
+    `changed_at` is the decay clock (R-5.9): set on creation, PATCH and confirmation.
+    `contradicts` is a symmetrical many-to-many to the records maintenance found to
+    contradict this one (R-9.2); `contested` is true while it has any.
+    Every change goes through `save()` so django-simple-history keeps each version
+    (R-5.4); the historical row's `history_change_reason` is "<what> by <actor>".
+    """
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", _("active")
+        ENDED = "ended", _("ended")
+        DELETED = "deleted", _("deleted")
+
+    class Source(models.TextChoices):
+        API = "api", _("API")
+        TOOL = "tool", _("tool")
+        EXTRACTION = "extraction", _("extraction")
+        PROMOTION = "promotion", _("promotion")
+        MAINTENANCE = "maintenance", _("maintenance")
+
+    id = PrefixedIdField("mem")
+    organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="memory_records")
+    index = models.ForeignKey("stores.KnowledgeIndex", on_delete=models.CASCADE, related_name="records")
+    subject = models.CharField(_("person"), max_length=255, null=True, blank=True, help_text=_("Empty: shared."))
+    type = models.CharField(_("type"), max_length=40)
+    text = models.TextField(_("text"))
+    normalised_text = models.TextField(editable=False)
+    metadata = models.JSONField(_("metadata"), default=dict, blank=True)
+    confidence = models.FloatField(_("confidence"), default=1.0)
+    status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    confirmations = models.PositiveIntegerField(_("confirmations"), default=0)
+    last_confirmed_at = models.DateTimeField(_("last confirmed at"), null=True, blank=True)
+    replaces = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="corrections", verbose_name=_("replaces")
+    )
+    replaced_by = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+", verbose_name=_("replaced by")
+    )
+    contested = models.BooleanField(_("contested"), default=False)
+    contradicts = models.ManyToManyField("self", blank=True, verbose_name=_("contradicts"))
+    retrieval_count = models.PositiveIntegerField(_("retrieval count"), default=0)
+    source = models.CharField(_("source"), max_length=16, choices=Source.choices, default=Source.API)
+    trusted = models.BooleanField(_("trusted"), default=True)
+    thread_id = models.CharField(_("thread"), max_length=40, null=True, blank=True)
+    item_ids = models.JSONField(_("items"), default=list, blank=True)
+    response_id = models.CharField(_("response"), max_length=40, null=True, blank=True)
+    due_at = models.DateTimeField(_("due at"), null=True, blank=True)
+    done = models.BooleanField(_("done"), default=False)
+    structured = models.JSONField(_("structured"), null=True, blank=True)
+    changed_at = models.DateTimeField(_("changed at"))
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+    search_vector = models.GeneratedField(
+        expression=search_vector_expression(), output_field=SearchVectorField(), db_persist=True
+    )
+
+    history = HistoricalRecords(excluded_fields=["search_vector", "normalised_text"])
+
+    class Meta:
+        verbose_name = _("record")
+        verbose_name_plural = _("records")
+        indexes = [
+            models.Index(fields=["index", "subject", "type", "status"], name="memory_index_subject_type"),
+            models.Index(
+                fields=["index", "subject", "type", "-id"], name="memory_active", condition=Q(status="active")
+            ),
+            models.Index(fields=["index", "-id"], name="memory_index_id"),
+            models.Index(fields=["organisation", "subject"], name="memory_org_subject"),
+            GinIndex(fields=["search_vector"], name="memory_search_vector"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["index", "subject", "type", "normalised_text"],
+                condition=Q(status="active"),
+                nulls_distinct=False,
+                name="memory_one_active_per_text",
+            ),
+            models.CheckConstraint(condition=Q(confidence__gte=0.0, confidence__lte=1.0), name="memory_confidence_0_1"),
+            models.CheckConstraint(
+                condition=Q(status__in=["active", "ended", "deleted"]), name="memory_status_known"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.text[:60]}"
+
+    @property
+    def provenance(self) -> dict:
+        return {"thread_id": self.thread_id, "item_ids": list(self.item_ids or []), "response_id": self.response_id}
