@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("CORE_DATA_DIR", PROJECT_DIR / "var"))
@@ -48,9 +49,9 @@ def database_url() -> str:
     existing = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';")
     if "(1 row)" not in existing:
         server.psql(f"CREATE DATABASE {DATABASE_NAME};")
-    uri = server.get_uri(DATABASE_NAME)
-    # get_uri gives postgresql://postgres:@/db?host=/socket; django-environ wants a host part.
-    return uri.replace("postgresql://postgres:@/", "postgres://postgres@localhost/")
+    socket_dir = server.get_postmaster_info().socket_dir
+    # A Unix socket as the URL's host, percent-encoded as libpq accepts it.
+    return f"postgres://postgres@{quote(str(socket_dir), safe='')}/{DATABASE_NAME}"
 
 
 def stop() -> None:

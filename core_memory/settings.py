@@ -4,6 +4,7 @@ Parsing is strict: a malformed value stops the process at start-up rather than
 surfacing as odd behaviour later.
 """
 import json
+from urllib.parse import unquote
 from pathlib import Path
 
 import environ
@@ -100,6 +101,8 @@ def _database_url() -> str:
 
 
 DATABASES = {"default": env.db_url_config(_database_url())}
+# A Unix-socket directory as the host arrives percent-encoded (postgres://user@%2Fpath/db).
+DATABASES["default"]["HOST"] = unquote(DATABASES["default"]["HOST"])
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Parallel test runs on one server (several developers, CI) each name their own test database.
