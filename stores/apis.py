@@ -4,8 +4,9 @@ from rest_framework.response import Response
 from core_memory.api.pagination import paginated_response
 from core_memory.api.serializers import StrictSerializer
 from core_memory.api.views import CoreApi
-from stores.selectors import index_get_available, index_list_available
-from stores.services import index_create, index_delete
+from stores.configuration import StoreSectionsSerializer
+from stores.selectors import index_get_available, index_list_available, store_get
+from stores.services import index_create, index_delete, store_update
 
 
 class IndexOutputSerializer(serializers.Serializer):
@@ -50,3 +51,43 @@ class IndexDetailApi(CoreApi):
         index = index_get_available(key=self.key, index_id=index_id, right="write")
         index_delete(index=index, actor=self.principal.actor)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class StoreDetailApi(CoreApi):
+    """`GET` and `PATCH /v1/memory/stores/{index_id}` (R-4.3): both answer the whole store.
+
+    Reading needs the policy's read right, changing it the write right.
+    """
+
+    required_capabilities = ("memory",)
+
+    class InputSerializer(StoreSectionsSerializer):
+        pass
+
+    class OutputSerializer(serializers.Serializer):
+        index_id = serializers.CharField()
+        injection = serializers.JSONField()
+        lessons = serializers.JSONField()
+        promotion = serializers.JSONField()
+        maintenance = serializers.JSONField()
+        extraction = serializers.SerializerMethodField()
+        updated_at = serializers.DateTimeField()
+
+        def get_extraction(self, store) -> None:
+            return None
+
+    def get(self, request, index_id: str):
+        index = index_get_available(key=self.key, index_id=index_id, right="read")
+        return Response(self.OutputSerializer(store_get(index=index)).data)
+
+    def patch(self, request, index_id: str):
+        index = index_get_available(key=self.key, index_id=index_id, right="write")
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        store = store_update(
+            store=store_get(index=index),
+            sections=serializer.validated_data,
+            actor=self.principal.actor,
+            may_promote=self.key.has_capability("management") and self.key.has_capability("memory"),
+        )
+        return Response(self.OutputSerializer(store).data)

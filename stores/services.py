@@ -4,7 +4,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import audit_event_record
+from core_memory.api.errors import PermissionDenied
 from core_memory.organisations.models import Organisation
+from stores.configuration import store_sections_normalise
 from stores.models import KnowledgeIndex, MemoryStore
 
 
@@ -23,3 +25,37 @@ def index_delete(*, index: KnowledgeIndex, actor: str) -> None:
     updated = KnowledgeIndex.objects.filter(pk=index.pk, deleted_at__isnull=True).update(deleted_at=timezone.now())
     if updated:
         audit_event_record(organisation=index.organisation_id, actor=actor, action="index.deleted", target=index.id)
+
+
+@transaction.atomic(durable=True)
+def store_update(*, store: MemoryStore, sections: dict, actor: str, may_promote: bool) -> MemoryStore:
+    """Replace each section sent, whole: a field left out returns to its default (R-4.3).
+
+    `promotion` needs `may_promote` (a key with `management` and `memory`, or a console
+    administrator) and an organisation with `improvements`; otherwise nothing is
+    written, not even the other sections sent with it.
+    """
+    complete = store_sections_normalise(sections)
+    if "promotion" in complete:
+        if not may_promote:
+            raise PermissionDenied(
+                "Only a key with the capabilities management and memory, or a console administrator, may set promotion.",
+                param="promotion",
+            )
+        organisation = Organisation.objects.only("capabilities").get(pk=store.index.organisation_id)
+        if not organisation.has_capability("improvements"):
+            raise PermissionDenied("The organisation lacks the capability 'improvements'.", param="promotion")
+    locked = MemoryStore.objects.select_for_update().get(pk=store.pk)
+    if not complete:
+        return locked
+    for name, value in complete.items():
+        setattr(locked, name, value)
+    locked.save(update_fields=[*complete, "updated_at"])
+    audit_event_record(
+        organisation=store.index.organisation_id,
+        actor=actor,
+        action="store.updated",
+        target=store.index_id,
+        details={"sections": sorted(complete)},
+    )
+    return locked

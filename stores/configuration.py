@@ -1,0 +1,92 @@
+"""A memory store's sections, validated to their documented shape (R-4.3).
+
+Validation fills every default: sending a section replaces it whole, so a field
+left out returns to its default. The API and the console validate through here.
+"""
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from core_memory.api.serializers import StrictSerializer
+
+RANKS = ("confidence", "relevance", "blend")
+MAX_TOKEN_BUDGET = 200_000
+MAX_ORGANISATION_SHARE = 0.4
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """Only JSON true/false: "yes" or 1 for a switch is a typo, not a choice."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+class CommitmentsSectionSerializer(StrictSerializer):
+    inject_limit = serializers.IntegerField(min_value=0, max_value=500, default=5)
+
+
+class InjectionSectionSerializer(StrictSerializer):
+    token_budget = serializers.IntegerField(min_value=0, max_value=MAX_TOKEN_BUDGET, allow_null=True, default=None)
+    organisation_share = serializers.FloatField(min_value=0.0, max_value=MAX_ORGANISATION_SHARE, default=MAX_ORGANISATION_SHARE)
+    rank = serializers.ChoiceField(choices=RANKS, default="confidence")
+    episodes_limit = serializers.IntegerField(min_value=0, max_value=500, default=0)
+    commitments = CommitmentsSectionSerializer(default=lambda: {"inject_limit": 5})
+
+
+class LessonsSectionSerializer(StrictSerializer):
+    enabled = StrictBooleanField(default=False)
+    min_episodes = serializers.IntegerField(min_value=1, max_value=1000, default=3)
+
+
+class LabelsField(serializers.DictField):
+    """Label name to label value, both strings; they become metadata of promoted records (R-9.5)."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        for name, label in value.items():
+            if not 1 <= len(name) <= 100:
+                raise serializers.ValidationError({name: ["A label name is 1 to 100 characters."]})
+            if not isinstance(data[name], str) or len(label) > 500:
+                raise serializers.ValidationError({name: ["A label value is a string of at most 500 characters."]})
+        return value
+
+
+class PromotionSectionSerializer(StrictSerializer):
+    enabled = StrictBooleanField(default=False)
+    labels = LabelsField(child=serializers.CharField(allow_blank=True), default=dict)
+
+
+class MaintenanceSectionSerializer(StrictSerializer):
+    enabled = StrictBooleanField(default=True)
+
+
+SECTION_SERIALIZERS: dict[str, type[StrictSerializer]] = {
+    "injection": InjectionSectionSerializer,
+    "lessons": LessonsSectionSerializer,
+    "promotion": PromotionSectionSerializer,
+    "maintenance": MaintenanceSectionSerializer,
+}
+
+
+class StoreSectionsSerializer(StrictSerializer):
+    """Any of the four sections; each one sent is complete after validation."""
+
+    injection = InjectionSectionSerializer(required=False)
+    lessons = LessonsSectionSerializer(required=False)
+    promotion = PromotionSectionSerializer(required=False)
+    maintenance = MaintenanceSectionSerializer(required=False)
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {name: _plain(item) for name, item in value.items()}
+    return value
+
+
+def store_sections_normalise(raw: dict) -> dict:
+    """The named sections, complete (raises ValidationError with the field path)."""
+    serializer = StoreSectionsSerializer(data=raw)
+    serializer.is_valid(raise_exception=True)
+    return {name: _plain(section) for name, section in serializer.validated_data.items()}
