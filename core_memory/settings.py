@@ -132,7 +132,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "core_memory.api.exceptions.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "core_memory.api.schema.CoreAutoSchema",
     "UNAUTHENTICATED_USER": None,
     "DATETIME_FORMAT": "iso-8601",
 }

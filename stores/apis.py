@@ -1,7 +1,7 @@
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from core_memory.api.pagination import paginated_response
+from core_memory.api.pagination import IdCursorPagination, paginated_response
 from core_memory.api.serializers import StrictSerializer
 from core_memory.api.views import CoreApi
 from stores.configuration import StoreSectionsSerializer
@@ -21,6 +21,8 @@ class IndexListCreateApi(CoreApi):
     """`GET /v1/indexes` and `POST /v1/indexes` (R-4.1)."""
 
     required_capabilities = ("knowledge",)
+    pagination_class = IdCursorPagination
+    OutputSerializer = IndexOutputSerializer
 
     class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=200)
@@ -28,7 +30,7 @@ class IndexListCreateApi(CoreApi):
 
     def get(self, request):
         return paginated_response(
-            queryset=index_list_available(key=self.key), request=request, view=self, serializer_class=IndexOutputSerializer
+            queryset=index_list_available(key=self.key), request=request, view=self, serializer_class=self.OutputSerializer
         )
 
     def post(self, request):
@@ -42,6 +44,7 @@ class IndexDetailApi(CoreApi):
     """`GET /v1/indexes/{id}` and `DELETE /v1/indexes/{id}` (R-4.1); deleting needs the write right."""
 
     required_capabilities = ("knowledge",)
+    OutputSerializer = IndexOutputSerializer
 
     def get(self, request, index_id: str):
         index = index_get_available(key=self.key, index_id=index_id)

@@ -6,3 +6,6 @@ class CoreApiConfig(AppConfig):
     name = "core_memory.api"
     label = "core_api"
     verbose_name = _("API")
+
+    def ready(self) -> None:
+        from core_memory.api import schema  # noqa: F401 — registers the OpenAPI authentication extension

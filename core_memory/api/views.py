@@ -28,6 +28,8 @@ def validate_subject(value, *, param: str) -> str:
 
 class CoreApi(APIView):
     required_capabilities: tuple[str, ...] | dict[str, tuple[str, ...]] = ()
+    # List views set this (and list with `paginated_response`); the schema reads it too.
+    pagination_class = None
 
     @property
     def principal(self) -> Principal:
