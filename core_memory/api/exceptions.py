@@ -40,6 +40,9 @@ def first_error(detail: Any, path: str = "") -> tuple[str | None, str]:
         for key, value in detail.items():
             if key in ("non_field_errors", drf.ErrorDetail("non_field_errors")):
                 child_path = path
+            elif isinstance(key, int):
+                # DRF's ListField reports items as {position: errors}.
+                child_path = f"{path}[{key}]"
             else:
                 child_path = f"{path}.{key}" if path else str(key)
             found_path, message = first_error(value, child_path)

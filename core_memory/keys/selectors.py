@@ -1,11 +1,26 @@
+"""Key reads, scoped to one organisation: another organisation's key is a 404 (R-2.5)."""
 from __future__ import annotations
 
 from datetime import timedelta
 
+from django.db.models import QuerySet
 from django.utils import timezone
 
+from core_memory.api.errors import NotFound
 from core_memory.keys.models import ApiKey, KeyTrailEntry
 from core_memory.organisations.models import Organisation
+
+
+def key_list(*, organisation: Organisation) -> QuerySet[ApiKey]:
+    """Every key of the organisation, revoked ones included (R-3.2)."""
+    return ApiKey.objects.filter(organisation=organisation)
+
+
+def key_get(*, organisation: Organisation, key_id: str) -> ApiKey:
+    key = ApiKey.objects.filter(organisation=organisation, id=key_id).first()
+    if key is None:
+        raise NotFound("No such key.")
+    return key
 
 
 def key_was_issued(*, organisation: Organisation, key_id: str) -> bool:

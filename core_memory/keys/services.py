@@ -4,11 +4,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.db.models import DateTimeField, ExpressionWrapper, F, Func, Value
 from django.utils import timezone
 
 from audit.services import audit_event_record
+from core_memory.api.errors import Unprocessable
 from core_memory.keys.configuration import memory_config_normalise
 from core_memory.keys.models import (
+    ALL_INDEXES,
     KEY_SECRET_PREFIX,
     SUBJECT_TOKEN_PREFIX,
     ApiKey,
@@ -18,6 +21,7 @@ from core_memory.keys.models import (
     secret_hash,
 )
 from core_memory.organisations.models import Organisation
+from core_memory.persons.services import person_ensure
 
 UPDATABLE_FIELDS = ("name", "capabilities", "policy", "memory", "pii_redaction", "expires_at")
 
@@ -26,6 +30,35 @@ def _trail(*, organisation: Organisation, key_id: str, event: str, at: datetime 
     KeyTrailEntry.objects.get_or_create(
         key_id=key_id, event=event, defaults={"organisation": organisation, "at": at or timezone.now()}
     )
+
+
+def key_rights_validate(*, organisation: Organisation, capabilities: list[str], policy: dict, memory: dict | None) -> None:
+    """Cross-row rules of a key's rights (R-3.2); the shapes are checked by the API's serializers.
+
+    `memory` needs `knowledge`; the policy and the injection block name indexes of this
+    organisation only (or "*"). Raises Unprocessable naming the offending field.
+    """
+    if "memory" in capabilities and "knowledge" not in capabilities:
+        raise Unprocessable("The capability 'memory' needs 'knowledge'.", param="capabilities")
+    named = {index_id for right in ("read", "write") for index_id in policy.get(right, []) if index_id != ALL_INDEXES}
+    injection_index_id = ((memory or {}).get("injection") or {}).get("index_id")
+    if injection_index_id:
+        named.add(injection_index_id)
+    known = _live_index_ids(organisation=organisation, index_ids=named)
+    for right in ("read", "write"):
+        for position, index_id in enumerate(policy.get(right, [])):
+            if index_id != ALL_INDEXES and index_id not in known:
+                raise Unprocessable(f"No index {index_id!r} in this organisation.", param=f"policy.{right}[{position}]")
+    if injection_index_id and injection_index_id not in known:
+        raise Unprocessable(f"No index {injection_index_id!r} in this organisation.", param="memory.injection.index_id")
+
+
+def _live_index_ids(*, organisation: Organisation, index_ids: set[str]) -> set[str]:
+    from stores.models import KnowledgeIndex
+
+    if not index_ids:
+        return set()
+    return set(KnowledgeIndex.objects.live().filter(organisation=organisation, id__in=index_ids).values_list("id", flat=True))
 
 
 @transaction.atomic
@@ -41,13 +74,15 @@ def key_create(
     expires_at: datetime | None = None,
 ) -> tuple[ApiKey, str]:
     """A new key and its secret (shown once, stored hashed)."""
+    memory = memory_config_normalise(memory)
+    key_rights_validate(organisation=organisation, capabilities=capabilities, policy=policy, memory=memory)
     secret = new_secret(KEY_SECRET_PREFIX)
     key = ApiKey.objects.create(
         organisation=organisation,
         name=name,
         capabilities=sorted(set(capabilities)),
         policy={"read": list(policy.get("read", [])), "write": list(policy.get("write", []))},
-        memory=memory_config_normalise(memory),
+        memory=memory,
         pii_redaction=pii_redaction,
         expires_at=expires_at,
         secret_hash=secret_hash(secret),
@@ -60,14 +95,19 @@ def key_create(
 
 @transaction.atomic
 def key_update(*, key: ApiKey, actor: str, changes: dict) -> ApiKey:
+    """Replaces the given fields (a given `memory` or `policy` replaces the whole object)."""
+    key = ApiKey.objects.select_for_update().select_related("organisation").get(pk=key.pk)
     fields = [field for field in UPDATABLE_FIELDS if field in changes]
     for field in fields:
         value = changes[field]
         if field == "capabilities":
             value = sorted(set(value))
+        if field == "policy":
+            value = {"read": list(value.get("read", [])), "write": list(value.get("write", []))}
         if field == "memory":
             value = memory_config_normalise(value)
         setattr(key, field, value)
+    key_rights_validate(organisation=key.organisation, capabilities=key.capabilities, policy=key.policy, memory=key.memory)
     if fields:
         key.save(update_fields=[*fields, "updated_at"])
         audit_event_record(
@@ -109,19 +149,32 @@ def keys_expiry_record(*, now: datetime | None = None) -> int:
     return count
 
 
-def key_trail_purge(*, now: datetime | None = None) -> int:
-    """Forget trail entries older than the organisation's retention: such ids count as never issued."""
-    from django.db.models import F
+class _MakeIntervalDays(Func):
+    """PostgreSQL `make_interval(days => n)`: a duration of a column's number of days."""
 
+    template = "make_interval(days => %(expressions)s)"
+
+
+def key_trail_purge(*, now: datetime | None = None) -> int:
+    """Forget trail entries older than the organisation's retention: such ids count as never issued (R-3.5).
+
+    Entries of keys that still exist stay: the key itself still shows it was issued.
+    """
     now = now or timezone.now()
-    deleted, _ = KeyTrailEntry.objects.filter(at__lt=now - timedelta(days=1) * F("organisation__audit_retention_days")).exclude(
-        key_id__in=ApiKey.objects.values("id")
-    ).delete()
+    horizon = ExpressionWrapper(
+        Value(now, output_field=DateTimeField()) - _MakeIntervalDays(F("organisation__audit_retention_days")),
+        output_field=DateTimeField(),
+    )
+    deleted, _ = (
+        KeyTrailEntry.objects.filter(at__lt=horizon).exclude(key_id__in=ApiKey.objects.values("id")).delete()
+    )
     return deleted
 
 
 @transaction.atomic
 def subject_token_create(*, key: ApiKey, subject: str, ttl_seconds: int) -> tuple[SubjectToken, str]:
+    """A token acting as `key` for one person (R-3.3); it never outlives its key. Names the person (R-3.4)."""
+    person_ensure(organisation=key.organisation, subject=subject)
     secret = new_secret(SUBJECT_TOKEN_PREFIX)
     expires_at = timezone.now() + timedelta(seconds=ttl_seconds)
     if key.expires_at is not None:

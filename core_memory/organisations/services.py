@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from audit.services import audit_event_record
+from core_memory.api.errors import Unprocessable
 from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES
 from core_memory.keys.services import key_create
 from core_memory.organisations.models import Organisation
@@ -24,3 +26,48 @@ def organisation_create(*, name: str, timezone: str = "UTC", capabilities: list[
         policy={"read": [ALL_INDEXES], "write": [ALL_INDEXES]},
     )
     return organisation, key, secret
+
+
+UPDATABLE_FIELDS = (
+    "name",
+    "timezone",
+    "capabilities",
+    "offered_models",
+    "helper_model",
+    "monthly_token_limit",
+    "audit_retention_days",
+    "improvements",
+)
+
+
+@transaction.atomic(durable=True)
+def organisation_update(*, organisation: Organisation, actor: str, changes: dict) -> Organisation:
+    """Replaces the given settings (R-3.1); audited as `organisation.updated`.
+
+    `offered_models` (null: every model of CORE_MODELS) may name only configured models,
+    and the helper model, when set, must stay offered. Raises Unprocessable naming the field.
+    """
+    from core_memory.llm.registry import configured_model_ids
+
+    organisation = Organisation.objects.select_for_update().get(pk=organisation.pk)
+    fields = [field for field in UPDATABLE_FIELDS if field in changes]
+    configured = configured_model_ids()
+    offered = changes.get("offered_models")
+    for position, model_id in enumerate(offered or []):
+        if model_id not in configured:
+            raise Unprocessable(f"No model {model_id!r} in CORE_MODELS.", param=f"offered_models[{position}]")
+    for field in fields:
+        value = changes[field]
+        if field in ("capabilities", "offered_models") and value is not None:
+            value = list(dict.fromkeys(value))
+        setattr(organisation, field, value)
+    if organisation.helper_model is not None and organisation.helper_model not in organisation.offered_model_ids():
+        param = "helper_model" if "helper_model" in changes else "offered_models"
+        raise Unprocessable(f"The helper model {organisation.helper_model!r} is not offered to this organisation.", param=param)
+    if fields:
+        organisation.full_clean()
+        organisation.save(update_fields=[*fields, "updated_at"])
+        audit_event_record(
+            organisation=organisation, actor=actor, action="organisation.updated", target=organisation.id, details={"fields": fields}
+        )
+    return organisation

@@ -1,1 +1,20 @@
-from django.db import models  # noqa: F401
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class Person(models.Model):
+    """A person (subject) of one organisation and her rules (R-3.4); exists once named."""
+
+    organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="persons")
+    subject = models.CharField(_("subject"), max_length=255)
+    helper_model_may_read = models.BooleanField(_("the helper model may read her records"), default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = _("person")
+        verbose_name_plural = _("persons")
+        constraints = [models.UniqueConstraint(fields=["organisation", "subject"], name="person_one_per_subject")]
+
+    def __str__(self) -> str:
+        return self.subject

@@ -1,0 +1,35 @@
+from rest_framework import serializers
+
+from audit.selectors import audit_event_list
+from core_memory.api.pagination import paginated_response
+from core_memory.api.serializers import OffsetDateTimeField
+from core_memory.api.views import CoreApi
+
+
+class AuditEventListApi(CoreApi):
+    """`GET /v1/audit?action=&after=&before=` (R-11.3): the caller's organisation only."""
+
+    required_capabilities = ("management",)
+
+    class FilterSerializer(serializers.Serializer):
+        action = serializers.CharField(max_length=64, required=False)
+        after = OffsetDateTimeField(required=False)
+        before = OffsetDateTimeField(required=False)
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.CharField()
+        at = serializers.DateTimeField()
+        actor = serializers.CharField()
+        action = serializers.CharField()
+        target = serializers.CharField()
+        details = serializers.JSONField()
+
+    def get(self, request):
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        return paginated_response(
+            queryset=audit_event_list(organisation=self.organisation, filters=filters.validated_data),
+            request=request,
+            view=self,
+            serializer_class=self.OutputSerializer,
+        )

@@ -1,0 +1,137 @@
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from core_memory.api.errors import PermissionDenied
+from core_memory.api.pagination import paginated_response
+from core_memory.api.serializers import OffsetDateTimeField, StrictSerializer
+from core_memory.api.views import CoreApi, validate_subject
+from core_memory.keys.configuration import MemoryConfigSerializer, memory_config_normalise
+from core_memory.keys.models import KEY_CAPABILITIES
+from core_memory.keys.selectors import key_get, key_list
+from core_memory.keys.services import key_create, key_revoke, key_update, subject_token_create
+from core_memory.organisations.selectors import organisation_get_own
+
+MAX_SUBJECT_TOKEN_SECONDS = 30 * 24 * 3600
+
+
+class PolicySerializer(StrictSerializer):
+    read = serializers.ListField(child=serializers.CharField(max_length=40), default=list)
+    write = serializers.ListField(child=serializers.CharField(max_length=40), default=list)
+
+
+class KeyOutputSerializer(serializers.Serializer):
+    """A key as every answer shows it: never its secret (R-3.2)."""
+
+    id = serializers.CharField()
+    name = serializers.CharField()
+    capabilities = serializers.ListField(child=serializers.CharField())
+    policy = serializers.JSONField()
+    memory = serializers.JSONField()
+    pii_redaction = serializers.BooleanField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+    revoked_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class KeyInputSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=200)
+    capabilities = serializers.ListField(child=serializers.ChoiceField(choices=KEY_CAPABILITIES))
+    policy = PolicySerializer()
+    memory = MemoryConfigSerializer()
+    pii_redaction = serializers.BooleanField(default=False)
+    expires_at = OffsetDateTimeField(allow_null=True, default=None)
+
+
+class KeyListCreateApi(CoreApi):
+    """`GET/POST /v1/tenants/{org_id}/keys` (R-3.2); POST answers the secret, once."""
+
+    required_capabilities = ("management",)
+
+    class InputSerializer(KeyInputSerializer):
+        capabilities = serializers.ListField(child=serializers.ChoiceField(choices=KEY_CAPABILITIES), default=list)
+        policy = PolicySerializer(default=lambda: {"read": [], "write": []})
+        memory = MemoryConfigSerializer(default=dict)
+
+    class OutputSerializer(KeyOutputSerializer):
+        key = serializers.CharField()
+
+    def get(self, request, organisation_id: str):
+        organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
+        return paginated_response(
+            queryset=key_list(organisation=organisation), request=request, view=self, serializer_class=KeyOutputSerializer
+        )
+
+    def post(self, request, organisation_id: str):
+        organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        key, secret = key_create(
+            organisation=organisation,
+            actor=self.principal.actor,
+            name=data["name"],
+            capabilities=data["capabilities"],
+            policy=dict(data["policy"]),
+            memory=data["memory"],
+            pii_redaction=data["pii_redaction"],
+            expires_at=data["expires_at"],
+        )
+        key.key = secret
+        return Response(self.OutputSerializer(key).data, status=status.HTTP_201_CREATED)
+
+
+class KeyDetailApi(CoreApi):
+    """`GET/PATCH/DELETE /v1/tenants/{org_id}/keys/{key_id}` (R-3.2); DELETE revokes."""
+
+    required_capabilities = ("management",)
+
+    class InputSerializer(KeyInputSerializer):
+        memory = serializers.DictField()
+
+        def validate_memory(self, value: dict) -> dict:
+            # Validated whole even in a partial PATCH: the given object replaces the stored one.
+            return memory_config_normalise(value)
+
+    def _key(self, organisation_id: str, key_id: str):
+        organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
+        return key_get(organisation=organisation, key_id=key_id)
+
+    def get(self, request, organisation_id: str, key_id: str):
+        return Response(KeyOutputSerializer(self._key(organisation_id, key_id)).data)
+
+    def patch(self, request, organisation_id: str, key_id: str):
+        key = self._key(organisation_id, key_id)
+        serializer = self.InputSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        key = key_update(key=key, actor=self.principal.actor, changes=dict(serializer.validated_data))
+        return Response(KeyOutputSerializer(key).data)
+
+    def delete(self, request, organisation_id: str, key_id: str):
+        key = key_revoke(key=self._key(organisation_id, key_id), actor=self.principal.actor)
+        return Response(KeyOutputSerializer(key).data)
+
+
+class SubjectTokenCreateApi(CoreApi):
+    """`POST /v1/subject-tokens` (R-3.3): a token acting as this key for one person."""
+
+    class InputSerializer(StrictSerializer):
+        subject = serializers.CharField(max_length=255, trim_whitespace=False)
+        ttl_seconds = serializers.IntegerField(min_value=1, max_value=MAX_SUBJECT_TOKEN_SECONDS, default=3600)
+
+        def validate_subject(self, value: str) -> str:
+            return validate_subject(value, param="subject")
+
+    class OutputSerializer(serializers.Serializer):
+        token = serializers.CharField()
+        subject = serializers.CharField()
+        expires_at = serializers.DateTimeField()
+
+    def post(self, request):
+        if self.principal.token_subject is not None:
+            raise PermissionDenied("A subject token cannot mint subject tokens.")
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        token, secret = subject_token_create(key=self.key, **serializer.validated_data)
+        token.token = secret
+        return Response(self.OutputSerializer(token).data, status=status.HTTP_201_CREATED)

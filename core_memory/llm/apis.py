@@ -1,0 +1,18 @@
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from core_memory.api.views import CoreApi
+from core_memory.llm.registry import models_offered
+
+
+class ModelListApi(CoreApi):
+    """`GET /v1/models` (R-3.6): the models offered to the caller's organisation."""
+
+    class OutputSerializer(serializers.Serializer):
+        # Only these two: a model's base_url and key variable are the operator's business.
+        id = serializers.CharField()
+        provider = serializers.CharField()
+
+    def get(self, request):
+        models = models_offered(organisation=self.organisation)
+        return Response({"data": self.OutputSerializer(models, many=True).data, "next_cursor": None})

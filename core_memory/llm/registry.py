@@ -1,0 +1,28 @@
+"""The chat models on offer (R-3.6): configured in CORE_MODELS, offered per organisation."""
+from __future__ import annotations
+
+import copy
+
+from django.conf import settings
+
+from core_memory.api.errors import Unprocessable
+from core_memory.organisations.models import Organisation
+
+
+def configured_model_ids() -> list[str]:
+    return [model["id"] for model in settings.CORE_MODELS]
+
+
+def models_offered(*, organisation: Organisation) -> list[dict]:
+    """The organisation's offered models, each a copy of its CORE_MODELS entry (id, provider,
+    base_url, api_key_env); only `id` and `provider` may be shown to a caller."""
+    offered = set(organisation.offered_model_ids())
+    return [copy.deepcopy(model) for model in settings.CORE_MODELS if model["id"] in offered]
+
+
+def model_get(*, organisation: Organisation, model_id: str, param: str = "model") -> dict:
+    """The offered model `model_id`, else 422 naming `param` (R-3.6)."""
+    for model in models_offered(organisation=organisation):
+        if model["id"] == model_id:
+            return model
+    raise Unprocessable(f"The model {model_id!r} is not offered to this organisation.", param=param)

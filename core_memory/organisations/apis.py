@@ -1,0 +1,68 @@
+import zoneinfo
+
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from core_memory.api.serializers import StrictSerializer
+from core_memory.api.views import CoreApi
+from core_memory.organisations.models import ORGANISATION_CAPABILITIES
+from core_memory.organisations.selectors import organisation_get_own
+from core_memory.organisations.services import organisation_update
+
+
+class ImprovementsSerializer(StrictSerializer):
+    enabled = serializers.BooleanField()
+
+
+class OrganisationOutputSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    timezone = serializers.CharField()
+    capabilities = serializers.ListField(child=serializers.CharField())
+    offered_models = serializers.ListField(child=serializers.CharField(), source="offered_model_ids")
+    helper_model = serializers.CharField(allow_null=True)
+    monthly_token_limit = serializers.IntegerField(allow_null=True)
+    audit_retention_days = serializers.IntegerField()
+    improvements = serializers.JSONField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class OrganisationDetailApi(CoreApi):
+    """`GET/PATCH /v1/tenants/{org_id}` (R-3.1): only the caller's own organisation."""
+
+    required_capabilities = ("management",)
+
+    class InputSerializer(StrictSerializer):
+        name = serializers.CharField(max_length=200)
+        timezone = serializers.CharField(max_length=64)
+        capabilities = serializers.ListField(child=serializers.ChoiceField(choices=ORGANISATION_CAPABILITIES))
+        offered_models = serializers.ListField(child=serializers.CharField(max_length=200), allow_null=True)
+        helper_model = serializers.CharField(max_length=200, allow_null=True)
+        monthly_token_limit = serializers.IntegerField(min_value=0, allow_null=True)
+        audit_retention_days = serializers.IntegerField(min_value=1, max_value=36_500)
+        improvements = ImprovementsSerializer()
+
+        def validate_timezone(self, value: str) -> str:
+            if value not in zoneinfo.available_timezones():
+                raise serializers.ValidationError("Give an IANA time zone, e.g. Europe/Amsterdam.")
+            return value
+
+        def validate_improvements(self, value: dict) -> dict:
+            # A partial PATCH makes nested fields optional; the settings object stays whole.
+            if "enabled" not in value:
+                raise serializers.ValidationError({"enabled": ["This field is required."]})
+            return dict(value)
+
+    def get(self, request, organisation_id: str):
+        organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
+        return Response(OrganisationOutputSerializer(organisation).data)
+
+    def patch(self, request, organisation_id: str):
+        organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
+        serializer = self.InputSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        organisation = organisation_update(
+            organisation=organisation, actor=self.principal.actor, changes=dict(serializer.validated_data)
+        )
+        return Response(OrganisationOutputSerializer(organisation).data)

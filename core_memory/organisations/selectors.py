@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+from core_memory.api.errors import NotFound
+from core_memory.organisations.models import Organisation
+
+
+def organisation_get_own(*, organisation: Organisation, organisation_id: str) -> Organisation:
+    """The caller's own organisation by id; any other id, existing or not, is a 404 (R-2.5)."""
+    if organisation_id != organisation.id:
+        raise NotFound("No such organisation.")
+    return Organisation.objects.get(pk=organisation.pk)

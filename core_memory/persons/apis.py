@@ -1,0 +1,39 @@
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from core_memory.api.serializers import StrictSerializer
+from core_memory.api.views import CoreApi, validate_subject
+from core_memory.persons.services import person_erase, person_update
+
+
+class PersonOutputSerializer(serializers.Serializer):
+    subject = serializers.CharField()
+    helper_model_may_read = serializers.BooleanField()
+
+
+class PersonApi(CoreApi):
+    """`PATCH /v1/persons/{subject}` (memory) sets her rules; `DELETE` (management) erases her (R-3.4)."""
+
+    required_capabilities = {"PATCH": ("memory",), "DELETE": ("management",)}
+
+    class InputSerializer(StrictSerializer):
+        helper_model_may_read = serializers.BooleanField(required=False)
+
+    def _subject(self, subject: str) -> str:
+        # A subject token acts only for its own person (R-2.2).
+        validate_subject(subject, param="subject")
+        self.request_subject(body_user=subject, body_param="subject")
+        return subject
+
+    def patch(self, request, subject: str):
+        subject = self._subject(subject)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        person = person_update(
+            organisation=self.organisation, subject=subject, actor=self.principal.actor, **serializer.validated_data
+        )
+        return Response(PersonOutputSerializer(person).data)
+
+    def delete(self, request, subject: str):
+        subject = self._subject(subject)
+        return Response(person_erase(organisation=self.organisation, subject=subject, actor=self.principal.actor))
