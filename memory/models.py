@@ -1,3 +1,4 @@
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
@@ -27,6 +28,16 @@ def search_vector_expression():
     for config in SEARCH_CONFIGS[1:]:
         vector = vector + SearchVector("text", config=config)
     return vector
+
+
+def history_user(request=None, **kwargs):
+    """The console administrator behind a change, if any.
+
+    An API request's `user` is a key Principal, not a Django user, so it is not a
+    `history_user`; the key id goes into the version's change reason instead.
+    """
+    user = getattr(request, "user", None)
+    return user if isinstance(user, AbstractBaseUser) else None
 
 
 class MemoryRecord(models.Model):
@@ -87,7 +98,7 @@ class MemoryRecord(models.Model):
         expression=search_vector_expression(), output_field=SearchVectorField(), db_persist=True
     )
 
-    history = HistoricalRecords(excluded_fields=["search_vector", "normalised_text"])
+    history = HistoricalRecords(excluded_fields=["search_vector", "normalised_text"], get_user=history_user)
 
     class Meta:
         verbose_name = _("record")

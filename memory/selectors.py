@@ -1,0 +1,224 @@
+"""Reading records: scoping, decay, filters and search (SPEC §5)."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.contrib.postgres.search import SearchRank
+from django.db.models import Case, DateTimeField, F, FloatField, Func, Q, QuerySet, Value, When
+from django.db.models.fields.json import KeyTextTransform
+from django.utils import timezone
+
+from core_memory.api.errors import NotFound
+from core_memory.keys.models import ApiKey
+from memory.models import MemoryRecord
+from memory.search import fuse_rankings, text_query
+from stores.models import KnowledgeIndex
+from stores.selectors import index_get_available
+
+DEFAULT_TYPES = ("fact", "preference", "commitment", "behaviour")
+# Written only by Core (extraction and maintenance), never through the write route or tool.
+CORE_WRITTEN_TYPES = ("episode", "lesson")
+SEARCH_DEFAULT_LIMIT = 10
+SEARCH_MAX_LIMIT = 50
+# Ranking ties in every section: effective confidence, then retrieval count, then id.
+TIE_BREAKERS = ("-effective_confidence", "-retrieval_count", "id")
+
+
+def store_known_types(*, index: KnowledgeIndex) -> list[str]:
+    """The types a store accepts (R-5.3): its extraction switch's `types` when it has
+    a switch, otherwise the four defaults.
+
+    Extension point: when the extraction app has its switch model, return
+    `list(switch.types)` here for an index that has one.
+    """
+    return list(DEFAULT_TYPES)
+
+
+def key_half_lives(*, key: ApiKey) -> dict[str, float]:
+    decay = (key.memory or {}).get("decay") or {}
+    return dict(decay.get("half_life_days") or {})
+
+
+class _AgeDays(Func):
+    """Days from `changed_at` to `now`, never negative (a clock a bit behind is not youth)."""
+
+    arg_joiner = " - "
+    template = "GREATEST(EXTRACT(EPOCH FROM (%(expressions)s))::double precision / 86400.0, 0.0)"
+    output_field = FloatField()
+
+
+def effective_confidence_expression(*, half_life_days: dict[str, float], now: datetime | None = None):
+    """`confidence * 0.5 ^ (age_days / half_life)` for the types that have a half-life (R-5.9).
+
+    A SQL expression (annotate it as `effective_confidence`), so filtering and ordering
+    on the effective value happen in PostgreSQL. Age counts from `changed_at`.
+    """
+    if not half_life_days:
+        return Func(F("confidence"), template="%(expressions)s", output_field=FloatField())
+    age_days = _AgeDays(Value(now or timezone.now(), output_field=DateTimeField()), F("changed_at"))
+    return Case(
+        *[
+            When(
+                type=type_name,
+                then=F("confidence") * Func(Value(0.5), age_days / Value(float(half_life)), function="power", output_field=FloatField()),
+            )
+            for type_name, half_life in sorted(half_life_days.items())
+        ],
+        default=F("confidence"),
+        output_field=FloatField(),
+    )
+
+
+def records_with_decay(queryset: QuerySet[MemoryRecord], *, key: ApiKey, now: datetime | None = None) -> QuerySet[MemoryRecord]:
+    return queryset.annotate(effective_confidence=effective_confidence_expression(half_life_days=key_half_lives(key=key), now=now))
+
+
+def records_in_scope(*, index: KnowledgeIndex, subject: str | None, all_subjects: bool = False) -> QuerySet[MemoryRecord]:
+    """Not-deleted records of the index a request may see (R-5.6).
+
+    A person sees hers and the shared ones; with no person, `all_subjects` decides
+    between every record (an organisation-level API request) and only the shared ones.
+    """
+    records = MemoryRecord.objects.filter(index=index).exclude(status=MemoryRecord.Status.DELETED)
+    if subject is not None:
+        return records.filter(Q(subject=subject) | Q(subject__isnull=True))
+    if all_subjects:
+        return records
+    return records.filter(subject__isnull=True)
+
+
+def records_visible(*, index: KnowledgeIndex, subject: str | None) -> QuerySet[MemoryRecord]:
+    """Active records the person may see: hers and the shared ones (only shared when `subject` is None)."""
+    return records_in_scope(index=index, subject=subject).filter(status=MemoryRecord.Status.ACTIVE)
+
+
+def record_list(
+    *,
+    key: ApiKey,
+    index: KnowledgeIndex,
+    subject: str | None,
+    filters: dict,
+    now: datetime | None = None,
+) -> QuerySet[MemoryRecord]:
+    """The R-5.6 list: `filters` holds the validated query parameters."""
+    records = records_with_decay(records_in_scope(index=index, subject=subject, all_subjects=True), key=key, now=now)
+    records = records.filter(status=filters.get("status") or MemoryRecord.Status.ACTIVE)
+    if filters.get("type"):
+        records = records.filter(type__in=filters["type"])
+    if filters.get("subject") is not None:
+        records = records.filter(subject=filters["subject"])
+    if filters.get("min_confidence") is not None:
+        records = records.filter(effective_confidence__gte=filters["min_confidence"])
+    if filters.get("after") is not None:
+        records = records.filter(created_at__gt=filters["after"])
+    if filters.get("before") is not None:
+        records = records.filter(created_at__lt=filters["before"])
+    if filters.get("contested") is not None:
+        records = records.filter(contested=filters["contested"])
+    # Compared as text, so `metadata.priority=2` matches the number 2 and `=true` the boolean.
+    for position, (name, value) in enumerate(sorted((filters.get("metadata") or {}).items())):
+        alias = f"metadata_filter_{position}"
+        records = records.alias(**{alias: KeyTextTransform(name, "metadata")}).filter(**{alias: value})
+    if filters.get("q"):
+        query = text_query(filters["q"], match_all=True)
+        records = records.filter(search_vector=query) if query is not None else records.none()
+    return records
+
+
+def record_get_available(
+    *,
+    key: ApiKey,
+    record_id: str,
+    subject: str | None,
+    own_only: bool = False,
+    right: str | None = None,
+    param: str | None = None,
+    now: datetime | None = None,
+) -> MemoryRecord:
+    """A record the request may address, annotated with its effective confidence; else 404.
+
+    404 when it does not exist, is deleted, belongs to another organisation, lives in an
+    index unavailable to the key (R-4.2), or — for a request naming a person — is another
+    person's (or, with `own_only`, a shared one: R-5.8). `right="read"` answers 403 when
+    the policy names the index for writing only.
+    """
+    record = (
+        records_with_decay(MemoryRecord.objects.select_related("index"), key=key, now=now)
+        .filter(pk=record_id, organisation_id=key.organisation_id)
+        .exclude(status=MemoryRecord.Status.DELETED)
+        .first()
+    )
+    if record is None:
+        raise NotFound("No such record.", param=param)
+    index_get_available(key=key, index_id=record.index_id, param=param, right=right)
+    if record.index.deleted_at is not None:
+        raise NotFound("No such record.", param=param)
+    if subject is not None and record.subject != subject and (own_only or record.subject is not None):
+        raise NotFound("No such record.", param=param)
+    return record
+
+
+def record_history(*, record: MemoryRecord) -> QuerySet:
+    """Every stored version of the record, newest first (R-5.4)."""
+    return record.history.all()
+
+
+def record_search(
+    *,
+    key: ApiKey,
+    index: KnowledgeIndex,
+    subject: str | None,
+    query: str,
+    types: list[str] | None = None,
+    after: datetime | None = None,
+    before: datetime | None = None,
+    limit: int = SEARCH_DEFAULT_LIMIT,
+    count_retrieval: bool = True,
+    all_subjects: bool = False,
+    now: datetime | None = None,
+) -> list[tuple[MemoryRecord, float]]:
+    """Active records most relevant to `query`, best first, each with its score (R-5.10).
+
+    Every signal (full text today; an embeddings signal slots in beside it) yields a
+    ranked list of ids, and `fuse_rankings` merges them. Hits' `retrieval_count`
+    rises in one UPDATE; the returned records already show the raised count.
+    """
+    candidates = records_with_decay(
+        records_in_scope(index=index, subject=subject, all_subjects=all_subjects).filter(status=MemoryRecord.Status.ACTIVE),
+        key=key,
+        now=now,
+    )
+    if types:
+        candidates = candidates.filter(type__in=types)
+    if after is not None:
+        candidates = candidates.filter(created_at__gt=after)
+    if before is not None:
+        candidates = candidates.filter(created_at__lt=before)
+
+    signals = {"full_text": _full_text_ranking(candidates=candidates, query=query, limit=limit)}
+    ranking = fuse_rankings(signals, limit=limit)
+    if not ranking:
+        return []
+    by_id = {record.id: record for record in candidates.filter(id__in=[record_id for record_id, _ in ranking])}
+    hits = [(by_id[record_id], score) for record_id, score in ranking if record_id in by_id]
+    if count_retrieval and hits:
+        MemoryRecord.objects.filter(id__in=[record.id for record, _ in hits]).update(
+            retrieval_count=F("retrieval_count") + 1
+        )
+        for record, _ in hits:
+            record.retrieval_count += 1
+    return hits
+
+
+def _full_text_ranking(*, candidates: QuerySet[MemoryRecord], query: str, limit: int) -> list[tuple[str, float]]:
+    search_query = text_query(query)
+    if search_query is None:
+        return []
+    # Normalisation 32 maps the cover-density rank into 0..1 (rank / (rank + 1)).
+    ranked = (
+        candidates.filter(search_vector=search_query)
+        .annotate(score=SearchRank(F("search_vector"), search_query, cover_density=True, normalization=Value(32)))
+        .order_by("-score", *TIE_BREAKERS)
+        .values_list("id", "score")[:limit]
+    )
+    return list(ranked)

@@ -1,0 +1,293 @@
+"""Writing records: write (create, confirm, correct), update, delete, erase (SPEC §5).
+
+Every change goes through `save()` so django-simple-history keeps the version; the
+version's `history_change_reason` says what happened and who did it
+(`change_reason`). Counters on a row whose state decides (confirmations) change
+under `select_for_update`, so a plain increment is exact; the retrieval count,
+which no version records, rises with `F()` (memory.selectors.record_search).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+from rest_framework.fields import DateTimeField
+
+from audit.services import audit_event_record
+from core_memory.api.errors import Conflict, InvalidRequest, NotFound, PermissionDenied, Unprocessable
+from core_memory.keys.models import ApiKey
+from core_memory.organisations.models import Organisation
+from memory.models import MemoryRecord
+from memory.selectors import CORE_WRITTEN_TYPES, store_known_types
+from stores.models import KnowledgeIndex
+
+UNIQUE_ACTIVE_TEXT = "memory_one_active_per_text"
+UPDATABLE_FIELDS = ("text", "metadata", "confidence", "due_at", "done")
+COMMITMENT = "commitment"
+# Folded at the end of a text when comparing: "Likes tea." confirms "likes tea".
+_FINAL_PUNCTUATION = ".,;:!?…。"
+_WHITESPACE = re.compile(r"\s+")
+
+
+def text_normalise(text: str) -> str:
+    """Case, whitespace and final punctuation folded (R-5.4)."""
+    folded = _WHITESPACE.sub(" ", text.casefold()).strip()
+    return folded.rstrip(_FINAL_PUNCTUATION + " ")
+
+
+def change_reason(*, what: str, actor: str) -> str:
+    return f"{what} by {actor}"[:100]
+
+
+@dataclass(frozen=True)
+class RecordWriteResult:
+    record: MemoryRecord
+    status: str  # created | confirmed | corrected
+
+    @property
+    def status_code(self) -> int:
+        return 200 if self.status == "confirmed" else 201
+
+
+def record_write_answer(result: RecordWriteResult) -> dict:
+    """The R-5.5 answer to a write; also the write tool's result (R-6.5)."""
+    record = result.record
+    return {
+        "memory_id": record.id,
+        "status": result.status,
+        "type": record.type,
+        "text": record.text,
+        "confidence": record.confidence,
+        "subject": record.subject,
+        "index_id": record.index_id,
+        "created_at": DateTimeField().to_representation(record.created_at),
+    }
+
+
+def record_write_authorise(*, key: ApiKey, index: KnowledgeIndex, actor: str, param: str | None = "index_id") -> None:
+    """404 when the index is unavailable to the key (R-4.2); 403 and a committed
+    `memory.write_denied` audit event when its policy does not allow writing (R-5.2)."""
+    if index.organisation_id != key.organisation_id or index.deleted_at is not None or not key.names_index(index.id):
+        raise NotFound("No such index.", param=param)
+    if key.may_write(index.id):
+        return
+    # Its own transaction: the denial is recorded although the request fails.
+    with transaction.atomic():
+        audit_event_record(
+            organisation=key.organisation_id, actor=actor, action="memory.write_denied", target=index.id, details={"key_id": key.id}
+        )
+    raise PermissionDenied("This key's policy does not allow writing this index.", param=param)
+
+
+def _type_check(*, index: KnowledgeIndex, type_name: str) -> None:
+    allowed = store_known_types(index=index)
+    if type_name in CORE_WRITTEN_TYPES:
+        raise Unprocessable(
+            f"Type {type_name!r} is written only by Core. Allowed types: {', '.join(allowed)}.", param="type"
+        )
+    if type_name not in allowed:
+        raise Unprocessable(f"Unknown type {type_name!r}. Allowed types: {', '.join(allowed)}.", param="type")
+
+
+def _due_check(*, type_name: str, due_at, done=None) -> None:
+    if type_name != COMMITMENT and due_at is not None:
+        raise InvalidRequest("due_at is only for commitments.", param="due_at")
+    if type_name != COMMITMENT and done:
+        raise InvalidRequest("done is only for commitments.", param="done")
+
+
+def _active_twin(*, index: KnowledgeIndex, subject: str | None, type_name: str, normalised_text: str) -> MemoryRecord | None:
+    return (
+        MemoryRecord.objects.select_for_update()
+        .filter(index=index, subject=subject, type=type_name, normalised_text=normalised_text, status=MemoryRecord.Status.ACTIVE)
+        .first()
+    )
+
+
+def _confirm(*, record: MemoryRecord, actor: str, now: datetime) -> MemoryRecord:
+    record.confirmations += 1
+    record.last_confirmed_at = now
+    record.changed_at = now
+    record._change_reason = change_reason(what="confirmed", actor=actor)
+    record.save(update_fields=["confirmations", "last_confirmed_at", "changed_at", "updated_at"])
+    return record
+
+
+def _is_unique_active_violation(error: IntegrityError) -> bool:
+    diagnostics = getattr(error.__cause__, "diag", None)
+    return getattr(diagnostics, "constraint_name", None) == UNIQUE_ACTIVE_TEXT
+
+
+def _replaced_lock(*, index: KnowledgeIndex, record_id: str, subject: str | None) -> MemoryRecord:
+    """The record a correction ends: in the same index, and the person's own when she is named."""
+    replaced = (
+        MemoryRecord.objects.select_for_update()
+        .filter(pk=record_id, index=index)
+        .exclude(status=MemoryRecord.Status.DELETED)
+        .first()
+    )
+    if replaced is None or (subject is not None and replaced.subject != subject):
+        raise NotFound("No such record.", param="replaces")
+    if replaced.status != MemoryRecord.Status.ACTIVE:
+        raise Conflict("That record was already ended by another correction.", param="replaces")
+    return replaced
+
+
+def record_write(
+    *,
+    key: ApiKey,
+    index: KnowledgeIndex,
+    subject: str | None,
+    type: str,  # noqa: A002 — the record's field and the API's name
+    text: str,
+    metadata: dict | None = None,
+    confidence: float = 1.0,
+    due_at: datetime | None = None,
+    replaces: str | None = None,
+    source: str = MemoryRecord.Source.API,
+    provenance: dict | None = None,
+    actor: str,
+    trusted: bool = True,
+    structured: dict | None = None,
+    now: datetime | None = None,
+) -> RecordWriteResult:
+    """Create, confirm or correct a record (R-5.1–R-5.5).
+
+    Same normalised text as an active record of the same index, person and type →
+    that record is confirmed (200). With `replaces` → the named record ends and the
+    new one is created (status "corrected"). Race-free: a concurrent identical write
+    hits the partial unique constraint and confirms the record that won.
+    Not durable, so a turn (the write tool) may call it inside its own transaction.
+    """
+    record_write_authorise(key=key, index=index, actor=actor)
+    if source in (MemoryRecord.Source.API, MemoryRecord.Source.TOOL):
+        _type_check(index=index, type_name=type)
+    _due_check(type_name=type, due_at=due_at)
+    if not text or not text.strip():
+        raise InvalidRequest("text may not be empty.", param="text")
+    now = now or timezone.now()
+    normalised = text_normalise(text)
+    provenance = provenance or {}
+
+    with transaction.atomic():
+        replaced = _replaced_lock(index=index, record_id=replaces, subject=subject) if replaces else None
+        if replaced is not None:
+            replaced.status = MemoryRecord.Status.ENDED
+            replaced._change_reason = change_reason(what="ended by correction", actor=actor)
+            replaced.save(update_fields=["status", "updated_at"])
+
+        status = "corrected" if replaced is not None else "created"
+        record = _active_twin(index=index, subject=subject, type_name=type, normalised_text=normalised)
+        if record is None:
+            try:
+                with transaction.atomic():
+                    record = MemoryRecord(
+                        organisation_id=index.organisation_id,
+                        index=index,
+                        subject=subject,
+                        type=type,
+                        text=text,
+                        normalised_text=normalised,
+                        metadata=metadata or {},
+                        confidence=confidence,
+                        due_at=due_at,
+                        replaces=replaced,
+                        source=source,
+                        trusted=trusted,
+                        thread_id=provenance.get("thread_id"),
+                        item_ids=list(provenance.get("item_ids") or []),
+                        response_id=provenance.get("response_id"),
+                        structured=structured,
+                        changed_at=now,
+                    )
+                    record._change_reason = change_reason(what=status, actor=actor)
+                    record.save(force_insert=True)
+            except IntegrityError as error:
+                if not _is_unique_active_violation(error):
+                    raise
+                record = _active_twin(index=index, subject=subject, type_name=type, normalised_text=normalised)
+                if record is None:  # the winner was ended or deleted meanwhile; let the caller retry
+                    raise Conflict("A concurrent change touched the same record; retry.", param="text") from error
+                status = "confirmed"
+                _confirm(record=record, actor=actor, now=now)
+        else:
+            status = "confirmed"
+            _confirm(record=record, actor=actor, now=now)
+
+        if replaced is not None:
+            replaced.replaced_by = record
+            replaced._change_reason = change_reason(what="replaced", actor=actor)
+            replaced.save(update_fields=["replaced_by", "updated_at"])
+    return RecordWriteResult(record=record, status=status)
+
+
+@transaction.atomic
+def record_update(*, record: MemoryRecord, actor: str, changes: dict, now: datetime | None = None) -> MemoryRecord:
+    """PATCH (R-5.7): whitelisted fields; any change restarts the decay age. Audited."""
+    locked = MemoryRecord.objects.select_for_update().get(pk=record.pk)
+    if locked.status != MemoryRecord.Status.ACTIVE:
+        raise Conflict("Only an active record can change.", param=None)
+    fields = [field for field in UPDATABLE_FIELDS if field in changes]
+    _due_check(type_name=locked.type, due_at=changes.get("due_at"), done=changes.get("done"))
+    if "text" in fields:
+        if not changes["text"] or not changes["text"].strip():
+            raise InvalidRequest("text may not be empty.", param="text")
+        locked.normalised_text = text_normalise(changes["text"])
+        fields.append("normalised_text")
+    for field in UPDATABLE_FIELDS:
+        if field in changes:
+            setattr(locked, field, changes[field])
+    if not fields:
+        return locked
+    locked.changed_at = now or timezone.now()
+    locked._change_reason = change_reason(what="updated", actor=actor)
+    try:
+        with transaction.atomic():
+            locked.save(update_fields=[*fields, "changed_at", "updated_at"])
+    except IntegrityError as error:
+        if _is_unique_active_violation(error):
+            raise Conflict("An active record of this person and type already has that text.", param="text") from error
+        raise
+    audit_event_record(
+        organisation=locked.organisation_id,
+        actor=actor,
+        action="memory.updated",
+        target=locked.id,
+        details={"fields": [field for field in fields if field != "normalised_text"]},
+    )
+    return locked
+
+
+@transaction.atomic
+def record_delete(*, record: MemoryRecord, actor: str) -> None:
+    """DELETE (R-5.8): a soft delete, so its history stays readable to auditors while
+    the record is invisible everywhere. A record it ended stays ended. Audited."""
+    locked = MemoryRecord.objects.select_for_update().get(pk=record.pk)
+    if locked.status == MemoryRecord.Status.DELETED:
+        return
+    locked.status = MemoryRecord.Status.DELETED
+    locked._change_reason = change_reason(what="deleted", actor=actor)
+    locked.save(update_fields=["status", "updated_at"])
+    audit_event_record(
+        organisation=locked.organisation_id, actor=actor, action="memory.deleted", target=locked.id, details={"index_id": locked.index_id}
+    )
+
+
+@transaction.atomic
+def person_records_erase(*, organisation: Organisation | str, subject: str) -> int:
+    """Hard-deletes every record of the person, with every historical version (R-3.4).
+
+    Returns the number of records removed. Other records that pointed at hers
+    (`replaces`/`replaced_by`) keep living with the pointer cleared.
+    """
+    organisation_id = organisation if isinstance(organisation, str) else organisation.id
+    records = MemoryRecord.objects.filter(organisation_id=organisation_id, subject=subject)
+    record_ids = list(records.values_list("id", flat=True))
+    _total, removed = records.delete()
+    # After the delete, which itself adds a "-" version for each record.
+    MemoryRecord.history.filter(Q(id__in=record_ids) | Q(organisation_id=organisation_id, subject=subject)).delete()
+    return removed.get(MemoryRecord._meta.label, 0)
