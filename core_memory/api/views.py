@@ -63,6 +63,9 @@ class CoreApi(APIView):
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         self._idempotency_row = None
+        if getattr(request.user, "token_subject", None) is not None:
+            # on every route, not only those that ask for the person.
+            self.request_subject()
         idempotency_key = request.META.get(idempotency.HEADER)
         if idempotency_key is None or request.method not in idempotency.MUTATING_METHODS:
             return

@@ -1,0 +1,56 @@
+import pytest
+
+from core_memory.api.errors import Unprocessable
+from core_memory.llm.registry import model_get, models_offered
+
+pytestmark = pytest.mark.django_db
+
+
+def test_models_lists_the_offered_models_without_their_connection(tenant):
+    """R-3.6: only id and provider; never base_url or the key's variable."""
+    client, _ = tenant.key_client(capabilities=())
+
+    response = client.get("/v1/models")
+
+    assert response.status_code == 200
+    assert response.json() == {
+        "data": [{"id": "jouw-chatmodel", "provider": "openai"}, {"id": "helper", "provider": "openai"}],
+        "next_cursor": None,
+    }
+    assert b"invalid" not in response.content
+    assert b"SECRET_ENV_NAME" not in response.content
+
+
+def test_models_lists_only_what_the_organisation_offers(tenant, other_tenant):
+    """R-3.6: offered = in CORE_MODELS and in the organisation's `offered_models`."""
+    tenant.client().patch(f"/v1/tenants/{tenant.organisation.id}", {"offered_models": ["helper"]}, format="json")
+
+    assert [row["id"] for row in tenant.client().get("/v1/models").json()["data"]] == ["helper"]
+    assert len(other_tenant.client().get("/v1/models").json()["data"]) == 2
+
+
+def test_a_model_dropped_from_core_models_is_no_longer_offered(tenant, settings):
+    """R-3.6."""
+    tenant.organisation.offered_models = ["helper", "jouw-chatmodel"]
+    tenant.organisation.save()
+    settings.CORE_MODELS = [model for model in settings.CORE_MODELS if model["id"] != "helper"]
+
+    assert [model["id"] for model in models_offered(organisation=tenant.organisation)] == ["jouw-chatmodel"]
+
+
+def test_model_get_answers_the_whole_configuration_of_an_offered_model(tenant):
+    """R-3.6: the turn engine needs the connection details."""
+    model = model_get(organisation=tenant.organisation, model_id="helper")
+
+    assert model == {"id": "helper", "provider": "openai", "base_url": "http://helper.invalid/v1", "api_key_env": None}
+
+
+def test_model_get_refuses_a_model_not_offered_with_a_422_on_the_param(tenant):
+    """R-3.6."""
+    tenant.organisation.offered_models = ["helper"]
+
+    with pytest.raises(Unprocessable) as refused:
+        model_get(organisation=tenant.organisation, model_id="jouw-chatmodel", param="agent.model")
+
+    assert refused.value.status_code == 422
+    assert refused.value.param == "agent.model"
