@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class AgentsConfig(AppConfig):
+    name = "core_memory.agents"
+    label = "agents"
+    verbose_name = _("Agents")

@@ -1,0 +1,41 @@
+"""Scoped reads of agents: missing, deleted and another organisation's are one 404 (R-2.5)."""
+from __future__ import annotations
+
+from django.db.models import F, Prefetch, QuerySet
+
+from core_memory.agents.models import Agent, AgentVersion
+from core_memory.api.errors import NotFound
+from core_memory.organisations.models import Organisation
+
+AGENT_ID_PREFIX = "agt_"
+
+
+def _with_latest_version(agents: QuerySet[Agent]) -> QuerySet[Agent]:
+    return agents.prefetch_related(
+        Prefetch(
+            "versions", queryset=AgentVersion.objects.filter(version=F("agent__latest_version")), to_attr="latest_versions"
+        )
+    )
+
+
+def agents_list(*, organisation: Organisation) -> QuerySet[Agent]:
+    return _with_latest_version(Agent.objects.live().filter(organisation_id=organisation.id))
+
+
+def agent_get_available(*, organisation: Organisation, agent_ref: str, param: str | None = None) -> Agent:
+    """A live agent of the organisation, by its id or (in a turn's `agent` field) its name."""
+    agents = Agent.objects.live().filter(organisation_id=organisation.id)
+    if not isinstance(agent_ref, str):
+        raise NotFound("No such agent.", param=param)
+    agents = agents.filter(id=agent_ref) if agent_ref.startswith(AGENT_ID_PREFIX) else agents.filter(name=agent_ref)
+    agent = _with_latest_version(agents).first()
+    if agent is None:
+        raise NotFound("No such agent.", param=param)
+    return agent
+
+
+def agent_version_latest(*, agent: Agent) -> AgentVersion:
+    latest = getattr(agent, "latest_versions", None)
+    if latest:
+        return latest[0]
+    return AgentVersion.objects.get(agent_id=agent.pk, version=agent.latest_version)

@@ -1,0 +1,105 @@
+"""Agent writes (R-7.3), each in its own transaction with its audit event."""
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from audit.services import audit_event_record
+from core_memory.agents.models import Agent, AgentVersion
+from core_memory.api.errors import Conflict, NotFound, Unprocessable
+from core_memory.keys.models import ApiKey
+from core_memory.llm.registry import model_get
+from stores.selectors import index_get_available
+
+
+def agent_memory_injection_check(*, key: ApiKey, memory_injection: dict | None) -> dict | None:
+    """422 on `memory_injection.index_id` unless the block's index is one of the organisation's
+    that the saving key's own policy names (R-7.3). The block's shape is validated by the caller
+    with `InjectionConfigSerializer`, which fills every default."""
+    if memory_injection is None:
+        return None
+    block = dict(memory_injection)
+    if block.get("index_id") is not None:
+        try:
+            index_get_available(key=key, index_id=block["index_id"])
+        except NotFound:
+            raise Unprocessable(
+                "The index must be one of your organisation's that this key's policy names.",
+                param="memory_injection.index_id",
+            ) from None
+    return block
+
+
+def _version_add(*, agent: Agent, key: ApiKey, model: str, instructions: str, memory_injection: dict | None) -> AgentVersion:
+    model_get(organisation=key.organisation, model_id=model, param="model")
+    block = agent_memory_injection_check(key=key, memory_injection=memory_injection)
+    Agent.objects.filter(pk=agent.pk).update(latest_version=F("latest_version") + 1, updated_at=timezone.now())
+    agent.refresh_from_db(fields=["latest_version", "updated_at"])
+    version = AgentVersion.objects.create(
+        agent=agent,
+        version=agent.latest_version,
+        model=model,
+        instructions=instructions,
+        memory_injection=block,
+        created_by=key.id,
+    )
+    agent.latest_versions = [version]
+    return version
+
+
+@transaction.atomic(durable=True)
+def agent_create(
+    *, key: ApiKey, actor: str, name: str, model: str, instructions: str = "", memory_injection: dict | None = None
+) -> Agent:
+    """A new agent with its first version."""
+    try:
+        with transaction.atomic():
+            agent = Agent.objects.create(organisation_id=key.organisation_id, name=name)
+    except IntegrityError:
+        raise Conflict(f"An agent named {name!r} exists already.", param="name") from None
+    version = _version_add(agent=agent, key=key, model=model, instructions=instructions, memory_injection=memory_injection)
+    audit_event_record(
+        organisation=key.organisation_id, actor=actor, action="agent.created", target=agent.id, details={"version": version.version}
+    )
+    return agent
+
+
+@transaction.atomic(durable=True)
+def agent_version_create(
+    *, agent: Agent, key: ApiKey, actor: str, model: str, instructions: str = "", memory_injection: dict | None = None
+) -> Agent:
+    """A new, complete version; turns run it from now on (R-7.3, R-7.4)."""
+    locked = Agent.objects.live().select_for_update().filter(pk=agent.pk).first()
+    if locked is None:
+        raise NotFound("No such agent.")
+    version = _version_add(agent=locked, key=key, model=model, instructions=instructions, memory_injection=memory_injection)
+    audit_event_record(
+        organisation=key.organisation_id,
+        actor=actor,
+        action="agent.version_created",
+        target=locked.id,
+        details={"version": version.version},
+    )
+    return locked
+
+
+def agent_delete_check(*, agent: Agent) -> None:
+    """Refuses to delete an agent that something still relies on.
+
+    R-7.3: an extraction switch naming the agent in `filters.agent_ids` → 409 naming
+    that store. That lookup belongs to the extraction app (issue 5) and is called
+    here once it exists; until then nothing blocks.
+    """
+
+
+@transaction.atomic(durable=True)
+def agent_delete(*, agent: Agent, actor: str) -> None:
+    """Marks the agent deleted: threads keep naming it, turns can no longer run it."""
+    locked = Agent.objects.live().select_for_update().filter(pk=agent.pk).first()
+    if locked is None:
+        return
+    agent_delete_check(agent=locked)
+    locked.deleted_at = timezone.now()
+    locked.save(update_fields=["deleted_at", "updated_at"])
+    audit_event_record(organisation=locked.organisation_id, actor=actor, action="agent.deleted", target=locked.id)

@@ -1,0 +1,276 @@
+"""Chat model providers and metering (R-3.6, R-8.9, R-13).
+
+A provider turns a list of chat messages (and optionally tools or a JSON
+`response_format`) into one answer. `chat_completion` is the one entry point
+callers use: it picks the provider named by the model's `CORE_MODELS` entry,
+calls it, and meters the tokens for the organisation and month.
+
+Every failure to get an answer — timeout, connection refused, HTTP error after
+the retries, an answer that is not a chat completion — is a `ProviderError`, so
+callers can turn it into a failed turn or a failed window and never a 500.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from datetime import timezone as dt_timezone
+from typing import Protocol
+
+import httpx
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from core_memory.llm.models import TokenUsage
+from core_memory.organisations.models import Organisation
+
+logger = logging.getLogger(__name__)
+
+# Bounded and small: a turn waits at most about BACKOFF_SECONDS * (2 ** MAX_ATTEMPTS) for retries.
+MAX_ATTEMPTS = 3
+BACKOFF_SECONDS = 0.25
+MAX_BACKOFF_SECONDS = 2.0
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+class ProviderError(Exception):
+    """The model gave no usable answer. `code` is stable and safe to show; `message` too (no secrets)."""
+
+    def __init__(self, code: str, message: str, *, status_code: int | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status_code = status_code
+
+    def as_dict(self) -> dict:
+        return {"code": self.code, "message": self.message}
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: TokenCount) -> TokenCount:
+        return TokenCount(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+    def as_dict(self) -> dict:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "total_tokens": self.total_tokens}
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ChatCompletion:
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: TokenCount = field(default_factory=TokenCount)
+
+
+class ChatProvider(Protocol):
+    def complete(
+        self, *, messages: list[dict], tools: list[dict] | None = None, response_format: dict | None = None
+    ) -> ChatCompletion: ...
+
+
+_client_lock = threading.Lock()
+_client: httpx.Client | None = None
+
+
+def _http_client() -> httpx.Client:
+    """One pooled client for the process (httpx clients are thread-safe)."""
+    global _client
+    with _client_lock:
+        if _client is None:
+            _client = httpx.Client(limits=httpx.Limits(max_connections=50, max_keepalive_connections=10))
+        return _client
+
+
+def _retry_delay(*, attempt: int, response: httpx.Response | None) -> float:
+    delay = BACKOFF_SECONDS * (2 ** (attempt - 1))
+    if response is not None:
+        try:
+            delay = max(delay, float(response.headers.get("retry-after", "")))
+        except ValueError:
+            pass
+    return min(delay, MAX_BACKOFF_SECONDS)
+
+
+class OpenAIChatProvider:
+    """The OpenAI Chat Completions protocol: `POST {base_url}/chat/completions`."""
+
+    def __init__(self, *, model_id: str, base_url: str, api_key: str | None, timeout: float):
+        self.model_id = model_id
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.api_key = api_key
+        self.timeout = timeout
+
+    def complete(
+        self, *, messages: list[dict], tools: list[dict] | None = None, response_format: dict | None = None
+    ) -> ChatCompletion:
+        body: dict = {"model": self.model_id, "messages": messages}
+        if tools:
+            body["tools"] = tools
+        if response_format is not None:
+            body["response_format"] = response_format
+        return self._parse(self._post(body))
+
+    def _post(self, body: dict) -> dict:
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            response = None
+            try:
+                response = _http_client().post(self.url, json=body, headers=headers, timeout=self.timeout)
+            except httpx.TimeoutException:
+                error = ProviderError("model_timeout", f"The model did not answer within {self.timeout:g} seconds.")
+            except httpx.HTTPError as exc:
+                error = ProviderError("model_unreachable", f"The model could not be reached ({type(exc).__name__}).")
+            else:
+                if response.status_code < 400:
+                    try:
+                        return response.json()
+                    except ValueError:
+                        raise ProviderError("invalid_model_response", "The model's answer is not JSON.") from None
+                error = ProviderError(
+                    "model_rate_limited" if response.status_code == 429 else "model_error",
+                    f"The model answered HTTP {response.status_code}.",
+                    status_code=response.status_code,
+                )
+                if response.status_code not in RETRYABLE_STATUS:
+                    raise error
+            logger.warning(
+                "llm.call.retry", extra={"model": self.model_id, "attempt": attempt, "code": error.code, "status": error.status_code}
+            )
+            if attempt == MAX_ATTEMPTS:
+                raise error
+            time.sleep(_retry_delay(attempt=attempt, response=response))
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _parse(answer: dict) -> ChatCompletion:
+        try:
+            choice = answer["choices"][0]
+            message = choice["message"]
+            tool_calls = [
+                ToolCall(id=str(call["id"]), name=str(call["function"]["name"]), arguments=call["function"].get("arguments") or "{}")
+                for call in (message.get("tool_calls") or [])
+            ]
+            content = message.get("content")
+            if content is not None and not isinstance(content, str):
+                raise TypeError("content")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise ProviderError("invalid_model_response", "The model's answer is not a chat completion.") from None
+        usage = answer.get("usage") or {}
+        prompt_tokens = int(usage.get("prompt_tokens") or 0)
+        completion_tokens = int(usage.get("completion_tokens") or 0)
+        return ChatCompletion(
+            content=content,
+            tool_calls=tool_calls,
+            finish_reason=choice.get("finish_reason"),
+            usage=TokenCount(
+                input_tokens=prompt_tokens,
+                output_tokens=completion_tokens,
+                total_tokens=int(usage.get("total_tokens") or prompt_tokens + completion_tokens),
+            ),
+        )
+
+
+PROVIDERS = {"openai": OpenAIChatProvider}
+
+
+def model_config_for(model: Mapping | str) -> Mapping:
+    """A `CORE_MODELS` entry, given the entry itself or its id."""
+    if isinstance(model, Mapping):
+        return model
+    for entry in settings.CORE_MODELS:
+        if entry["id"] == model:
+            return entry
+    raise ProviderError("model_unavailable", f"The model {model!r} is not configured.")
+
+
+def provider_for(model: Mapping | str) -> ChatProvider:
+    config = model_config_for(model)
+    provider_class = PROVIDERS.get(config.get("provider", "openai"))
+    if provider_class is None:
+        raise ProviderError("model_unavailable", f"Unknown provider {config.get('provider')!r}.")
+    api_key_env = config.get("api_key_env")
+    api_key = os.environ.get(api_key_env) if api_key_env else None
+    if api_key_env and not api_key:
+        raise ProviderError("model_unavailable", f"The model's API key variable {api_key_env} is not set.")
+    return provider_class(
+        model_id=config["id"], base_url=config["base_url"], api_key=api_key, timeout=settings.CORE_MODEL_TIMEOUT_SECONDS
+    )
+
+
+def chat_completion(
+    *,
+    organisation: Organisation,
+    model: Mapping | str,
+    messages: list[dict],
+    tools: list[dict] | None = None,
+    response_format: dict | None = None,
+    now: datetime | None = None,
+) -> ChatCompletion:
+    """One metered model call. Raises ProviderError; never holds a database transaction open while waiting."""
+    provider = provider_for(model)
+    started = time.monotonic()
+    try:
+        answer = provider.complete(messages=messages, tools=tools, response_format=response_format)
+    except ProviderError as error:
+        logger.warning("llm.call.failed", extra={"organisation": organisation.id, "code": error.code})
+        raise
+    logger.info(
+        "llm.call.completed",
+        extra={"organisation": organisation.id, "tokens": answer.usage.total_tokens, "seconds": round(time.monotonic() - started, 3)},
+    )
+    token_usage_record(organisation=organisation, usage=answer.usage, at=now)
+    return answer
+
+
+def usage_month(at: datetime | None = None) -> date:
+    at = (at or timezone.now()).astimezone(dt_timezone.utc)
+    return at.date().replace(day=1)
+
+
+def token_usage_record(*, organisation: Organisation, usage: TokenCount, at: datetime | None = None) -> None:
+    """Adds one call's tokens to the organisation's row for the month (R-3.6)."""
+    month = usage_month(at)
+    changes = {
+        "input_tokens": F("input_tokens") + usage.input_tokens,
+        "output_tokens": F("output_tokens") + usage.output_tokens,
+        "total_tokens": F("total_tokens") + usage.total_tokens,
+        "calls": F("calls") + 1,
+        "updated_at": timezone.now(),
+    }
+    with transaction.atomic():
+        if TokenUsage.objects.filter(organisation_id=organisation.id, month=month).update(**changes):
+            return
+        try:
+            with transaction.atomic():
+                TokenUsage.objects.create(
+                    organisation_id=organisation.id,
+                    month=month,
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    total_tokens=usage.total_tokens,
+                    calls=1,
+                )
+        except IntegrityError:  # another call created the row first
+            TokenUsage.objects.filter(organisation_id=organisation.id, month=month).update(**changes)

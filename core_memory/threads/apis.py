@@ -1,0 +1,140 @@
+from django.utils import timezone
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from core_memory.api.pagination import IdCursorPagination, paginated_response
+from core_memory.api.serializers import OffsetDateTimeField, StrictSerializer
+from core_memory.api.views import CoreApi
+from core_memory.threads.models import Item
+from core_memory.threads.selectors import thread_get_available, thread_items
+from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
+
+MAX_IMPORTED_ITEMS = 100
+
+# Which roles each kind of item may have; tool entries carry a call id (R-7.2).
+KIND_ROLES = {
+    Item.Kind.MESSAGE: {Item.Role.USER, Item.Role.ASSISTANT, Item.Role.SYSTEM},
+    Item.Kind.TOOL_CALL: {Item.Role.ASSISTANT},
+    Item.Kind.TOOL_RESULT: {Item.Role.TOOL},
+    Item.Kind.REASONING: {Item.Role.ASSISTANT},
+}
+
+
+class ThreadOutputSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    subject = serializers.CharField(allow_null=True)
+    metadata = serializers.JSONField()
+    key_id = serializers.CharField()
+    agent_ids = serializers.SerializerMethodField()
+    item_count = serializers.IntegerField()
+    last_item_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+    def get_agent_ids(self, thread) -> list[str]:
+        return sorted(agent.id for agent in thread.agents.all())
+
+
+class ItemOutputSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    thread_id = serializers.CharField()
+    role = serializers.CharField()
+    kind = serializers.CharField()
+    content = serializers.JSONField()
+    name = serializers.SerializerMethodField()
+    call_id = serializers.SerializerMethodField()
+    sealed = serializers.BooleanField()
+    response_id = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+    def get_name(self, item) -> str | None:
+        return item.name or None
+
+    def get_call_id(self, item) -> str | None:
+        return item.call_id or None
+
+
+class ItemInputSerializer(StrictSerializer):
+    role = serializers.ChoiceField(choices=Item.Role.choices)
+    kind = serializers.ChoiceField(choices=Item.Kind.choices, default=Item.Kind.MESSAGE)
+    content = serializers.JSONField(allow_null=True, required=False, default=None)
+    name = serializers.CharField(max_length=200, required=False, default="")
+    call_id = serializers.CharField(max_length=200, required=False, default="")
+    sealed = serializers.BooleanField(default=False)
+    created_at = OffsetDateTimeField(required=False, default=None)
+
+    def validate(self, attrs):
+        if attrs["role"] not in KIND_ROLES[attrs["kind"]]:
+            allowed = ", ".join(sorted(KIND_ROLES[attrs["kind"]]))
+            raise serializers.ValidationError({"role": [f"A {attrs['kind']} item has the role {allowed}."]})
+        if attrs["kind"] in (Item.Kind.TOOL_CALL, Item.Kind.TOOL_RESULT) and not attrs["call_id"]:
+            raise serializers.ValidationError({"call_id": ["A tool call or tool result names its call_id."]})
+        if attrs["kind"] == Item.Kind.TOOL_CALL and not attrs["name"]:
+            raise serializers.ValidationError({"name": ["A tool call names its tool."]})
+        if attrs["kind"] == Item.Kind.MESSAGE and attrs["content"] in (None, ""):
+            raise serializers.ValidationError({"content": ["A message has content."]})
+        if attrs["created_at"] is not None and attrs["created_at"] > timezone.now():
+            raise serializers.ValidationError({"created_at": ["An imported item cannot be from the future."]})
+        return attrs
+
+
+class ItemPositionPagination(IdCursorPagination):
+    """A conversation reads oldest first, in the order its items were added."""
+
+    ordering = "position"
+
+
+class ThreadCreateApi(CoreApi):
+    """`POST /v1/threads` (R-7.2)."""
+
+    required_capabilities = ("threads",)
+
+    class InputSerializer(StrictSerializer):
+        subject = serializers.CharField(required=False, allow_null=True, default=None)
+        metadata = serializers.DictField(required=False, default=dict)
+
+    def post(self, request):
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        subject = self.request_subject(body_user=serializer.validated_data["subject"], body_param="subject")
+        thread = thread_create(
+            organisation=self.organisation, key=self.key, subject=subject, metadata=serializer.validated_data["metadata"]
+        )
+        return Response(ThreadOutputSerializer(thread).data, status=status.HTTP_201_CREATED)
+
+
+class ThreadDetailApi(CoreApi):
+    """`GET /v1/threads/{id}` (R-7.2)."""
+
+    required_capabilities = ("threads",)
+
+    def get(self, request, thread_id: str):
+        thread = thread_get_available(organisation=self.organisation, thread_id=thread_id, subject=self.request_subject())
+        return Response(ThreadOutputSerializer(thread).data)
+
+
+class ThreadItemsApi(CoreApi):
+    """`GET /v1/threads/{id}/items` and `POST /v1/threads/{id}/items` (import, R-7.2)."""
+
+    required_capabilities = ("threads",)
+
+    class InputSerializer(StrictSerializer):
+        items = serializers.ListField(child=ItemInputSerializer(), min_length=1, max_length=MAX_IMPORTED_ITEMS)
+
+    def get(self, request, thread_id: str):
+        thread = thread_get_available(organisation=self.organisation, thread_id=thread_id, subject=self.request_subject())
+        return paginated_response(
+            queryset=thread_items(thread=thread),
+            request=request,
+            view=self,
+            serializer_class=ItemOutputSerializer,
+            pagination_class=ItemPositionPagination,
+        )
+
+    def post(self, request, thread_id: str):
+        thread = thread_get_available(organisation=self.organisation, thread_id=thread_id, subject=self.request_subject())
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        items = thread_items_append(
+            thread=thread, key=self.key, drafts=[ItemDraft(**item) for item in serializer.validated_data["items"]]
+        )
+        return Response({"data": ItemOutputSerializer(items, many=True).data}, status=status.HTTP_201_CREATED)

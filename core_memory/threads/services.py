@@ -1,0 +1,73 @@
+"""Thread writes (R-7.2). Items are appended under a row lock on their thread, so
+positions never collide and `last_item_at` only moves forward."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from core_memory.keys.models import ApiKey
+from core_memory.organisations.models import Organisation
+from core_memory.threads.models import Item, Thread
+
+
+@dataclass(frozen=True)
+class ItemDraft:
+    """An item before it has a place on a thread."""
+
+    role: str
+    kind: str = Item.Kind.MESSAGE
+    content: object = None
+    name: str = ""
+    call_id: str = ""
+    sealed: bool = False
+    created_at: datetime | None = None
+
+
+@transaction.atomic
+def thread_create(*, organisation: Organisation, key: ApiKey, subject: str | None, metadata: dict | None = None) -> Thread:
+    return Thread.objects.create(organisation=organisation, key=key, subject=subject, metadata=metadata or {})
+
+
+@transaction.atomic
+def thread_items_append(
+    *, thread: Thread, key: ApiKey, drafts: list[ItemDraft], response_id: str | None = None, now: datetime | None = None
+) -> list[Item]:
+    """Adds items after the thread's last one, in the given order."""
+    if not drafts:
+        return []
+    now = now or timezone.now()
+    locked = Thread.objects.select_for_update().only("id", "item_count", "last_item_at", "redacting_key_wrote_at").get(pk=thread.pk)
+    items = [
+        Item(
+            thread_id=thread.pk,
+            position=locked.item_count + offset,
+            role=draft.role,
+            kind=draft.kind,
+            content=draft.content,
+            name=draft.name or "",
+            call_id=draft.call_id or "",
+            sealed=draft.sealed,
+            response_id=response_id,
+            created_at=draft.created_at or now,
+        )
+        for offset, draft in enumerate(drafts)
+    ]
+    Item.objects.bulk_create(items)
+    newest = max(item.created_at for item in items)
+    changes: dict = {"item_count": F("item_count") + len(items)}
+    if locked.last_item_at is None or newest > locked.last_item_at:
+        changes["last_item_at"] = newest
+    if key.pii_redaction and locked.redacting_key_wrote_at is None:
+        changes["redacting_key_wrote_at"] = now
+    Thread.objects.filter(pk=thread.pk).update(**changes)
+    thread.item_count = locked.item_count + len(items)
+    return items
+
+
+def thread_agent_record(*, thread: Thread, agent_id: str) -> None:
+    """Notes that an agent answered on the thread (extraction's `filters.agent_ids`, R-8.3)."""
+    thread.agents.add(agent_id)

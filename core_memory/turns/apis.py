@@ -1,0 +1,163 @@
+import json
+from collections import deque
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.http import StreamingHttpResponse
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from core_memory.api.errors import InvalidRequest
+from core_memory.api.serializers import StrictSerializer
+from core_memory.api.views import CoreApi
+from core_memory.threads.apis import ItemOutputSerializer
+from core_memory.threads.models import Item
+from core_memory.threads.services import ItemDraft
+from core_memory.turns.services import turn_plan, turn_run
+
+# What a request may call a message's role, and the role the thread stores.
+INPUT_ROLES = {"user": Item.Role.USER, "assistant": Item.Role.ASSISTANT, "system": Item.Role.SYSTEM, "developer": Item.Role.SYSTEM}
+TEXT_PART_TYPES = ("input_text", "output_text", "text")
+
+
+class MessageContentField(serializers.Field):
+    """A string, or a list of text parts `{"type": "input_text", "text": "…"}` joined by newlines."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            return data
+        if isinstance(data, list) and all(
+            isinstance(part, dict) and part.get("type") in TEXT_PART_TYPES and isinstance(part.get("text"), str) for part in data
+        ):
+            return "\n".join(part["text"] for part in data)
+        raise serializers.ValidationError("content is a string or a list of text parts.")
+
+
+class InputMessageSerializer(StrictSerializer):
+    type = serializers.ChoiceField(choices=["message"], required=False)
+    role = serializers.ChoiceField(choices=sorted(INPUT_ROLES))
+    content = MessageContentField()
+
+
+class TurnInputField(serializers.Field):
+    """`input`: a string (one user message) or a non-empty list of messages."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and data.strip():
+            return [ItemDraft(role=Item.Role.USER, content=data)]
+        if isinstance(data, list) and data:
+            messages = InputMessageSerializer(data=data, many=True)
+            messages.is_valid(raise_exception=True)
+            return [ItemDraft(role=INPUT_ROLES[message["role"]], content=message["content"]) for message in messages.validated_data]
+        raise serializers.ValidationError("input is a non-empty string or a non-empty list of messages.")
+
+
+class ToolRequestSerializer(StrictSerializer):
+    type = serializers.ChoiceField(choices=["tool"])
+    name = serializers.CharField(max_length=200)
+
+
+class ResponseOutputSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    object = serializers.SerializerMethodField()
+    thread_id = serializers.CharField()
+    status = serializers.CharField()
+    model = serializers.CharField()
+    agent_id = serializers.SerializerMethodField()
+    agent_version = serializers.SerializerMethodField()
+    output = serializers.SerializerMethodField()
+    usage = serializers.JSONField()
+    trace = serializers.JSONField()
+    error = serializers.JSONField()
+    created_at = serializers.DateTimeField()
+    completed_at = serializers.DateTimeField(allow_null=True)
+
+    def get_object(self, response) -> str:
+        return "response"
+
+    def get_agent_id(self, response) -> str | None:
+        return response.agent_version.agent_id if response.agent_version_id else None
+
+    def get_agent_version(self, response) -> int | None:
+        return response.agent_version.version if response.agent_version_id else None
+
+    def get_output(self, response) -> list[dict]:
+        return ItemOutputSerializer(self.context.get("output", []), many=True).data
+
+
+def _sse(event: str, data: dict) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+
+
+def _event_stream(events):
+    """Server-Sent Events: `response.created`, one `response.output_item.done` per item, then `response.completed`."""
+    for event in events:
+        if event.kind == "created":
+            yield _sse("response.created", ResponseOutputSerializer(event.response, context={"output": []}).data)
+        elif event.kind == "item":
+            yield _sse("response.output_item.done", ItemOutputSerializer(event.item).data)
+        else:
+            yield _sse("response.completed", ResponseOutputSerializer(event.response, context={"output": event.output}).data)
+
+
+class ResponseCreateApi(CoreApi):
+    """`POST /v1/responses` (R-7.1): one turn, answered as JSON or, with `stream`, as Server-Sent Events."""
+
+    class InputSerializer(StrictSerializer):
+        model = serializers.CharField(required=False, default=None, max_length=200)
+        input = TurnInputField()
+        tools = serializers.ListField(child=ToolRequestSerializer(), required=False, default=list, max_length=64)
+        user = serializers.CharField(required=False, default=None, max_length=255)
+        agent = serializers.CharField(required=False, default=None, max_length=200)
+        thread_id = serializers.CharField(required=False, default=None, max_length=40)
+        timezone = serializers.CharField(required=False, default=None, max_length=64)
+        instructions = serializers.CharField(required=False, default=None, allow_blank=True, max_length=100_000)
+        stream = serializers.BooleanField(default=False)
+
+        def validate_timezone(self, value):
+            if value is None:
+                return value
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise serializers.ValidationError("timezone is an IANA time zone, e.g. Europe/Amsterdam.") from None
+            return value
+
+    OutputSerializer = ResponseOutputSerializer
+
+    def post(self, request):
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        plan = turn_plan(
+            key=self.key,
+            subject=self.request_subject(body_user=data["user"]),
+            model_id=data["model"],
+            input=data["input"],
+            tool_names=[tool["name"] for tool in data["tools"]],
+            agent_ref=data["agent"],
+            thread_id=data["thread_id"],
+            timezone_name=data["timezone"],
+            instructions=data["instructions"],
+        )
+        events = turn_run(plan=plan)
+        if data["stream"]:
+            response = StreamingHttpResponse(_event_stream(events), content_type="text/event-stream")
+            response["Cache-Control"] = "no-cache"
+            response["X-Accel-Buffering"] = "no"
+            return response
+        last = deque(events, maxlen=1)[0]
+        return Response(self.OutputSerializer(last.response, context={"output": last.output}).data)
+
+
+class ToolListApi(CoreApi):
+    """`GET /v1/tools?source=memory` (R-6.2): both memory tools of every index the key's policy names."""
+
+    required_capabilities = ("memory",)
+
+    def get(self, request):
+        source = request.query_params.get("source", "memory")
+        if source != "memory":
+            raise InvalidRequest("The only tool source is 'memory'.", param="source")
+        from memory.tools import memory_tools_list
+
+        return Response({"data": memory_tools_list(key=self.key), "next_cursor": None})

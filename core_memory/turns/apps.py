@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class TurnsConfig(AppConfig):
+    name = "core_memory.turns"
+    label = "turns"
+    verbose_name = _("Turns")

@@ -1,0 +1,268 @@
+"""Running a turn (R-7.1, R-7.4, R-13.5).
+
+`turn_plan` resolves everything a request names — model, agent version, thread,
+tools — and raises the request's 4xx errors before anything is written.
+`turn_run` then writes the turn as it happens and yields its events: the response
+opening, each item as it is stored on the thread, and the closed response. The
+JSON answer and the Server-Sent Events stream are two readings of the same events.
+
+No database transaction is held open while the model is called; every write is
+its own short transaction, so a slow model never holds locks.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from core_memory.agents.models import Agent, AgentVersion
+from core_memory.agents.selectors import agent_get_available, agent_version_latest
+from core_memory.api.errors import ApplicationError, InvalidRequest
+from core_memory.keys.models import ApiKey
+from core_memory.llm.providers import ProviderError, TokenCount, chat_completion
+from core_memory.llm.registry import model_get
+from core_memory.threads.models import Item, Thread
+from core_memory.threads.selectors import thread_get_available, thread_history
+from core_memory.threads.services import ItemDraft, thread_agent_record, thread_create, thread_items_append
+from core_memory.turns.conversation import items_to_messages
+from core_memory.turns.models import Response
+
+logger = logging.getLogger(__name__)
+
+MAX_MODEL_CALLS = 8
+CLIENT_DISCONNECTED = {"code": "client_disconnected", "message": "The stream's reader went away."}
+INTERNAL_ERROR = {"code": "internal_error", "message": "The turn stopped on an internal error."}
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """A validated request: everything a turn needs, nothing written yet."""
+
+    key: ApiKey
+    subject: str | None
+    model: dict
+    agent: Agent | None
+    agent_version: AgentVersion | None
+    thread: Thread | None
+    input: list[ItemDraft]
+    tools: list = field(default_factory=list)
+    instructions: str | None = None
+    timezone_name: str = "UTC"
+
+
+@dataclass(frozen=True)
+class TurnEvent:
+    """`created` (response), `item` (item), `completed` (response and output)."""
+
+    kind: str
+    response: Response
+    item: Item | None = None
+    output: list[Item] = field(default_factory=list)
+
+
+def turn_plan(
+    *,
+    key: ApiKey,
+    subject: str | None,
+    model_id: str | None,
+    input: list[ItemDraft],
+    tool_names: list[str],
+    agent_ref: str | None = None,
+    thread_id: str | None = None,
+    timezone_name: str | None = None,
+    instructions: str | None = None,
+    now: datetime | None = None,
+) -> TurnPlan:
+    """Resolves the request's names (R-7.1). 404 for an agent or thread that is not the
+    organisation's; 422 on `model` for a model not offered; 400 on `tools[i]`."""
+    organisation = key.organisation
+    agent = agent_version = None
+    if agent_ref is not None:
+        agent = agent_get_available(organisation=organisation, agent_ref=agent_ref, param="agent")
+        agent_version = agent_version_latest(agent=agent)
+    if model_id is None and agent_version is None:
+        raise InvalidRequest("model: This field is required unless an agent is named.", param="model")
+    model = model_get(organisation=organisation, model_id=model_id or agent_version.model, param="model")
+    thread = None
+    if thread_id is not None:
+        # A turn on a thread is for the thread's person; a request for someone else does not see it.
+        thread = thread_get_available(organisation=organisation, thread_id=thread_id, subject=subject, param="thread_id")
+        subject = thread.subject
+    timezone_name = timezone_name or organisation.timezone or "UTC"
+    tools = []
+    if tool_names:
+        from memory.tools import memory_tools_resolve
+
+        tools = memory_tools_resolve(
+            key=key, requested=list(enumerate(tool_names)), timezone_name=timezone_name, now=now or timezone.now()
+        )
+    return TurnPlan(
+        key=key,
+        subject=subject,
+        model=model,
+        agent=agent,
+        agent_version=agent_version,
+        thread=thread,
+        input=input,
+        tools=tools,
+        instructions=instructions,
+        timezone_name=timezone_name,
+    )
+
+
+@transaction.atomic(durable=True)
+def _turn_open(*, plan: TurnPlan, now: datetime) -> tuple[Response, Thread, list[Item]]:
+    thread = plan.thread or thread_create(organisation=plan.key.organisation, key=plan.key, subject=plan.subject)
+    response = Response.objects.create(
+        organisation_id=plan.key.organisation_id,
+        thread=thread,
+        key=plan.key,
+        subject=plan.subject,
+        agent_version=plan.agent_version,
+        model=plan.model["id"],
+    )
+    if plan.agent is not None:
+        thread_agent_record(thread=thread, agent_id=plan.agent.id)
+    input_items = thread_items_append(thread=thread, key=plan.key, drafts=plan.input, response_id=response.id, now=now)
+    return response, thread, input_items
+
+
+def _turn_close(*, response: Response, status: str, usage: TokenCount, trace: dict, error: dict | None, model_calls: int) -> None:
+    response.status = status
+    response.usage = usage.as_dict()
+    response.trace = trace
+    response.error = error
+    response.model_calls = model_calls
+    response.completed_at = timezone.now()
+    response.save(update_fields=["status", "usage", "trace", "error", "model_calls", "completed_at"])
+
+
+def _system_messages(*, plan: TurnPlan, memory_block: str) -> list[dict]:
+    """Instructions first (the agent's, then the request's), then the memory block as data (R-13.5)."""
+    texts = [plan.agent_version.instructions if plan.agent_version else "", plan.instructions or "", memory_block]
+    return [{"role": "system", "content": text} for text in texts if text]
+
+
+def _topic(drafts: list[ItemDraft]) -> str:
+    users = [draft.content for draft in drafts if draft.role == Item.Role.USER and isinstance(draft.content, str)]
+    return users[-1] if users else ""
+
+
+def _error_result(*, error_type: str, message: str, status: int | None = None, param: str | None = None) -> str:
+    error = {"type": error_type, "message": message}
+    if status is not None:
+        error.update(status=status, param=param)
+    return json.dumps({"error": error}, ensure_ascii=False)
+
+
+def _tool_result(*, plan: TurnPlan, call, provenance: dict, now: datetime) -> str:
+    """The text the model reads for one tool call; a refusal is a result too, never an HTTP error (R-6.5)."""
+    if call.name not in {tool.name for tool in plan.tools}:
+        return _error_result(error_type="unknown_tool", message=f"No tool named {call.name!r} is offered in this turn.")
+    from memory.tools import memory_tool_call
+
+    try:
+        return memory_tool_call(
+            key=plan.key, tool_name=call.name, arguments=call.arguments, subject=plan.subject, provenance=provenance, now=now
+        )
+    except ApplicationError as error:
+        return _error_result(error_type=error.error_type, message=error.message, status=error.status_code, param=error.param)
+
+
+def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEvent]:
+    """Runs the turn, yielding its events; the last one is always `completed` (whatever the status)."""
+    from memory.injection import injection_block_build
+
+    now = now or timezone.now()
+    response, thread, input_items = _turn_open(plan=plan, now=now)
+    yield TurnEvent(kind="created", response=response)
+    usage, output, model_calls = TokenCount(), [], 0
+    status, error, trace = Response.Status.COMPLETED, None, {"memory": None}
+    try:
+        block = injection_block_build(
+            key=plan.key, agent_version=plan.agent_version, subject=plan.subject, topic=_topic(plan.input), now=now
+        )
+        trace = {"memory": block.trace}
+        system = _system_messages(plan=plan, memory_block=block.text)
+        conversation = thread_history(thread=thread)
+        tool_definitions = [tool.definition() for tool in plan.tools] or None
+
+        def store(drafts: list[ItemDraft]) -> Iterator[TurnEvent]:
+            items = thread_items_append(thread=thread, key=plan.key, drafts=drafts, response_id=response.id)
+            conversation.extend(items)
+            output.extend(items)
+            for item in items:
+                yield TurnEvent(kind="item", response=response, item=item)
+            return items
+
+        while True:
+            try:
+                answer = chat_completion(
+                    organisation=plan.key.organisation,
+                    model=plan.model,
+                    messages=system + items_to_messages(conversation),
+                    tools=tool_definitions,
+                    now=now,
+                )
+            except ProviderError as provider_error:
+                status, error = Response.Status.FAILED, provider_error.as_dict()
+                break
+            model_calls += 1
+            usage += answer.usage
+            drafts = [ItemDraft(role=Item.Role.ASSISTANT, content=answer.content)] if answer.content else []
+            drafts += [
+                ItemDraft(role=Item.Role.ASSISTANT, kind=Item.Kind.TOOL_CALL, content=call.arguments, name=call.name, call_id=call.id)
+                for call in answer.tool_calls
+            ]
+            items = yield from store(drafts)
+            if not answer.tool_calls:
+                if answer.finish_reason == "length":
+                    status = Response.Status.INCOMPLETE
+                    error = {"code": "max_output_tokens", "message": "The model stopped at its output limit."}
+                break
+            if model_calls >= MAX_MODEL_CALLS:
+                status = Response.Status.INCOMPLETE
+                error = {"code": "max_model_calls", "message": f"The turn stopped after {MAX_MODEL_CALLS} model calls."}
+                break
+            call_items = {item.call_id: item for item in items if item.kind == Item.Kind.TOOL_CALL}
+            results = [
+                ItemDraft(
+                    role=Item.Role.TOOL,
+                    kind=Item.Kind.TOOL_RESULT,
+                    name=call.name,
+                    call_id=call.id,
+                    content=_tool_result(
+                        plan=plan,
+                        call=call,
+                        provenance={
+                            "thread_id": thread.id,
+                            "item_ids": [item.id for item in input_items] + [call_items[call.id].id],
+                            "response_id": response.id,
+                        },
+                        now=timezone.now(),
+                    ),
+                )
+                for call in answer.tool_calls
+            ]
+            yield from store(results)
+    except BaseException as stopped:
+        # A stream whose reader went away stops where it is; anything else is a bug, logged.
+        disconnected = isinstance(stopped, GeneratorExit)
+        if not disconnected:
+            logger.exception("turn.failed", extra={"response": response.id})
+        _turn_close(
+            response=response,
+            status=Response.Status.INCOMPLETE if disconnected else Response.Status.FAILED,
+            usage=usage,
+            trace=trace,
+            error=CLIENT_DISCONNECTED if disconnected else INTERNAL_ERROR,
+            model_calls=model_calls,
+        )
+        raise
+    _turn_close(response=response, status=status, usage=usage, trace=trace, error=error, model_calls=model_calls)
+    yield TurnEvent(kind="completed", response=response, output=output)

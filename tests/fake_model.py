@@ -1,0 +1,135 @@
+"""A fake OpenAI-compatible chat model: a real HTTP server in a thread.
+
+It speaks `POST /v1/chat/completions`, records every request (body and headers),
+and answers from a script: queued answers are used in order; when the script is
+empty it answers the `default` (a plain "ok"). Use it from tests and the bench:
+
+    with FakeChatModel() as model:
+        model.reply("Hello")                                    # one answer
+        model.reply(tool_calls=[("call_1", "memory__idx__search", {"query": "x"})])
+        model.fail(429)                                         # one HTTP error, then the next answer
+        model.fail(500, times=None)                             # this error for ever
+        settings.CORE_MODELS = [model.config("fake-chat")]
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class RecordedRequest:
+    path: str
+    headers: dict
+    body: dict
+    received_at: float = field(default_factory=time.monotonic)
+
+
+def completion(content: str | None = None, *, tool_calls=None, finish_reason: str | None = None, usage: tuple[int, int] = (10, 5)) -> dict:
+    """A Chat Completions answer; `tool_calls` as (id, name, arguments dict or JSON string)."""
+    calls = [
+        {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)},
+        }
+        for call_id, name, arguments in (tool_calls or [])
+    ]
+    message: dict = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = calls
+    prompt_tokens, completion_tokens = usage
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "model": "fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason or ("tool_calls" if calls else "stop")}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+class FakeChatModel:
+    def __init__(self, *, default: dict | None = None):
+        self.requests: list[RecordedRequest] = []
+        self.default = default or completion("ok")
+        self._script: deque = deque()  # (status, body, remaining times or None for ever)
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def config(self, model_id: str = "fake-chat", **fields) -> dict:
+        return {"id": model_id, "provider": "openai", "base_url": self.base_url, "api_key_env": None, **fields}
+
+    def reply(self, content: str | None = None, **fields) -> None:
+        self.answer(completion(content, **fields))
+
+    def answer(self, body: dict, *, status: int = 200, times: int | None = 1) -> None:
+        with self._lock:
+            self._script.append([status, body, times])
+
+    def fail(self, status: int, *, times: int | None = 1, body: dict | None = None) -> None:
+        self.answer(body or {"error": {"message": f"scripted {status}"}}, status=status, times=times)
+
+    def _next(self) -> tuple[int, dict]:
+        with self._lock:
+            if not self._script:
+                return 200, self.default
+            entry = self._script[0]
+            if entry[2] is not None:
+                entry[2] -= 1
+                if entry[2] <= 0:
+                    self._script.popleft()
+            return entry[0], entry[1]
+
+    def _handler_class(self):
+        model = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 — the http.server protocol
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw or b"null")
+                except ValueError:
+                    body = None
+                with model._lock:
+                    model.requests.append(RecordedRequest(path=self.path, headers=dict(self.headers), body=body))
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    status, answer = 404, {"error": {"message": "not found"}}
+                else:
+                    status, answer = model._next()
+                payload = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format, *args):  # noqa: A002 — keep test output quiet
+                pass
+
+        return Handler
+
+    def start(self) -> FakeChatModel:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> FakeChatModel:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
