@@ -1,0 +1,60 @@
+import json
+from io import StringIO
+
+import pytest
+from django.contrib.auth import authenticate
+from django.core.management import CommandError, call_command
+
+from core_memory.console.models import ConsoleAdministrator
+from core_memory.keys.models import KEY_CAPABILITIES, ApiKey
+from core_memory.organisations.models import Organisation
+from tests.factories import client_for
+
+pytestmark = pytest.mark.django_db
+
+
+def createorg(*arguments) -> dict:
+    out = StringIO()
+    call_command("createorg", *arguments, "--json", stdout=out, stderr=StringIO())
+    return json.loads(out.getvalue())
+
+
+def test_createorg_prints_json_with_a_working_owner_key():
+    """R-1.3: every capability, a policy of all indexes now and later."""
+    answer = createorg("Acme", "--timezone", "Europe/Amsterdam", "--capability", "improvements")
+
+    assert set(answer) == {"organisation_id", "key_id", "key"}
+    organisation = Organisation.objects.get(id=answer["organisation_id"])
+    assert (organisation.name, organisation.timezone, organisation.capabilities) == ("Acme", "Europe/Amsterdam", ["improvements"])
+    key = ApiKey.objects.get(id=answer["key_id"], organisation=organisation)
+    assert sorted(key.capabilities) == sorted(KEY_CAPABILITIES)
+    assert key.policy == {"read": ["*"], "write": ["*"]}
+    client = client_for(answer["key"])
+    assert client.get(f"/v1/tenants/{organisation.id}").status_code == 200
+    index_id = client.post("/v1/indexes", {"name": "later"}, format="json").json()["id"]
+    assert client.get(f"/v1/indexes/{index_id}").status_code == 200
+
+
+def test_createorg_refuses_an_unknown_time_zone():
+    """R-3.1: IANA names only."""
+    with pytest.raises(CommandError):
+        createorg("Acme", "--timezone", "Mars/Olympus")
+
+    assert not Organisation.objects.exists()
+
+
+def test_createadmin_makes_an_administrator_of_that_organisation():
+    """R-1.3."""
+    organisation_id = createorg("Acme")["organisation_id"]
+
+    call_command("createadmin", "--org", organisation_id, "--username", "beheer", "--password", "l4ng-en-geheim!", stdout=StringIO())
+
+    user = authenticate(username="beheer", password="l4ng-en-geheim!")
+    assert user is not None and user.is_staff
+    assert ConsoleAdministrator.objects.get(user=user).organisation_id == organisation_id
+
+
+def test_createadmin_refuses_an_unknown_organisation():
+    """R-1.3."""
+    with pytest.raises(CommandError):
+        call_command("createadmin", "--org", "org_nope", "--username", "beheer", "--password", "l4ng-en-geheim!")

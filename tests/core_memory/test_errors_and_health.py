@@ -1,0 +1,67 @@
+import os
+
+import pytest
+from django.test import Client
+
+pytestmark = pytest.mark.django_db
+
+
+def assert_error_shape(response, *, status: int, error_type: str, param):
+    assert response.status_code == status
+    body = response.json()
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"type", "message", "param"}
+    assert body["error"]["type"] == error_type
+    assert body["error"]["message"]
+    assert body["error"]["param"] == param
+
+
+def test_every_error_has_the_same_body(tenant, other_tenant, anonymous):
+    """R-2.3: `{"error": {"type", "message", "param"}}` for 400, 401, 403, 404 and 422."""
+    keys = f"/v1/tenants/{tenant.organisation.id}/keys"
+    no_management, _ = tenant.key_client(capabilities=("knowledge",))
+
+    assert_error_shape(
+        tenant.client().post(keys, {"name": ""}, format="json"), status=400, error_type="invalid_request_error", param="name"
+    )
+    assert_error_shape(anonymous.get(keys), status=401, error_type="authentication_error", param=None)
+    assert_error_shape(no_management.get(keys), status=403, error_type="permission_error", param=None)
+    assert_error_shape(
+        tenant.client().get(f"/v1/tenants/{other_tenant.organisation.id}"), status=404, error_type="not_found_error", param=None
+    )
+    assert_error_shape(
+        tenant.client().post(keys, {"name": "x", "capabilities": ["memory"]}, format="json"),
+        status=422,
+        error_type="invalid_request_error",
+        param="capabilities",
+    )
+
+
+def test_malformed_json_is_a_400(tenant):
+    """R-12.3: never a 500."""
+    response = tenant.client().generic(
+        "PATCH", f"/v1/tenants/{tenant.organisation.id}", "{not json", content_type="application/json"
+    )
+
+    assert_error_shape(response, status=400, error_type="invalid_request_error", param=None)
+
+
+def test_healthz_reports_database_and_broker(settings):
+    """R-1.5: `/healthz` answers 200 when the database and the broker (Redis when REDIS_URL is set) are reachable."""
+    response = Client().get("/healthz")
+
+    assert response.status_code == 200
+    assert response.json()["checks"] == {"database": True, "broker": True}
+    assert response.json()["broker"] == ("redis" if os.environ.get("REDIS_URL") else "filesystem")
+
+
+def test_healthz_is_a_503_when_the_broker_is_unreachable(monkeypatch):
+    """R-1.5: a health check that cannot fail is no check."""
+    from core_memory.celery import app
+
+    monkeypatch.setattr(app.conf, "broker_write_url", "redis://127.0.0.1:1/0")
+
+    response = Client().get("/healthz")
+
+    assert response.status_code == 503
+    assert response.json()["checks"] == {"database": True, "broker": False}
