@@ -1,0 +1,434 @@
+"""The memory block a turn gets before the model starts (SPEC R-7.4–R-7.10, R-12.2).
+
+`injection_block_build` is the one entry point; the turns app calls it once per turn.
+
+The block is data, never instructions: each record is one line of compact JSON whose
+text is only ever a JSON string value (R-12.2), under labels only Core writes.
+
+Token estimator (R-7.9, the one used everywhere): `token_estimate(text=...)` is the
+text's UTF-8 byte length divided by four, rounded up. It needs no model files (so it
+works offline), is exact to compute, never under-counts badly for Dutch or English
+prose (roughly four bytes per token), and is additive enough that the walk can keep
+a running byte count and stay equal to the estimate of the final text.
+
+Bounded cost (R-12.5): every section reads its candidates in SQL, ordered and
+LIMITed (a page of the section's cap plus a small margin); a further page is read
+only when budget skips used the page up and budget is left, and at most
+`MAX_PAGES` pages per section. A person's records are never all loaded.
+`dropped_by_budget` counts the candidates the walk tried and skipped;
+`dropped_by_count` counts (up to `COUNT_CAP`) the candidates left when `limit`
+stopped the walk.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import Case, F, IntegerField, QuerySet, Value, When
+
+from core_memory.keys.models import ApiKey
+from memory.models import MemoryRecord
+from memory.selectors import TIE_BREAKERS, record_search, records_visible, records_with_decay
+from stores.models import KnowledgeIndex, MemoryStore, default_injection
+
+SECTIONS = ("commitments", "behaviour", "about_this_person", "organisation", "past_sessions")
+BEHAVIOUR_LIMIT = 10
+# Types that have their own section and never appear under about_this_person/organisation.
+OWN_SECTION_TYPES = ("commitment", "behaviour", "episode")
+EPISODE_SPAN_FIELDS = ("from", "to", "thread_id", "first_item_id")
+BYTES_PER_TOKEN = 4
+PAGE_MARGIN = 10
+MAX_PAGES = 3
+COUNT_CAP = 10_000
+# The smallest record line is about 40 bytes; below this nothing more can fit.
+MIN_LINE_TOKENS = 10
+# Episodes: relevance to the topic, weighted so that a session this old counts half.
+EPISODE_RECENCY_HALF_LIFE_DAYS = 30.0
+
+# The key's block defaults (core_memory.keys.configuration), for agent blocks stored sparse.
+BLOCK_DEFAULTS = {"enabled": True, "types": [], "metadata": {}, "min_confidence": 0.0, "limit": 20, "token_budget": 1500}
+
+# Characters JSON leaves unescaped that some readers take for line breaks: escaped so
+# a record's text can never start a line of its own (R-12.2).
+_LINE_BREAK_ESCAPES = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+@dataclass(frozen=True)
+class InjectionResult:
+    text: str
+    trace: dict
+    record_ids: list[str] = field(default_factory=list)
+
+
+def token_estimate(*, text: str) -> int:
+    """The documented estimator: ceil(UTF-8 bytes / 4)."""
+    return _tokens(len(text.encode("utf-8")))
+
+
+def _tokens(byte_count: int) -> int:
+    return -(-byte_count // BYTES_PER_TOKEN)
+
+
+def data_json(value) -> str:
+    """Compact JSON in which every record text stays a string value on one line (R-12.2)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).translate(_LINE_BREAK_ESCAPES)
+
+
+def confidence_percentage(value: float) -> str:
+    """A whole percentage string of a 0..1 value, rounded half up: 0.825 → "83%" (R-6.4, R-7.6)."""
+    whole = math.floor(round(float(value) * 100, 6) + 0.5)
+    return f"{min(100, max(0, whole))}%"
+
+
+def episode_span(record: MemoryRecord) -> dict:
+    """An episode's `from`, `to`, `thread_id`, `first_item_id` (those it has; older episodes have none)."""
+    if record.type != "episode":
+        return {}
+    structured = record.structured or {}
+    return {name: structured[name] for name in EPISODE_SPAN_FIELDS if structured.get(name) is not None}
+
+
+def record_line(record: MemoryRecord) -> str:
+    """One line of the block (R-7.6): type, confidence (effective), [episode span], text, contested, due."""
+    payload: dict = {
+        "type": record.type,
+        "confidence": confidence_percentage(record.effective_confidence),
+        **episode_span(record),
+        "text": record.text,
+    }
+    if record.contested:
+        payload["contested"] = True
+    if record.type == "commitment" and record.due_at is not None:
+        payload["due"] = record.due_at.isoformat()
+    return data_json(payload)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    types: frozenset[str]
+    metadata: dict
+    min_confidence: float
+    limit: int
+    budget: int
+    organisation_share: float
+    rank: str
+    episodes_limit: int
+    commitments_limit: int
+
+    def names(self, type_name: str) -> bool:
+        return not self.types or type_name in self.types
+
+
+def _governing_block(*, key: ApiKey, agent_version) -> tuple[dict | None, str | None]:
+    """R-7.4: the agent version's block wholesale when it has one, else the key's."""
+    if not key.has_capability("memory"):
+        return None, None
+    agent_block = getattr(agent_version, "memory_injection", None) if agent_version is not None else None
+    if agent_block is not None:
+        return {**BLOCK_DEFAULTS, **agent_block}, "agent"
+    key_block = (key.memory or {}).get("injection")
+    return ({**BLOCK_DEFAULTS, **key_block} if key_block is not None else None), "key"
+
+
+def _readable_index(*, key: ApiKey, index_id) -> KnowledgeIndex | None:
+    """The block's index when the calling key may read it; None silently otherwise (R-7.4)."""
+    if not isinstance(index_id, str) or not key.may_read(index_id):
+        return None
+    return (
+        KnowledgeIndex.objects.live()
+        .filter(organisation_id=key.organisation_id, id=index_id)
+        .select_related("store")
+        .first()
+    )
+
+
+def _settings(*, block: dict, index: KnowledgeIndex) -> _Settings:
+    try:
+        store_injection = {**default_injection(), **index.store.injection}
+    except MemoryStore.DoesNotExist:
+        store_injection = default_injection()
+    budget = int(block["token_budget"])
+    if store_injection.get("token_budget") is not None:
+        budget = min(budget, int(store_injection["token_budget"]))
+    return _Settings(
+        types=frozenset(block.get("types") or ()),
+        metadata=dict(block.get("metadata") or {}),
+        min_confidence=float(block.get("min_confidence") or 0.0),
+        limit=int(block["limit"]),
+        budget=budget,
+        organisation_share=float(store_injection["organisation_share"]),
+        rank=store_injection["rank"],
+        episodes_limit=int(store_injection["episodes_limit"]),
+        commitments_limit=int(store_injection["commitments"]["inject_limit"]),
+    )
+
+
+def _trace(*, source: str | None, index_id: str | None) -> dict:
+    return {
+        "source": source,
+        "index_id": index_id,
+        "injected": 0,
+        "sections": dict.fromkeys(SECTIONS, 0),
+        "dropped_by_count": 0,
+        "dropped_by_budget": 0,
+        "estimated_tokens": 0,
+    }
+
+
+class _Block:
+    """The block as it grows, with the running byte count the budget is checked on."""
+
+    def __init__(self, *, budget: int, shared_budget: float | None):
+        self.budget = budget
+        self.shared_budget = shared_budget
+        self.lines: list[str] = []
+        self.byte_count = 0
+        self.shared_byte_count = 0
+        self.record_ids: list[str] = []
+        self.sections = dict.fromkeys(SECTIONS, 0)
+        self.dropped_by_budget = 0
+
+    @property
+    def exhausted(self) -> bool:
+        return self.budget - _tokens(self.byte_count) < MIN_LINE_TOKENS
+
+    def offer(self, *, section: str, record: MemoryRecord) -> bool:
+        """Add the record's line if it fits the budget (and the shared share); else count the skip."""
+        line = record_line(record)
+        new_lines = [line] if self.sections[section] else [f"[{section}]", line]
+        added = sum(len(each.encode("utf-8")) for each in new_lines) + len(new_lines) - (0 if self.lines else 1)
+        line_bytes = len(line.encode("utf-8"))
+        is_limited_share = self.shared_budget is not None and record.subject is None
+        if _tokens(self.byte_count + added) > self.budget or (
+            is_limited_share and _tokens(self.shared_byte_count + line_bytes) > self.shared_budget
+        ):
+            self.dropped_by_budget += 1
+            return False
+        self.lines.extend(new_lines)
+        self.byte_count += added
+        if record.subject is None:
+            self.shared_byte_count += line_bytes
+        self.record_ids.append(record.id)
+        self.sections[section] += 1
+        return True
+
+    def walk(self, *, section: str, candidates: Iterable[MemoryRecord], cap: int) -> tuple[int, int]:
+        """Offer candidates until `cap` are in; answers (injected, tried)."""
+        injected = tried = 0
+        iterator = iter(candidates)
+        while injected < cap:
+            record = next(iterator, None)
+            if record is None:
+                break
+            tried += 1
+            if self.offer(section=section, record=record):
+                injected += 1
+        return injected, tried
+
+
+def _pages(queryset: QuerySet, *, page_size: int, block: _Block) -> Iterator[MemoryRecord]:
+    """The queryset in LIMITed pages; the next page only while budget is left."""
+    for page in range(MAX_PAGES):
+        if page and block.exhausted:
+            return
+        rows = list(queryset[page * page_size : (page + 1) * page_size])
+        yield from rows
+        if len(rows) < page_size:
+            return
+
+
+CONFIDENCE_ORDER = TIE_BREAKERS
+
+
+def _topic_hits(
+    *, key: ApiKey, index: KnowledgeIndex, subject: str | None, topic: str, types: list[str] | None, limit: int, now: datetime
+) -> dict[str, float]:
+    """Record id -> closeness to the topic, 0..1 relative to the best hit (the records engineer's search)."""
+    if not topic.strip():
+        return {}
+    found = record_search(
+        key=key, index=index, subject=subject, query=topic, types=types, limit=limit, count_retrieval=False, now=now
+    )
+    best = max((hit_score for _, hit_score in found), default=0.0) or 1.0
+    return {record.id: hit_score / best for record, hit_score in found}
+
+
+def _ranked_by_topic(
+    *,
+    section_queryset: QuerySet,
+    hits: dict[str, float],
+    fallback_order: tuple,
+    page_size: int,
+    block: _Block,
+    score: Callable[[MemoryRecord, float], float],
+) -> Iterator[MemoryRecord]:
+    """Records close to the topic first (ordered by `score(record, relevance 0..1)`), then the rest.
+
+    The search only proposes ids; the section's queryset decides what may be shown, so
+    scoping and the block's filters hold exactly as in the confidence order. One
+    query reads the section's hits together with its first page in fallback order.
+    """
+    hit_ids = list(hits)
+    first = section_queryset.order_by(*fallback_order)
+    if hit_ids:
+        first = section_queryset.alias(
+            is_hit=Case(When(id__in=hit_ids, then=Value(1)), default=Value(0), output_field=IntegerField())
+        ).order_by("-is_hit", *fallback_order)
+    pool = list(first[: page_size + len(hit_ids)])
+    ordered = sorted(
+        pool,
+        key=lambda record: (-score(record, hits.get(record.id, 0.0)), -record.effective_confidence, -record.retrieval_count, record.id),
+    )
+    yield from ordered
+    if len(pool) < page_size + len(hit_ids):
+        return
+    rest = section_queryset.exclude(id__in=[record.id for record in pool]).order_by(*fallback_order)
+    yield from _pages(rest, page_size=page_size, block=block)
+
+
+def _relevance_score(record: MemoryRecord, relevance: float) -> float:
+    return relevance
+
+
+def _blend_score(record: MemoryRecord, relevance: float) -> float:
+    """Half closeness to the topic (relative to the best hit), half effective confidence."""
+    return 0.5 * relevance + 0.5 * record.effective_confidence
+
+
+RANK_SCORES: dict[str, Callable[[MemoryRecord, float], float]] = {"relevance": _relevance_score, "blend": _blend_score}
+
+
+def _capped_count(queryset: QuerySet) -> int:
+    return queryset.order_by()[:COUNT_CAP].count()
+
+
+def injection_block_build(
+    *, key: ApiKey, agent_version, subject: str | None, topic: str, now: datetime
+) -> InjectionResult:
+    """The turn's memory block, its trace (R-7.9), and the ids injected (their retrieval counts rise, R-7.10).
+
+    Nothing is injected — silently — without the `memory` capability, with a
+    disabled block, or when the calling key may not read the block's index.
+    """
+    block_config, source = _governing_block(key=key, agent_version=agent_version)
+    index_id = block_config.get("index_id") if block_config else None
+    trace = _trace(source=source, index_id=index_id)
+    if not block_config or not block_config.get("enabled"):
+        return InjectionResult(text="", trace=trace, record_ids=[])
+    index = _readable_index(key=key, index_id=index_id)
+    if index is None:
+        return InjectionResult(text="", trace=trace, record_ids=[])
+    settings = _settings(block=block_config, index=index)
+    base = records_with_decay(records_visible(index=index, subject=subject), key=key, now=now)
+    if settings.metadata:
+        base = base.filter(metadata__contains=settings.metadata)
+    if settings.min_confidence > 0:
+        base = base.filter(effective_confidence__gte=settings.min_confidence)
+    shared_budget = settings.budget * settings.organisation_share if subject is not None else None
+    block = _Block(budget=settings.budget, shared_budget=shared_budget)
+    topic = topic or ""
+
+    if settings.names("commitment") and settings.commitments_limit > 0:
+        commitments = base.filter(type="commitment", done=False).order_by(
+            F("due_at").asc(nulls_last=True), *CONFIDENCE_ORDER
+        )
+        page_size = settings.commitments_limit + PAGE_MARGIN
+        block.walk(section="commitments", candidates=_pages(commitments, page_size=page_size, block=block), cap=settings.commitments_limit)
+
+    if subject is not None and settings.names("behaviour"):
+        behaviour = base.filter(type="behaviour", subject=subject).order_by("-created_at", *CONFIDENCE_ORDER)
+        page_size = BEHAVIOUR_LIMIT + PAGE_MARGIN
+        block.walk(section="behaviour", candidates=_pages(behaviour, page_size=page_size, block=block), cap=BEHAVIOUR_LIMIT)
+
+    dropped_by_count = _walk_person_and_shared(
+        key=key, index=index, subject=subject, topic=topic, base=base, settings=settings, block=block, now=now
+    )
+
+    if settings.episodes_limit > 0 and settings.names("episode"):
+        episodes = base.filter(type="episode")
+        episodes = episodes.filter(subject=subject) if subject is not None else episodes.filter(subject__isnull=True)
+        page_size = settings.episodes_limit + PAGE_MARGIN
+
+        def episode_score(record: MemoryRecord, relevance: float) -> float:
+            age_days = max(0.0, (now - record.created_at).total_seconds() / 86400)
+            return relevance * (1 + 0.5 ** (age_days / EPISODE_RECENCY_HALF_LIFE_DAYS))
+
+        hits = _topic_hits(
+            key=key, index=index, subject=subject, topic=topic, types=["episode"], limit=page_size * 2, now=now
+        )
+        candidates = _ranked_by_topic(
+            section_queryset=episodes, hits=hits, fallback_order=("-created_at", *CONFIDENCE_ORDER),
+            page_size=page_size, block=block, score=episode_score,
+        )
+        block.walk(section="past_sessions", candidates=candidates, cap=settings.episodes_limit)
+
+    text = "\n".join(block.lines)
+    if block.record_ids:
+        MemoryRecord.objects.filter(id__in=block.record_ids).update(retrieval_count=F("retrieval_count") + 1)
+    trace.update(
+        injected=len(block.record_ids),
+        sections=block.sections,
+        dropped_by_count=dropped_by_count,
+        dropped_by_budget=block.dropped_by_budget,
+        estimated_tokens=token_estimate(text=text),
+    )
+    return InjectionResult(text=text, trace=trace, record_ids=list(block.record_ids))
+
+
+def _walk_person_and_shared(
+    *,
+    key: ApiKey,
+    index: KnowledgeIndex,
+    subject: str | None,
+    topic: str,
+    base: QuerySet,
+    settings: _Settings,
+    block: _Block,
+    now: datetime,
+) -> int:
+    """[about_this_person] then [organisation] under one `limit` (R-7.7, R-7.8); answers dropped_by_count."""
+    if settings.types:
+        section_types = sorted(settings.types - set(OWN_SECTION_TYPES))
+        if not section_types:
+            return 0
+        records = base.filter(type__in=section_types)
+    else:
+        section_types = None
+        records = base.exclude(type__in=OWN_SECTION_TYPES)
+    sections = []
+    if subject is not None:
+        sections.append(("about_this_person", records.filter(subject=subject)))
+    sections.append(("organisation", records.filter(subject__isnull=True)))
+
+    remaining = settings.limit
+    page_size = settings.limit + PAGE_MARGIN
+    hits = (
+        _topic_hits(key=key, index=index, subject=subject, topic=topic, types=section_types, limit=page_size * 2, now=now)
+        if settings.rank in RANK_SCORES and remaining > 0
+        else {}
+    )
+    for position, (section, queryset) in enumerate(sections):
+        if remaining <= 0:
+            return sum(_capped_count(rest) for _, rest in sections[position:])
+        candidates = _section_candidates(queryset=queryset, rank=settings.rank, hits=hits, page_size=page_size, block=block)
+        injected, tried = block.walk(section=section, candidates=candidates, cap=remaining)
+        remaining -= injected
+        if remaining <= 0:
+            left_here = max(0, _capped_count(queryset) - tried)
+            return left_here + sum(_capped_count(rest) for _, rest in sections[position + 1 :])
+    return 0
+
+
+def _section_candidates(
+    *, queryset: QuerySet, rank: str, hits: dict[str, float], page_size: int, block: _Block
+) -> Iterator[MemoryRecord]:
+    """R-7.7: confidence order, or closeness to the topic (`relevance`), or both mixed (`blend`)."""
+    if rank not in RANK_SCORES:
+        return _pages(queryset.order_by(*CONFIDENCE_ORDER), page_size=page_size, block=block)
+    return _ranked_by_topic(
+        section_queryset=queryset, hits=hits, fallback_order=CONFIDENCE_ORDER, page_size=page_size, block=block,
+        score=RANK_SCORES[rank],
+    )
