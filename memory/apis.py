@@ -205,10 +205,10 @@ class MemoryHistoryApi(CoreApi):
         changed_at = serializers.DateTimeField()
 
         def get_change(self, version) -> str:
-            return (version.history_change_reason or "").partition(" by ")[0]
+            return (version.history_change_reason or "").rpartition(" by ")[0]
 
         def get_actor(self, version) -> str | None:
-            return (version.history_change_reason or "").partition(" by ")[2] or None
+            return (version.history_change_reason or "").rpartition(" by ")[2] or None
 
     def get(self, request, record_id: str):
         record = record_get_available(key=self.key, record_id=record_id, subject=self.request_subject(), right="read")

@@ -100,12 +100,22 @@ def _due_check(*, type_name: str, due_at, done=None) -> None:
         raise InvalidRequest("done is only for commitments.", param="done")
 
 
-def _active_twin(*, index: KnowledgeIndex, subject: str | None, type_name: str, normalised_text: str) -> MemoryRecord | None:
-    return (
-        MemoryRecord.objects.select_for_update()
-        .filter(index=index, subject=subject, type=type_name, normalised_text=normalised_text, status=MemoryRecord.Status.ACTIVE)
-        .first()
+def _active_twin(
+    *, index: KnowledgeIndex, subject: str | None, type_name: str, normalised_text: str, excluding: MemoryRecord | None = None
+) -> MemoryRecord | None:
+    twins = MemoryRecord.objects.select_for_update().filter(
+        index=index, subject=subject, type=type_name, normalised_text=normalised_text, status=MemoryRecord.Status.ACTIVE
     )
+    if excluding is not None:
+        twins = twins.exclude(pk=excluding.pk)
+    return twins.first()
+
+
+def _end(*, record: MemoryRecord, replaced_by: MemoryRecord, actor: str) -> None:
+    record.status = MemoryRecord.Status.ENDED
+    record.replaced_by_id = replaced_by.id
+    record._change_reason = change_reason(what="ended", actor=actor)
+    record.save(update_fields=["status", "replaced_by", "updated_at"])
 
 
 def _confirm(*, record: MemoryRecord, actor: str, now: datetime) -> MemoryRecord:
@@ -175,53 +185,52 @@ def record_write(
 
     with transaction.atomic():
         replaced = _replaced_lock(index=index, record_id=replaces, subject=subject) if replaces else None
+        twin = _active_twin(index=index, subject=subject, type_name=type, normalised_text=normalised, excluding=replaced)
+        if twin is not None:
+            record, status = twin, "confirmed"
+        else:
+            record = MemoryRecord(
+                organisation_id=index.organisation_id,
+                index=index,
+                subject=subject,
+                type=type,
+                text=text,
+                normalised_text=normalised,
+                metadata=metadata or {},
+                confidence=confidence,
+                due_at=due_at,
+                replaces=replaced,
+                source=source,
+                trusted=trusted,
+                thread_id=provenance.get("thread_id"),
+                item_ids=list(provenance.get("item_ids") or []),
+                response_id=provenance.get("response_id"),
+                structured=structured,
+                changed_at=now,
+            )
+            status = "corrected" if replaced is not None else "created"
         if replaced is not None:
-            replaced.status = MemoryRecord.Status.ENDED
-            replaced._change_reason = change_reason(what="ended by correction", actor=actor)
-            replaced.save(update_fields=["status", "updated_at"])
-
-        status = "corrected" if replaced is not None else "created"
-        record = _active_twin(index=index, subject=subject, type_name=type, normalised_text=normalised)
-        if record is None:
+            # Ended before the insert, which may reuse its text; the foreign key to the
+            # new id is checked at commit (Django's PostgreSQL FKs are deferred).
+            _end(record=replaced, replaced_by=record, actor=actor)
+        if twin is not None:
+            _confirm(record=twin, actor=actor, now=now)
+        else:
             try:
                 with transaction.atomic():
-                    record = MemoryRecord(
-                        organisation_id=index.organisation_id,
-                        index=index,
-                        subject=subject,
-                        type=type,
-                        text=text,
-                        normalised_text=normalised,
-                        metadata=metadata or {},
-                        confidence=confidence,
-                        due_at=due_at,
-                        replaces=replaced,
-                        source=source,
-                        trusted=trusted,
-                        thread_id=provenance.get("thread_id"),
-                        item_ids=list(provenance.get("item_ids") or []),
-                        response_id=provenance.get("response_id"),
-                        structured=structured,
-                        changed_at=now,
-                    )
                     record._change_reason = change_reason(what=status, actor=actor)
                     record.save(force_insert=True)
             except IntegrityError as error:
                 if not _is_unique_active_violation(error):
                     raise
-                record = _active_twin(index=index, subject=subject, type_name=type, normalised_text=normalised)
-                if record is None:  # the winner was ended or deleted meanwhile; let the caller retry
+                # A concurrent identical write won the race: confirm its record.
+                record = _active_twin(index=index, subject=subject, type_name=type, normalised_text=normalised, excluding=replaced)
+                if record is None:  # the winner was ended or deleted meanwhile
                     raise Conflict("A concurrent change touched the same record; retry.", param="text") from error
                 status = "confirmed"
                 _confirm(record=record, actor=actor, now=now)
-        else:
-            status = "confirmed"
-            _confirm(record=record, actor=actor, now=now)
-
-        if replaced is not None:
-            replaced.replaced_by = record
-            replaced._change_reason = change_reason(what="replaced", actor=actor)
-            replaced.save(update_fields=["replaced_by", "updated_at"])
+                if replaced is not None:
+                    _end(record=replaced, replaced_by=record, actor=actor)
     return RecordWriteResult(record=record, status=status)
 
 
