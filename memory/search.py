@@ -49,27 +49,31 @@ def _quoted(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def text_query(text: str, *, match_all: bool = False) -> SearchQuery | None:
-    """A raw tsquery over the stored vector, or None when no word carries meaning.
+def tsquery_text(text: str, *, match_all: bool = False) -> str | None:
+    """The raw tsquery for `text`, or None when no word carries meaning.
 
     `match_all=False` (search): a record matching some of the words is a candidate
     (R-5.10). `match_all=True` (the list's `q` filter): it must match every word.
+    A query made only of stop words finds nothing rather than everything.
     """
     words = query_words(text)
     if not words:
         return None
-    per_word = _lexemes_per_word(words)
-    meaningful = [lexemes for lexemes in per_word if all(lexemes)]
-    if not meaningful:
-        # Every word is a stop word in some language: keep what any language keeps.
-        meaningful = [lexemes for lexemes in per_word if any(lexemes)]
-    if not meaningful:
-        return None
     terms = []
-    for lexemes in meaningful:
+    for lexemes in _lexemes_per_word(words):
+        if not all(lexemes):
+            continue
         union = sorted(set().union(*lexemes))
         terms.append("(" + " | ".join(_quoted(lexeme) for lexeme in union) + ")")
-    return SearchQuery((" & " if match_all else " | ").join(terms), config="simple", search_type="raw")
+    if not terms:
+        return None
+    return (" & " if match_all else " | ").join(terms)
+
+
+def text_query(text: str, *, match_all: bool = False) -> SearchQuery | None:
+    """`tsquery_text` as a query over the stored vector (its lexemes are already stemmed)."""
+    raw = tsquery_text(text, match_all=match_all)
+    return None if raw is None else SearchQuery(raw, config="simple", search_type="raw")
 
 
 def fuse_rankings(signals: Mapping[str, Sequence[tuple[str, float]]], *, limit: int) -> list[tuple[str, float]]:

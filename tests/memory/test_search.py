@@ -1,0 +1,145 @@
+"""Search (R-5.10): full text over Dutch and English, OR semantics, ranked."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memory.models import MemoryRecord
+from memory.search import fuse_rankings, text_query, tsquery_text
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def corpus(write):
+    return {
+        "acme_invoices": write("Acme wil facturen per e-mail ontvangen", subject="anna"),
+        "bolt_invoices": write("Bolt wil de factuur per post"),
+        "acme_meetings": write("Acme prefers meetings in the morning", type="preference"),
+        "english_invoices": write("Globex wants its invoices as PDF attachments"),
+        "coffee": write("Jan drinkt graag koffie zonder suiker", type="preference", subject="jan"),
+    }
+
+
+def _search(client, index, **body):
+    response = client.post("/v1/memory/search", {"index_id": index.id, **body}, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()["data"]
+
+
+def test_a_dutch_question_finds_the_record_with_some_of_its_words_first(tenant, corpus):
+    """R-5.10: "hoe wil Acme de facturen" finds "Acme wil facturen per e-mail"."""
+    hits = _search(tenant.client(), tenant.index, query="hoe wil Acme de facturen")
+
+    assert hits[0]["id"] == corpus["acme_invoices"].id
+    found = [hit["id"] for hit in hits]
+    # Sharing only some words makes a candidate (OR), ranked below the better match.
+    assert corpus["bolt_invoices"].id in found
+    assert corpus["acme_meetings"].id in found
+    assert corpus["coffee"].id not in found
+    assert hits[0]["score"] > hits[-1]["score"] > 0
+
+
+def test_an_english_question_finds_english_inflections(tenant, corpus):
+    """R-5.10: "how does Globex want its invoices" → "Globex wants its invoices as PDF"."""
+    hits = _search(tenant.client(), tenant.index, query="How does Globex want its invoice?")
+    assert hits[0]["id"] == corpus["english_invoices"].id
+
+
+def test_stop_words_of_either_language_do_not_make_candidates(tenant, corpus):
+    """"de" and "the" alone would match half the corpus; they carry no meaning."""
+    assert _search(tenant.client(), tenant.index, query="de the in") == []
+
+
+def test_search_hits_carry_the_record_shape_plus_score(tenant, corpus):
+    """R-5.6: search hits use the record shape plus `score`."""
+    hit = _search(tenant.client(), tenant.index, query="koffie")[0]
+    from tests.memory.test_read import RECORD_FIELDS
+
+    assert set(hit) == RECORD_FIELDS | {"score"}
+    assert 0 < hit["score"] <= 1
+
+
+def test_search_is_scoped_like_the_list(tenant, corpus):
+    """R-5.10 "with the same scoping as R-5.6": a person sees hers and the shared ones."""
+    found_by_anna = [hit["id"] for hit in _search(tenant.client(subject="anna"), tenant.index, query="koffie facturen")]
+    assert corpus["coffee"].id not in found_by_anna
+    assert corpus["acme_invoices"].id in found_by_anna
+    assert corpus["bolt_invoices"].id in found_by_anna
+
+
+def test_types_limit_after_and_before(tenant, corpus):
+    """R-5.10 filters; `limit` default 10, max 50."""
+    client = tenant.client()
+    assert [hit["id"] for hit in _search(client, tenant.index, query="acme", types=["preference"])] == [corpus["acme_meetings"].id]
+    assert len(_search(client, tenant.index, query="acme facturen", limit=1)) == 1
+    MemoryRecord.objects.filter(pk=corpus["acme_invoices"].pk).update(created_at=timezone.now() - timedelta(days=10))
+    cut = (timezone.now() - timedelta(days=5)).isoformat()
+    assert [hit["id"] for hit in _search(client, tenant.index, query="acme", before=cut)] == [corpus["acme_invoices"].id]
+    assert corpus["acme_invoices"].id not in [hit["id"] for hit in _search(client, tenant.index, query="acme", after=cut)]
+
+
+@pytest.mark.parametrize("field", ["after", "before"])
+def test_a_time_without_an_offset_is_a_400_on_that_field(tenant, corpus, field):
+    """R-5.10."""
+    response = tenant.client().post(
+        "/v1/memory/search", {"index_id": tenant.index.id, "query": "acme", field: "2026-11-30T10:00:00"}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == field
+
+
+@pytest.mark.parametrize("limit", [0, 51])
+def test_limit_out_of_range_is_a_400(tenant, limit):
+    response = tenant.client().post("/v1/memory/search", {"index_id": tenant.index.id, "query": "x", "limit": limit}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "limit"
+
+
+def test_each_hit_raises_its_retrieval_count(tenant, corpus):
+    """R-5.10."""
+    hits = _search(tenant.client(), tenant.index, query="koffie")
+
+    assert [hit["retrieval_count"] for hit in hits] == [1]
+    counts = dict(MemoryRecord.objects.values_list("id", "retrieval_count"))
+    assert counts[corpus["coffee"].id] == 1
+    assert sum(counts.values()) == 1
+    assert corpus["coffee"].history.count() == 1  # a retrieval is not a new version
+
+
+def test_equal_relevance_ties_go_to_the_higher_effective_confidence_then_retrievals(tenant, write):
+    """Decision 5: ties by effective confidence, retrieval count, id."""
+    low = write("Acme factuur", confidence=0.5)
+    high = write("Acme factuur!", type="preference", confidence=0.9)
+    popular = write("Acme factuur", type="behaviour", confidence=0.5)
+    MemoryRecord.objects.filter(pk=popular.pk).update(retrieval_count=7)
+
+    hits = _search(tenant.client(), tenant.index, query="acme factuur")
+
+    assert [hit["id"] for hit in hits] == [high.id, popular.id, low.id]
+
+
+def test_or_query_is_built_from_the_dutch_and_english_lexemes(tenant):
+    """Each meaningful word is the OR of its Dutch and English lexemes; stop words are dropped."""
+    assert tsquery_text("hoe wil Acme de facturen") == "('acm') | ('factur' | 'facturen')"
+    assert tsquery_text("Acme facturen", match_all=True) == "('acm') & ('factur' | 'facturen')"
+    assert tsquery_text("!!!") is None
+    assert text_query("de the") is None
+
+
+def test_fusion_keeps_a_single_signals_scores_and_merges_several_by_reciprocal_rank():
+    assert fuse_rankings({"full_text": [("a", 0.9), ("b", 0.1)], "embeddings": []}, limit=5) == [("a", 0.9), ("b", 0.1)]
+    fused = fuse_rankings({"full_text": [("a", 0.9), ("b", 0.8)], "embeddings": [("b", 0.7), ("c", 0.6)]}, limit=2)
+    assert [record_id for record_id, _ in fused] == ["b", "a"]
+    assert fused[0][1] == pytest.approx(1 / 62 + 1 / 61)
+
+
+@pytest.mark.parametrize("limit", [5, 50])
+def test_search_takes_the_same_number_of_queries_for_any_limit(tenant, write, django_assert_max_num_queries, limit):
+    """No per-hit queries (style: N+1)."""
+    for number in range(60):
+        write(f"Acme factuur nummer {number}", subject="anna" if number % 2 else None)
+    client = tenant.client()
+    with django_assert_max_num_queries(6):
+        hits = _search(client, tenant.index, query="acme facturen", limit=limit)
+    assert len(hits) == limit
