@@ -1,0 +1,88 @@
+"""Two identical writes at the same moment make one record and one confirmation (R-5.4)."""
+import threading
+import time
+
+import pytest
+from django.db import connection, connections, transaction
+
+from memory.models import MemoryRecord
+from memory.services import record_write
+
+LOCK_WAIT_SECONDS = 10
+
+
+def _waiting_on_a_lock() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return cursor.fetchone()[0]
+
+
+def _in_thread(target, results, name):
+    def run():
+        try:
+            results[name] = target()
+        except Exception as error:  # reported by the test's assertions
+            results[name] = error
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("subject", [None, "anna"])
+def test_a_write_racing_an_uncommitted_identical_write_confirms_it(tenant, subject):
+    """The second writer does not see the first's row, inserts, waits on the unique
+    index, and — once the first commits — confirms the record that won."""
+    written, release = threading.Event(), threading.Event()
+    results = {}
+
+    def first():
+        with transaction.atomic():
+            result = record_write(key=tenant.key, index=tenant.index, subject=subject, type="fact", text="Acme betaalt per maand", actor="a")
+            written.set()
+            release.wait(LOCK_WAIT_SECONDS)
+        return result
+
+    def second():
+        return record_write(key=tenant.key, index=tenant.index, subject=subject, type="fact", text="acme betaalt per maand.", actor="b")
+
+    first_thread = _in_thread(first, results, "first")
+    assert written.wait(LOCK_WAIT_SECONDS)
+    second_thread = _in_thread(second, results, "second")
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while _waiting_on_a_lock() == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    blocked = _waiting_on_a_lock()
+    release.set()
+    first_thread.join(LOCK_WAIT_SECONDS)
+    second_thread.join(LOCK_WAIT_SECONDS)
+
+    assert blocked == 1
+    assert (results["first"].status, results["second"].status) == ("created", "confirmed")
+    record = MemoryRecord.objects.get()
+    assert record.id == results["first"].record.id == results["second"].record.id
+    assert record.confirmations == 1
+    assert [version.history_change_reason for version in record.history.order_by("history_id")] == ["created by a", "confirmed by b"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_many_simultaneous_identical_writes_make_one_record(tenant):
+    writers = 4
+    barrier = threading.Barrier(writers)
+    results = {}
+
+    def write():
+        barrier.wait(LOCK_WAIT_SECONDS)
+        return record_write(key=tenant.key, index=tenant.index, subject=None, type="preference", text="Koffie zwart", actor="t").status
+
+    threads = [_in_thread(write, results, number) for number in range(writers)]
+    for thread in threads:
+        thread.join(LOCK_WAIT_SECONDS * 2)
+
+    assert sorted(results.values()) == ["confirmed"] * (writers - 1) + ["created"]
+    assert MemoryRecord.objects.get().confirmations == writers - 1
