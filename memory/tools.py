@@ -213,7 +213,7 @@ class SearchArguments(StrictSerializer):
 
 class WriteArguments(StrictSerializer):
     type = serializers.CharField(max_length=40)
-    text = serializers.CharField()
+    text = serializers.CharField(max_length=20_000)
     metadata = serializers.DictField(required=False)
     confidence = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
     due_at = OffsetDateTimeField(required=False, allow_null=True)

@@ -97,14 +97,15 @@ def test_block_for_a_person_has_every_section_in_order_under_its_label(tenant):
     ]
 
 
-def test_another_persons_records_never_appear(tenant):
-    """R-7.5, R-12.1: a turn for Anna never shows Bob's records, of any type."""
-    store_injection(tenant.index, episodes_limit=5)
+@pytest.mark.parametrize("rank", ["confidence", "relevance", "blend"])
+def test_another_persons_records_never_appear(tenant, rank):
+    """R-7.5, R-12.1: a turn for Anna never shows Bob's records, of any type, whatever the ranking."""
+    store_injection(tenant.index, episodes_limit=5, rank=rank)
     for type_name in ("fact", "behaviour", "commitment", "episode", "lesson"):
-        record(tenant.index, f"Bob's {type_name}", type=type_name, subject="bob")
+        record(tenant.index, f"Bob's {type_name} about invoices", type=type_name, subject="bob")
     record(tenant.index, "Anna's fact", subject="anna")
 
-    result = build(injecting_key(tenant), subject="anna")
+    result = build(injecting_key(tenant), subject="anna", topic="Bob's invoices fact")
 
     assert "Bob" not in result.text
     assert texts(result.text, "about_this_person") == ["Anna's fact"]
@@ -318,6 +319,20 @@ def test_limit_caps_her_and_shared_records_together_and_reports_dropped_by_count
     assert result.trace["sections"]["organisation"] == 1
     assert result.trace["dropped_by_count"] == 2
     assert result.trace["dropped_by_budget"] == 0
+
+
+def test_reaching_the_count_in_her_section_stops_the_walk_before_the_shared_ones(tenant):
+    """R-7.8: the walk stops; every candidate left, hers and shared, is dropped_by_count."""
+    for number in range(3):
+        record(tenant.index, f"hers {number}", subject="anna", confidence=0.9 - number / 10)
+    for number in range(2):
+        record(tenant.index, f"shared {number}")
+
+    result = build(injecting_key(tenant, limit=1))
+
+    assert texts(result.text, "about_this_person") == ["hers 0"]
+    assert "organisation" not in sections(result.text)
+    assert result.trace["dropped_by_count"] == 4
 
 
 def test_a_record_that_does_not_fit_the_budget_is_skipped_and_the_next_one_tried(tenant):
