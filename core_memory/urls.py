@@ -7,6 +7,7 @@ from core_memory.api.health import healthz
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("console/", admin.site.urls),
+    path("i18n/", include("django.conf.urls.i18n")),
     path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("core_memory.organisations.urls")),

@@ -27,13 +27,11 @@ def index_delete(*, index: KnowledgeIndex, actor: str) -> None:
         audit_event_record(organisation=index.organisation_id, actor=actor, action="index.deleted", target=index.id)
 
 
-@transaction.atomic(durable=True)
-def store_update(*, store: MemoryStore, sections: dict, actor: str, may_promote: bool) -> MemoryStore:
-    """Replace each section sent, whole: a field left out returns to its default (R-4.3).
+def store_sections_validate(*, organisation: Organisation, sections: dict, may_promote: bool) -> dict:
+    """The sections sent, complete; raises ValidationError (shape) or PermissionDenied (promotion, R-4.3).
 
     `promotion` needs `may_promote` (a key with `management` and `memory`, or a console
-    administrator) and an organisation with `improvements`; otherwise nothing is
-    written, not even the other sections sent with it.
+    administrator) and an organisation with the capability `improvements`.
     """
     complete = store_sections_normalise(sections)
     if "promotion" in complete:
@@ -42,20 +40,29 @@ def store_update(*, store: MemoryStore, sections: dict, actor: str, may_promote:
                 "Only a key with the capabilities management and memory, or a console administrator, may set promotion.",
                 param="promotion",
             )
-        organisation = Organisation.objects.only("capabilities").get(pk=store.index.organisation_id)
         if not organisation.has_capability("improvements"):
             raise PermissionDenied("The organisation lacks the capability 'improvements'.", param="promotion")
-    locked = MemoryStore.objects.select_for_update().get(pk=store.pk)
+    return complete
+
+
+@transaction.atomic(durable=True)
+def store_update(*, store: MemoryStore, sections: dict, actor: str, may_promote: bool) -> MemoryStore:
+    """Replace each section sent, whole: a field left out returns to its default (R-4.3).
+
+    Refused sections (store_sections_validate) write nothing, not even the other sections sent with them.
+    """
+    locked = MemoryStore.objects.select_for_update().select_related("index__organisation").get(pk=store.pk)
+    complete = store_sections_validate(organisation=locked.index.organisation, sections=sections, may_promote=may_promote)
     if not complete:
         return locked
     for name, value in complete.items():
         setattr(locked, name, value)
     locked.save(update_fields=[*complete, "updated_at"])
     audit_event_record(
-        organisation=store.index.organisation_id,
+        organisation=locked.index.organisation_id,
         actor=actor,
         action="store.updated",
-        target=store.index_id,
+        target=locked.index_id,
         details={"sections": sorted(complete)},
     )
     return locked

@@ -1,0 +1,151 @@
+"""The console (R-10): the Django admin at /console/, every page limited to the
+administrator's own organisation. Each app's admin.py builds on
+`OrganisationScopedAdmin`; writes go through the apps' services, like the API's."""
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import Http404
+from django.utils.translation import gettext_lazy as _
+
+from core_memory.console.models import ConsoleAdministrator
+from core_memory.console.selectors import EVERY_ORGANISATION, administered_organisation_id, console_actor
+from core_memory.organisations.models import Organisation
+
+admin.site.site_header = "Core Geheugen"
+admin.site.site_title = "Core Geheugen"
+admin.site.index_title = _("Console")
+
+
+class OrganisationScopedAdmin(admin.ModelAdmin):
+    """Limits every list, object page and choice to the administrator's organisation.
+
+    `organisation_path` is the lookup from the model to its organisation
+    (`"organisation"`, `"index__organisation"`, or `"pk"` for Organisation itself).
+    Superusers see every organisation. Another organisation's object is a 404
+    (R-2.5, R-12.1), never a redirect that would admit it exists.
+    """
+
+    organisation_path = "organisation"
+
+    # --- scope ------------------------------------------------------------
+    def organisation_id(self, request) -> str | None:
+        if not hasattr(request, "_console_organisation_id"):
+            request._console_organisation_id = administered_organisation_id(user=request.user)
+        return request._console_organisation_id
+
+    def actor(self, request) -> str:
+        return console_actor(user=request.user)
+
+    def scope(self, queryset, request, path: str | None = None):
+        organisation_id = self.organisation_id(request)
+        if organisation_id is EVERY_ORGANISATION:
+            return queryset
+        if not organisation_id:
+            return queryset.none()
+        lookup = "pk" if (path or self.organisation_path) == "pk" else f"{path or self.organisation_path}_id"
+        return queryset.filter(**{lookup: organisation_id})
+
+    def get_queryset(self, request):
+        return self.scope(super().get_queryset(request), request)
+
+    def get_object(self, request, object_id, from_field=None):
+        obj = super().get_object(request, object_id, from_field)
+        if obj is None:
+            raise Http404(_("No such object."))
+        return obj
+
+    # --- writes: the services own their (durable) transactions, so the admin's
+    # own atomic wrapper around a POST would refuse them; the wrapper is left out.
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        return self._changeform_view(request, object_id, form_url, extra_context)
+
+    def delete_view(self, request, object_id, extra_context=None):
+        return self._delete_view(request, object_id, extra_context)
+
+    # --- choices and saving -------------------------------------------------
+    def _scoped_choices(self, related_model, request):
+        queryset = related_model._default_manager.all()
+        if related_model is Organisation:
+            return self.scope(queryset, request, path="pk")
+        if any(field.name == "organisation" for field in related_model._meta.get_fields()):
+            return self.scope(queryset, request, path="organisation")
+        return None
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        queryset = self._scoped_choices(db_field.related_model, request)
+        if queryset is not None:
+            kwargs["queryset"] = queryset
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        queryset = self._scoped_choices(db_field.related_model, request)
+        if queryset is not None:
+            kwargs["queryset"] = queryset
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+    def get_exclude(self, request, obj=None):
+        excluded = list(super().get_exclude(request, obj) or ())
+        if self.organisation_id(request) is not EVERY_ORGANISATION and self.organisation_path == "organisation":
+            excluded.append("organisation")
+        return excluded
+
+    def organisation_for_new(self, request, form) -> Organisation:
+        """The organisation a new object belongs to: hers, or the one a superuser chose."""
+        organisation_id = self.organisation_id(request)
+        if organisation_id:
+            return Organisation.objects.get(pk=organisation_id)
+        return form.cleaned_data["organisation"]
+
+    @staticmethod
+    def adopt(obj, saved) -> None:
+        """Make the admin's unsaved `obj` the row a service created, for the pages that follow."""
+        for field in saved._meta.concrete_fields:
+            setattr(obj, field.attname, getattr(saved, field.attname))
+        obj._state.adding = False
+
+    def save_model(self, request, obj, form, change):
+        if not change and self.organisation_path == "organisation" and self.organisation_id(request):
+            obj.organisation_id = self.organisation_id(request)
+        super().save_model(request, obj, form, change)
+
+    # --- permissions: a staff user bound to no organisation administers nothing ---
+    def _administers(self, request) -> bool:
+        return self.organisation_id(request) is EVERY_ORGANISATION or bool(self.organisation_id(request))
+
+    def has_module_permission(self, request):
+        return self._administers(request) and super().has_module_permission(request)
+
+    def has_view_permission(self, request, obj=None):
+        return self._administers(request) and super().has_view_permission(request, obj)
+
+    def has_add_permission(self, request):
+        return self._administers(request) and super().has_add_permission(request)
+
+    def has_change_permission(self, request, obj=None):
+        return self._administers(request) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return self._administers(request) and super().has_delete_permission(request, obj)
+
+
+class ReadOnlyScopedAdmin(OrganisationScopedAdmin):
+    """Shown, never added, changed or deleted from the console — not even by a superuser."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ConsoleAdministrator)
+class ConsoleAdministratorAdmin(admin.ModelAdmin):
+    """Superusers bind users to organisations (as `createadmin` does, R-1.3); administrators
+    hold no permission on this model (core_memory.console.services.CONSOLE_APP_LABELS)."""
+
+    list_display = ("user", "organisation", "created_at")
+    list_select_related = ("user", "organisation")
+    raw_id_fields = ("user", "organisation")

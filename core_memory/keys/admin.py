@@ -1,0 +1,138 @@
+"""Keys in the console (R-10.3): capabilities, policy and memory configuration,
+written through core_memory.keys.services like the API's key routes."""
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.utils.translation import gettext_lazy as _
+from rest_framework.exceptions import ValidationError as DrfValidationError
+
+from core_memory.api.errors import ApplicationError
+from core_memory.api.exceptions import first_error
+from core_memory.console.admin import OrganisationScopedAdmin
+from core_memory.keys.configuration import memory_config_normalise
+from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES, ApiKey
+from core_memory.keys.services import key_create, key_delete, key_revoke, key_rights_validate, key_update
+from core_memory.organisations.models import Organisation
+from stores.models import KnowledgeIndex
+
+EDITABLE_FIELDS = ("name", "capabilities", "policy", "memory", "pii_redaction", "expires_at")
+
+
+class ApiKeyForm(forms.ModelForm):
+    organisation_id: str | None = None  # set per request by ApiKeyAdmin.get_form
+
+    capabilities = forms.MultipleChoiceField(
+        label=_("capabilities"),
+        choices=[(capability, capability) for capability in KEY_CAPABILITIES],
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        help_text=_("memory needs knowledge."),
+    )
+    policy_read = forms.MultipleChoiceField(label=_("may read"), widget=forms.CheckboxSelectMultiple, required=False)
+    policy_write = forms.MultipleChoiceField(label=_("may write"), widget=forms.CheckboxSelectMultiple, required=False)
+    memory = forms.JSONField(
+        label=_("memory configuration"),
+        required=False,
+        help_text=_("retrieval_tool, write_tool, injection and decay; fields left out get their defaults."),
+    )
+
+    class Meta:
+        model = ApiKey
+        fields = ("organisation", "name", "capabilities", "memory", "pii_redaction", "expires_at")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        indexes = KnowledgeIndex.objects.live().order_by("name")
+        if self.organisation_id:
+            indexes = indexes.filter(organisation_id=self.organisation_id)
+        choices = [(ALL_INDEXES, _("every index, also future ones"))] + [(index.id, str(index)) for index in indexes]
+        for right in ("read", "write"):
+            field = self.fields[f"policy_{right}"]
+            field.choices = choices
+            field.initial = list((self.instance.policy or {}).get(right, [])) if self.instance.pk else []
+
+    def _organisation(self) -> Organisation | None:
+        if self.organisation_id:
+            return Organisation.objects.get(pk=self.organisation_id)
+        return self.cleaned_data.get("organisation")
+
+    def clean(self):
+        cleaned = super().clean()
+        cleaned["policy"] = {"read": cleaned.pop("policy_read", []), "write": cleaned.pop("policy_write", [])}
+        try:
+            cleaned["memory"] = memory_config_normalise(cleaned.get("memory"))
+        except DrfValidationError as error:
+            path, message = first_error(error.detail)
+            self.add_error("memory", f"{path}: {message}" if path else message)
+            return cleaned
+        organisation = self._organisation()
+        if organisation is None:
+            return cleaned
+        try:
+            key_rights_validate(
+                organisation=organisation,
+                capabilities=cleaned.get("capabilities", []),
+                policy=cleaned["policy"],
+                memory=cleaned["memory"],
+            )
+        except ApplicationError as error:
+            field = {"capabilities": "capabilities", "policy.read": "policy_read", "policy.write": "policy_write"}
+            target = next((name for prefix, name in field.items() if (error.param or "").startswith(prefix)), "memory")
+            self.add_error(target, error.message)
+        return cleaned
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(OrganisationScopedAdmin):
+    form = ApiKeyForm
+    list_display = ("name", "id", "capabilities", "is_usable", "expires_at", "revoked_at", "created_at")
+    list_filter = ("revoked_at",)
+    search_fields = ("name", "id")
+    readonly_fields = ("id", "secret_hint", "revoked_at", "created_at", "updated_at")
+    actions = ("revoke_keys",)
+
+    def get_fields(self, request, obj=None):
+        fields = ["name", "capabilities", "policy_read", "policy_write", "memory", "pii_redaction", "expires_at"]
+        if obj is None and self.organisation_id(request) is None:
+            fields.insert(0, "organisation")
+        if obj is not None:
+            fields = ["id", "secret_hint", *fields, "revoked_at", "created_at", "updated_at"]
+        return fields
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        organisation_id = obj.organisation_id if obj is not None else self.organisation_id(request)
+        return type(form.__name__, (form,), {"organisation_id": organisation_id})
+
+    @admin.display(boolean=True, description=_("usable"))
+    def is_usable(self, key: ApiKey) -> bool:
+        return key.is_usable
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        if change:
+            changed = {"policy" if name.startswith("policy_") else name for name in form.changed_data}
+            changes = {field: data[field] for field in EDITABLE_FIELDS if field in changed}
+            key_update(key=obj, actor=self.actor(request), changes=changes)
+            return
+        key, secret = key_create(
+            organisation=self.organisation_for_new(request, form),
+            actor=self.actor(request),
+            **{field: data[field] for field in EDITABLE_FIELDS},
+        )
+        self.adopt(obj, key)
+        messages.warning(request, _("The key's secret, shown only now: %(secret)s") % {"secret": secret})
+
+    def delete_model(self, request, obj):
+        key_delete(key=obj, actor=self.actor(request))
+
+    def delete_queryset(self, request, queryset):
+        for key in queryset:
+            key_delete(key=key, actor=self.actor(request))
+
+    @admin.action(description=_("Revoke the selected keys"), permissions=["change"])
+    def revoke_keys(self, request, queryset):
+        for key in queryset:
+            key_revoke(key=key, actor=self.actor(request))
+        self.message_user(request, _("Revoked: %(count)d") % {"count": queryset.count()})
