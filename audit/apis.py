@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from audit.selectors import audit_event_list
-from core_memory.api.pagination import paginated_response
+from core_memory.api.pagination import IdCursorPagination, paginated_response
 from core_memory.api.serializers import OffsetDateTimeField
 from core_memory.api.views import CoreApi
 
@@ -10,6 +10,7 @@ class AuditEventListApi(CoreApi):
     """`GET /v1/audit?action=&after=&before=` (R-11.3): the caller's organisation only."""
 
     required_capabilities = ("management",)
+    pagination_class = IdCursorPagination
 
     class FilterSerializer(serializers.Serializer):
         action = serializers.CharField(max_length=64, required=False)

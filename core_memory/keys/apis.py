@@ -2,7 +2,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from core_memory.api.errors import PermissionDenied
-from core_memory.api.pagination import paginated_response
+from core_memory.api.pagination import IdCursorPagination, paginated_response
 from core_memory.api.serializers import OffsetDateTimeField, StrictSerializer
 from core_memory.api.views import CoreApi, validate_subject
 from core_memory.keys.configuration import MemoryConfigSerializer, memory_config_normalise
@@ -47,19 +47,21 @@ class KeyListCreateApi(CoreApi):
     """`GET/POST /v1/tenants/{org_id}/keys` (R-3.2); POST answers the secret, once."""
 
     required_capabilities = ("management",)
+    pagination_class = IdCursorPagination
+    OutputSerializer = KeyOutputSerializer
 
     class InputSerializer(KeyInputSerializer):
         capabilities = serializers.ListField(child=serializers.ChoiceField(choices=KEY_CAPABILITIES), default=list)
         policy = PolicySerializer(default=lambda: {"read": [], "write": []})
         memory = MemoryConfigSerializer(default=dict)
 
-    class OutputSerializer(KeyOutputSerializer):
+    class CreatedOutputSerializer(KeyOutputSerializer):
         key = serializers.CharField()
 
     def get(self, request, organisation_id: str):
         organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
         return paginated_response(
-            queryset=key_list(organisation=organisation), request=request, view=self, serializer_class=KeyOutputSerializer
+            queryset=key_list(organisation=organisation), request=request, view=self, serializer_class=self.OutputSerializer
         )
 
     def post(self, request, organisation_id: str):
@@ -78,13 +80,14 @@ class KeyListCreateApi(CoreApi):
             expires_at=data["expires_at"],
         )
         key.key = secret
-        return Response(self.OutputSerializer(key).data, status=status.HTTP_201_CREATED)
+        return Response(self.CreatedOutputSerializer(key).data, status=status.HTTP_201_CREATED)
 
 
 class KeyDetailApi(CoreApi):
     """`GET/PATCH/DELETE /v1/tenants/{org_id}/keys/{key_id}` (R-3.2); DELETE revokes."""
 
     required_capabilities = ("management",)
+    OutputSerializer = KeyOutputSerializer
 
     class InputSerializer(KeyInputSerializer):
         memory = serializers.DictField()
@@ -98,18 +101,18 @@ class KeyDetailApi(CoreApi):
         return key_get(organisation=organisation, key_id=key_id)
 
     def get(self, request, organisation_id: str, key_id: str):
-        return Response(KeyOutputSerializer(self._key(organisation_id, key_id)).data)
+        return Response(self.OutputSerializer(self._key(organisation_id, key_id)).data)
 
     def patch(self, request, organisation_id: str, key_id: str):
         key = self._key(organisation_id, key_id)
         serializer = self.InputSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         key = key_update(key=key, actor=self.principal.actor, changes=dict(serializer.validated_data))
-        return Response(KeyOutputSerializer(key).data)
+        return Response(self.OutputSerializer(key).data)
 
     def delete(self, request, organisation_id: str, key_id: str):
         key = key_revoke(key=self._key(organisation_id, key_id), actor=self.principal.actor)
-        return Response(KeyOutputSerializer(key).data)
+        return Response(self.OutputSerializer(key).data)
 
 
 class SubjectTokenCreateApi(CoreApi):

@@ -32,6 +32,7 @@ class OrganisationDetailApi(CoreApi):
     """`GET/PATCH /v1/tenants/{org_id}` (R-3.1): only the caller's own organisation."""
 
     required_capabilities = ("management",)
+    OutputSerializer = OrganisationOutputSerializer
 
     class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=200)
@@ -56,7 +57,7 @@ class OrganisationDetailApi(CoreApi):
 
     def get(self, request, organisation_id: str):
         organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
-        return Response(OrganisationOutputSerializer(organisation).data)
+        return Response(self.OutputSerializer(organisation).data)
 
     def patch(self, request, organisation_id: str):
         organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
@@ -65,4 +66,4 @@ class OrganisationDetailApi(CoreApi):
         organisation = organisation_update(
             organisation=organisation, actor=self.principal.actor, changes=dict(serializer.validated_data)
         )
-        return Response(OrganisationOutputSerializer(organisation).data)
+        return Response(self.OutputSerializer(organisation).data)

@@ -15,6 +15,7 @@ class PersonApi(CoreApi):
     """`PATCH /v1/persons/{subject}` (memory) sets her rules; `DELETE` (management) erases her (R-3.4)."""
 
     required_capabilities = {"PATCH": ("memory",), "DELETE": ("management",)}
+    OutputSerializer = PersonOutputSerializer
 
     class InputSerializer(StrictSerializer):
         helper_model_may_read = serializers.BooleanField(required=False)
@@ -32,7 +33,7 @@ class PersonApi(CoreApi):
         person = person_update(
             organisation=self.organisation, subject=subject, actor=self.principal.actor, **serializer.validated_data
         )
-        return Response(PersonOutputSerializer(person).data)
+        return Response(self.OutputSerializer(person).data)
 
     def delete(self, request, subject: str):
         subject = self._subject(subject)
