@@ -41,6 +41,11 @@ class KnowledgeIndexAdmin(OrganisationScopedAdmin):
             return ("organisation", *self.fields)
         return self.fields
 
+    def get_deleted_objects(self, objs, request):
+        # Deleting an index marks it deleted; its store and records are not removed
+        # row by row, so there is nothing else to list or to need permission for.
+        return [str(index) for index in objs], {KnowledgeIndex._meta.verbose_name_plural: len(objs)}, set(), []
+
     def delete_model(self, request, obj):
         index_delete(index=obj, actor=self.actor(request))
 

@@ -393,3 +393,17 @@ def test_a_superuser_adds_a_key_for_the_organisation_she_chooses(superuser, tena
     key = ApiKey.objects.get(name="support desk")
     assert (key.organisation_id, key.policy["read"]) == (tenant.organisation.id, [tenant.index.id])
     assert AuditEvent.objects.filter(action="key.created", target=key.id, actor="console:root").exists()
+
+
+def test_deleting_an_index_in_the_console_marks_it_deleted(console, tenant):
+    """R-4.1: the index and all it holds are unavailable at once; the store row stays."""
+    page = console.get(f"/console/stores/knowledgeindex/{tenant.index.id}/delete/")
+    assert page.status_code == 200
+
+    response = console.post(f"/console/stores/knowledgeindex/{tenant.index.id}/delete/", {"post": "yes"})
+
+    assert response.status_code == 302
+    assert KnowledgeIndex.objects.get(pk=tenant.index.pk).deleted_at is not None
+    assert AuditEvent.objects.filter(action="index.deleted", target=tenant.index.id, actor="console:anna").exists()
+    assert console.get(f"/console/stores/memorystore/{tenant.index.id}/change/").status_code == 404
+    assert tenant.client().get(f"/v1/memory/stores/{tenant.index.id}").status_code == 404
