@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 
 from audit.selectors import audit_event_list
@@ -25,6 +26,7 @@ class AuditEventListApi(CoreApi):
         target = serializers.CharField()
         details = serializers.JSONField()
 
+    @extend_schema(parameters=[FilterSerializer])
     def get(self, request):
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)

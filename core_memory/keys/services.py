@@ -32,25 +32,30 @@ def _trail(*, organisation: Organisation, key_id: str, event: str, at: datetime 
     )
 
 
-def key_rights_validate(*, organisation: Organisation, capabilities: list[str], policy: dict, memory: dict | None) -> None:
+def key_rights_validate(
+    *, organisation: Organisation, capabilities: list[str], policy: dict | None = None, memory: dict | None = None
+) -> None:
     """Cross-row rules of a key's rights (R-3.2); the shapes are checked by the API's serializers.
 
-    `memory` needs `knowledge`; the policy and the injection block name indexes of this
-    organisation only (or "*"). Raises Unprocessable naming the offending field.
+    `memory` needs `knowledge`; the given policy and injection block name indexes of this
+    organisation only (or "*"). A policy or memory left out (None) is not checked: an index
+    deleted since must not block an unrelated change. Raises Unprocessable naming the field.
     """
     if "memory" in capabilities and "knowledge" not in capabilities:
         raise Unprocessable("The capability 'memory' needs 'knowledge'.", param="capabilities")
-    named = {index_id for right in ("read", "write") for index_id in policy.get(right, []) if index_id != ALL_INDEXES}
+    named_at = [
+        (index_id, f"policy.{right}[{position}]")
+        for right in ("read", "write")
+        for position, index_id in enumerate((policy or {}).get(right, []))
+        if index_id != ALL_INDEXES
+    ]
     injection_index_id = ((memory or {}).get("injection") or {}).get("index_id")
     if injection_index_id:
-        named.add(injection_index_id)
-    known = _live_index_ids(organisation=organisation, index_ids=named)
-    for right in ("read", "write"):
-        for position, index_id in enumerate(policy.get(right, [])):
-            if index_id != ALL_INDEXES and index_id not in known:
-                raise Unprocessable(f"No index {index_id!r} in this organisation.", param=f"policy.{right}[{position}]")
-    if injection_index_id and injection_index_id not in known:
-        raise Unprocessable(f"No index {injection_index_id!r} in this organisation.", param="memory.injection.index_id")
+        named_at.append((injection_index_id, "memory.injection.index_id"))
+    known = _live_index_ids(organisation=organisation, index_ids={index_id for index_id, _ in named_at})
+    for index_id, param in named_at:
+        if index_id not in known:
+            raise Unprocessable(f"No index {index_id!r} in this organisation.", param=param)
 
 
 def _live_index_ids(*, organisation: Organisation, index_ids: set[str]) -> set[str]:
@@ -107,7 +112,12 @@ def key_update(*, key: ApiKey, actor: str, changes: dict) -> ApiKey:
         if field == "memory":
             value = memory_config_normalise(value)
         setattr(key, field, value)
-    key_rights_validate(organisation=key.organisation, capabilities=key.capabilities, policy=key.policy, memory=key.memory)
+    key_rights_validate(
+        organisation=key.organisation,
+        capabilities=key.capabilities,
+        policy=key.policy if "policy" in fields else None,
+        memory=key.memory if "memory" in fields else None,
+    )
     if fields:
         key.save(update_fields=[*fields, "updated_at"])
         audit_event_record(

@@ -260,3 +260,28 @@ def test_idempotent_key_creation_replays_the_first_answer_and_makes_one_key(tena
     assert other.status_code == 422
     assert other.json()["error"]["param"] == "Idempotency-Key"
     assert ApiKey.objects.filter(organisation=tenant.organisation).exclude(id=tenant.key.id).count() == 1
+
+
+def test_an_index_deleted_since_does_not_block_renaming_the_key(tenant):
+    """R-3.2: only the policy or memory a PATCH gives is checked against the live indexes."""
+    index = make_index(tenant.organisation, name="later gone")
+    _, other_key = tenant.key_client(read=(index.id,), memory={"injection": {"index_id": index.id}})
+    assert tenant.client().delete(f"/v1/indexes/{index.id}").status_code == 204
+
+    renamed = tenant.client().patch(keys_url(tenant, other_key.id), {"name": "renamed"}, format="json")
+    same_policy = tenant.client().patch(keys_url(tenant, other_key.id), {"policy": {"read": [index.id]}}, format="json")
+
+    assert renamed.status_code == 200
+    assert same_policy.status_code == 422
+    assert same_policy.json()["error"]["param"] == "policy.read[0]"
+
+
+def test_listing_keys_takes_a_fixed_number_of_queries(tenant, django_assert_max_num_queries):
+    """STYLE: no per-row queries."""
+    for number in range(5):
+        tenant.key_client(name=f"k{number}")
+
+    with django_assert_max_num_queries(4):
+        response = tenant.client().get(keys_url(tenant))
+
+    assert len(response.json()["data"]) == 6
