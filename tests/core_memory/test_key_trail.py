@@ -6,6 +6,7 @@ from django.utils import timezone
 from core_memory.keys.models import KeyTrailEntry
 from core_memory.keys.selectors import key_was_issued
 from core_memory.keys.services import key_delete, key_trail_purge, keys_expiry_record
+from core_memory.keys.tasks import keys_expiry_record_task
 from tests.factories import make_key
 
 pytestmark = pytest.mark.django_db
@@ -64,3 +65,16 @@ def test_a_key_deleted_longer_ago_than_the_retention_counts_as_never_issued(tena
 def test_another_organisations_key_was_never_issued_to_this_one(tenant, other_tenant):
     """R-2.5."""
     assert key_was_issued(organisation=tenant.organisation, key_id=other_tenant.key.id) is False
+
+
+def test_the_hourly_task_records_expiries_and_forgets_old_deletions(tenant):
+    """R-3.5: the beat task runs both halves of the trail's upkeep."""
+    expired, _ = make_key(tenant.organisation, expires_at=timezone.now() - timedelta(minutes=1))
+    gone, _ = make_key(tenant.organisation)
+    gone_id = gone.id
+    key_delete(key=gone, actor="test")
+    KeyTrailEntry.objects.filter(key_id=gone_id).update(at=timezone.now() - timedelta(days=366))
+
+    assert keys_expiry_record_task.apply().get() == {"expired": 1, "forgotten": 2}
+    assert trail(expired.id) == {"created", "expired"}
+    assert trail(gone_id) == set()
