@@ -58,6 +58,10 @@ def key_rights_validate(
             raise Unprocessable(f"No index {index_id!r} in this organisation.", param=param)
 
 
+def _policy_whole(policy: dict) -> dict:
+    return {"read": list(policy.get("read", [])), "write": list(policy.get("write", []))}
+
+
 def _live_index_ids(*, organisation: Organisation, index_ids: set[str]) -> set[str]:
     from stores.models import KnowledgeIndex
 
@@ -86,7 +90,7 @@ def key_create(
         organisation=organisation,
         name=name,
         capabilities=sorted(set(capabilities)),
-        policy={"read": list(policy.get("read", [])), "write": list(policy.get("write", []))},
+        policy=_policy_whole(policy),
         memory=memory,
         pii_redaction=pii_redaction,
         expires_at=expires_at,
@@ -108,7 +112,7 @@ def key_update(*, key: ApiKey, actor: str, changes: dict) -> ApiKey:
         if field == "capabilities":
             value = sorted(set(value))
         if field == "policy":
-            value = {"read": list(value.get("read", [])), "write": list(value.get("write", []))}
+            value = _policy_whole(value)
         if field == "memory":
             value = memory_config_normalise(value)
         setattr(key, field, value)
