@@ -23,6 +23,7 @@ ACTIONS = (
     "proposal.applied",
     "proposal.rejected",
     "person.erased",
+    "person.updated",
     "index.created",
     "index.deleted",
     "organisation.updated",

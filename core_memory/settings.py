@@ -145,6 +145,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/v1",
+    "ENUM_NAME_OVERRIDES": {
+        "KeyCapabilityEnum": "core_memory.keys.models.KEY_CAPABILITIES",
+        "OrganisationCapabilityEnum": "core_memory.organisations.models.ORGANISATION_CAPABILITIES",
+    },
 }
 
 # --- Broker and Celery -----------------------------------------------------

@@ -65,4 +65,8 @@ def idempotency_complete(*, row: IdempotentRequest, status_code: int, body) -> N
         row.response_body = body
         row.save(update_fields=["state", "status_code", "response_body"])
     else:
-        row.delete()
+        idempotency_release(row=row)
+
+
+def idempotency_release(*, row: IdempotentRequest) -> None:
+    row.delete()

@@ -13,6 +13,9 @@ class HasCapabilities(BasePermission):
         required = getattr(view, "required_capabilities", ())
         if isinstance(required, dict):
             required = required.get(request.method, ())
+        if principal.token_subject is not None and "management" in required:
+            # A subject token speaks for one person; managing the organisation is not hers.
+            raise PermissionDenied("A subject token cannot use management routes.")
         missing = [capability for capability in required if not principal.key.has_capability(capability)]
         if missing:
             raise PermissionDenied(f"This key lacks the capability {missing[0]!r}.")

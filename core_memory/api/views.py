@@ -30,6 +30,9 @@ class CoreApi(APIView):
     required_capabilities: tuple[str, ...] | dict[str, tuple[str, ...]] = ()
     # List views set this (and list with `paginated_response`); the schema reads it too.
     pagination_class = None
+    # Answer fields holding a secret shown once: an idempotent replay answers them as
+    # null rather than keeping the secret in clear for a day (docs/decisions.md).
+    idempotency_secret_fields: tuple[str, ...] = ()
 
     @property
     def principal(self) -> Principal:
@@ -89,7 +92,7 @@ class CoreApi(APIView):
 
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
-        if getattr(self, "_idempotency_row", None) is not None and not getattr(response, "streaming", False):
+        if getattr(self, "_idempotency_row", None) is not None:
             self._idempotency_finish(response)
         return response
 
@@ -98,7 +101,14 @@ class CoreApi(APIView):
         if row is None:
             return
         self._idempotency_row = None
-        idempotency.idempotency_complete(row=row, status_code=response.status_code, body=getattr(response, "data", None))
+        if getattr(response, "streaming", False):
+            # A stream cannot be replayed; release the key so a retry runs again.
+            idempotency.idempotency_release(row=row)
+            return
+        body = getattr(response, "data", None)
+        if isinstance(body, dict) and self.idempotency_secret_fields:
+            body = {name: (None if name in self.idempotency_secret_fields else value) for name, value in body.items()}
+        idempotency.idempotency_complete(row=row, status_code=response.status_code, body=body)
 
 
 class _Replay(Exception):

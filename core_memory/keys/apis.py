@@ -48,6 +48,7 @@ class KeyListCreateApi(CoreApi):
 
     required_capabilities = ("management",)
     pagination_class = IdCursorPagination
+    idempotency_secret_fields = ("key",)
     OutputSerializer = KeyOutputSerializer
 
     class InputSerializer(KeyInputSerializer):
@@ -117,6 +118,8 @@ class KeyDetailApi(CoreApi):
 
 class SubjectTokenCreateApi(CoreApi):
     """`POST /v1/subject-tokens` (R-3.3): a token acting as this key for one person."""
+
+    idempotency_secret_fields = ("token",)
 
     class InputSerializer(StrictSerializer):
         subject = serializers.CharField(max_length=255, trim_whitespace=False)
