@@ -343,6 +343,7 @@ def test_the_console_speaks_dutch_by_default(console):
     assert "Core Geheugen" in page
     assert "Sleutels" in page
     assert "Auditlogboek" in page
+    assert 'action="/i18n/setlang/"' in page
 
 
 def test_the_console_speaks_english_when_asked(console):
