@@ -60,7 +60,7 @@ class FakeChatModel:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def base_url(self) -> str:
@@ -125,7 +125,9 @@ class FakeChatModel:
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
+        """Stops serving and frees the port (also for a model never started: an unreachable one)."""
+        if self._thread.is_alive():
+            self._server.shutdown()
         self._server.server_close()
 
     def __enter__(self) -> FakeChatModel:

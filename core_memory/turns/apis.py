@@ -13,6 +13,7 @@ from core_memory.threads.apis import ItemOutputSerializer
 from core_memory.threads.models import Item
 from core_memory.threads.services import ItemDraft
 from core_memory.turns.services import turn_plan, turn_run
+from memory.tools import memory_tools_list
 
 # What a request may call a message's role, and the role the thread stores.
 INPUT_ROLES = {"user": Item.Role.USER, "assistant": Item.Role.ASSISTANT, "system": Item.Role.SYSTEM, "developer": Item.Role.SYSTEM}
@@ -158,6 +159,4 @@ class ToolListApi(CoreApi):
         source = request.query_params.get("source", "memory")
         if source != "memory":
             raise InvalidRequest("The only tool source is 'memory'.", param="source")
-        from memory.tools import memory_tools_list
-
         return Response({"data": memory_tools_list(key=self.key), "next_cursor": None})

@@ -20,7 +20,8 @@ def _text(content) -> str:
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
 
 
-def items_to_messages(items: Iterable[Item]) -> list[dict]:
+def items_to_messages(items: Iterable[Item], *, tool_result_note: str | None = None) -> list[dict]:
+    """The messages for `items`; `tool_result_note` opens every tool message (R-6.4's trust envelope)."""
     items = [item for item in items if item.kind != Item.Kind.REASONING]
     answered = {item.call_id for item in items if item.kind == Item.Kind.TOOL_RESULT}
     called: set[str] = set()
@@ -38,7 +39,10 @@ def items_to_messages(items: Iterable[Item]) -> list[dict]:
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
         elif item.kind == Item.Kind.TOOL_RESULT:
             if item.call_id in called:
-                messages.append({"role": "tool", "tool_call_id": item.call_id, "content": _text(item.content)})
+                content = _text(item.content)
+                if tool_result_note:
+                    content = f"{tool_result_note}\n{content}"
+                messages.append({"role": "tool", "tool_call_id": item.call_id, "content": content})
         elif item.role == Item.Role.TOOL:
             continue
         else:

@@ -31,6 +31,8 @@ from core_memory.threads.selectors import thread_get_available, thread_history
 from core_memory.threads.services import ItemDraft, thread_agent_record, thread_create, thread_items_append
 from core_memory.turns.conversation import items_to_messages
 from core_memory.turns.models import Response
+from memory.injection import injection_block_build
+from memory.tools import TRUST_ENVELOPE_NOTE, memory_tool_call, memory_tools_resolve
 
 logger = logging.getLogger(__name__)
 
@@ -96,8 +98,6 @@ def turn_plan(
     timezone_name = timezone_name or organisation.timezone or "UTC"
     tools = []
     if tool_names:
-        from memory.tools import memory_tools_resolve
-
         tools = memory_tools_resolve(
             key=key, requested=list(enumerate(tool_names)), timezone_name=timezone_name, now=now or timezone.now()
         )
@@ -160,12 +160,15 @@ def _error_result(*, error_type: str, message: str, status: int | None = None, p
     return json.dumps({"error": error}, ensure_ascii=False)
 
 
+def _tool_result_note(*, key: ApiKey) -> str | None:
+    """With `trust_envelope`, the model is told in each tool message that its content is data (R-6.4)."""
+    return TRUST_ENVELOPE_NOTE if key.has_capability("trust_envelope") else None
+
+
 def _tool_result(*, plan: TurnPlan, call, provenance: dict, now: datetime) -> str:
     """The text the model reads for one tool call; a refusal is a result too, never an HTTP error (R-6.5)."""
     if call.name not in {tool.name for tool in plan.tools}:
         return _error_result(error_type="unknown_tool", message=f"No tool named {call.name!r} is offered in this turn.")
-    from memory.tools import memory_tool_call
-
     try:
         return memory_tool_call(
             key=plan.key, tool_name=call.name, arguments=call.arguments, subject=plan.subject, provenance=provenance, now=now
@@ -176,8 +179,6 @@ def _tool_result(*, plan: TurnPlan, call, provenance: dict, now: datetime) -> st
 
 def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEvent]:
     """Runs the turn, yielding its events; the last one is always `completed` (whatever the status)."""
-    from memory.injection import injection_block_build
-
     now = now or timezone.now()
     response, thread, input_items = _turn_open(plan=plan, now=now)
     yield TurnEvent(kind="created", response=response)
@@ -191,6 +192,7 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
         system = _system_messages(plan=plan, memory_block=block.text)
         conversation = thread_history(thread=thread)
         tool_definitions = [tool.definition() for tool in plan.tools] or None
+        tool_result_note = _tool_result_note(key=plan.key)
 
         def store(drafts: list[ItemDraft]) -> Iterator[TurnEvent]:
             items = thread_items_append(thread=thread, key=plan.key, drafts=drafts, response_id=response.id)
@@ -205,7 +207,7 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
                 answer = chat_completion(
                     organisation=plan.key.organisation,
                     model=plan.model,
-                    messages=system + items_to_messages(conversation),
+                    messages=system + items_to_messages(conversation, tool_result_note=tool_result_note),
                     tools=tool_definitions,
                     now=now,
                 )

@@ -2,18 +2,34 @@ import json
 
 import pytest
 
+from core_memory.agents.models import Agent
 from core_memory.llm.models import TokenUsage
+from core_memory.llm.providers import MAX_ATTEMPTS
 from core_memory.threads.models import Item, Thread
 from core_memory.turns.models import Response
+from core_memory.turns.services import MAX_MODEL_CALLS
+from memory.models import MemoryRecord
+from memory.services import record_write
+from tests.fake_model import FakeChatModel, completion
 
 pytestmark = pytest.mark.django_db
 
 
+def turn(client, **body):
+    return client.post("/v1/responses", {"model": "fake-chat", "input": "Hallo", **body}, format="json")
+
+
+def nothing_written(organisation) -> bool:
+    return not Response.objects.filter(organisation=organisation).exists() and not Thread.objects.filter(
+        organisation=organisation
+    ).exists()
+
+
 def test_a_plain_turn_answers_the_models_message_and_stores_it_on_a_new_thread(tenant, fake_model):
-    """R-7.1: id, thread_id, status, output, usage, trace.memory."""
+    """R-7.1: id, thread_id, status, output, usage, trace.memory; R-3.6: tokens metered."""
     fake_model.reply("Goedemorgen!", usage=(12, 3))
 
-    response = tenant.client().post("/v1/responses", {"model": "fake-chat", "input": "Hallo"}, format="json")
+    response = turn(tenant.client())
 
     assert response.status_code == 200
     body = response.json()
@@ -22,9 +38,287 @@ def test_a_plain_turn_answers_the_models_message_and_stores_it_on_a_new_thread(t
     assert body["status"] == "completed"
     assert [(item["role"], item["kind"], item["content"]) for item in body["output"]] == [("assistant", "message", "Goedemorgen!")]
     assert body["usage"] == {"input_tokens": 12, "output_tokens": 3, "total_tokens": 15}
-    assert set(body["trace"]["memory"]) >= {"source", "index_id", "injected", "sections"}
+    assert body["trace"]["memory"]["injected"] == 0
     sent = fake_model.requests[0].body
     assert sent["model"] == "fake-chat"
     assert sent["messages"] == [{"role": "user", "content": "Hallo"}]
     assert "tools" not in sent
-    assert TokenUsage.objects.get(organisation=tenant.organisation).total_tokens == 15
+    usage = TokenUsage.objects.get(organisation=tenant.organisation)
+    assert (usage.total_tokens, usage.calls) == (15, 1)
+
+
+def test_every_item_of_the_turn_is_stored_on_the_thread_with_the_response_id(tenant, fake_model):
+    """R-7.1: the input and the model's answer are the thread's items, in order."""
+    fake_model.reply("Antwoord")
+
+    body = turn(tenant.client(), input=[{"role": "system", "content": "Wees kort."}, {"role": "user", "content": "Vraag"}]).json()
+
+    items = list(Item.objects.filter(thread_id=body["thread_id"]).order_by("position"))
+    assert [(item.role, item.content) for item in items] == [("system", "Wees kort."), ("user", "Vraag"), ("assistant", "Antwoord")]
+    assert {item.response_id for item in items} == {body["id"]}
+    assert body["output"][0]["id"] == items[-1].id
+
+
+def test_a_tool_loop_runs_the_memory_search_and_gives_the_model_its_result(tenant, fake_model):
+    """R-7.1 bounded tool loop; R-13.5 tools as `function`; R-6.4 the search result."""
+    tool = f"memory__{tenant.index.id}__search"
+    record_write(key=tenant.key, index=tenant.index, subject=None, type="fact", text="Acme pays invoices monthly.", actor="test")
+    fake_model.reply(tool_calls=[("call_1", tool, {"query": "Acme invoices"})])
+    fake_model.reply("Acme betaalt maandelijks.")
+
+    body = turn(tenant.client(), tools=[{"type": "tool", "name": tool}]).json()
+
+    assert body["status"] == "completed"
+    assert [(item["kind"], item["call_id"]) for item in body["output"]] == [
+        ("tool_call", "call_1"), ("tool_result", "call_1"), ("message", None)
+    ]
+    first, second = (request.body for request in fake_model.requests)
+    assert [entry["function"]["name"] for entry in first["tools"]] == [tool]
+    assert first["tools"][0]["type"] == "function"
+    assistant, tool_message = second["messages"][-2:]
+    assert assistant["tool_calls"][0]["id"] == "call_1"
+    assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "call_1"
+    result = json.loads(body["output"][1]["content"])
+    assert [hit["text"] for hit in result["content"]["hits"]] == ["Acme pays invoices monthly."]  # owner key has trust_envelope
+    assert tool_message["content"].endswith(body["output"][1]["content"])
+
+
+def test_a_record_written_by_the_write_tool_points_at_its_thread_items_and_response(tenant, fake_model):
+    """R-6.5: provenance of a record written in a turn."""
+    client, key = tenant.key_client(memory={"write_tool": True})
+    tool = f"memory__{tenant.index.id}__write"
+    fake_model.reply(tool_calls=[("call_w", tool, {"type": "preference", "text": "Prefers e-mail."})])
+    fake_model.reply("Genoteerd.")
+
+    body = client.post(
+        "/v1/responses",
+        {"model": "fake-chat", "input": "Mail me liever.", "tools": [{"type": "tool", "name": tool}]},
+        format="json",
+        HTTP_X_CORE_SUBJECT="anna",
+    ).json()
+
+    record = MemoryRecord.objects.get(index=tenant.index)
+    call_item = Item.objects.get(thread_id=body["thread_id"], kind="tool_call")
+    input_item = Item.objects.get(thread_id=body["thread_id"], role="user")
+    assert (record.subject, record.source) == ("anna", "tool")
+    assert record.provenance == {"thread_id": body["thread_id"], "item_ids": [input_item.id, call_item.id], "response_id": body["id"]}
+    assert json.loads(body["output"][1]["content"])["content"]["memory_id"] == record.id  # trust envelope
+
+
+def test_the_loop_stops_as_incomplete_after_the_bounded_number_of_model_calls(tenant, fake_model):
+    """R-7.1: a bounded loop; `incomplete` when the model keeps calling tools."""
+    tool = f"memory__{tenant.index.id}__search"
+    fake_model.default = completion(tool_calls=[("call_again", tool, {"query": "x"})])
+
+    body = turn(tenant.client(), tools=[{"type": "tool", "name": tool}]).json()
+
+    assert body["status"] == "incomplete"
+    assert body["error"]["code"] == "max_model_calls"
+    assert len(fake_model.requests) == MAX_MODEL_CALLS
+
+
+def test_a_429_is_retried_and_the_turn_completes(tenant, fake_model):
+    """R-3.6: bounded retries on 429."""
+    fake_model.fail(429)
+    fake_model.reply("Na een tweede poging.")
+
+    body = turn(tenant.client()).json()
+
+    assert body["status"] == "completed"
+    assert body["output"][0]["content"] == "Na een tweede poging."
+    assert len(fake_model.requests) == 2
+
+
+def test_a_model_that_keeps_failing_gives_a_failed_response_not_a_500(tenant, fake_model):
+    """R-7.1 status `failed`; R-12.3 never a 500."""
+    fake_model.fail(500, times=None)
+
+    response = turn(tenant.client())
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "failed"
+    assert body["error"]["code"] == "model_error"
+    assert body["output"] == []
+    assert len(fake_model.requests) == MAX_ATTEMPTS
+    stored = Response.objects.get(pk=body["id"])
+    assert (stored.status, stored.completed_at is not None) == ("failed", True)
+    assert Item.objects.filter(thread_id=body["thread_id"], role="user").count() == 1
+    assert not TokenUsage.objects.filter(organisation=tenant.organisation).exists()
+
+
+def test_an_unreachable_model_gives_a_failed_response(tenant, settings, fake_model):
+    """R-12.3: a refused connection is a failed turn."""
+    closed = FakeChatModel()
+    closed.stop()
+    settings.CORE_MODELS = [closed.config("fake-chat")]
+
+    body = turn(tenant.client()).json()
+
+    assert (body["status"], body["error"]["code"]) == ("failed", "model_unreachable")
+
+
+def test_a_turn_for_a_person_makes_her_thread_and_continues_it_with_its_history(tenant, fake_model):
+    """R-2.2 the `user` field names the person; R-7.2 the thread records her."""
+    fake_model.reply("Eerste antwoord")
+    first = turn(tenant.client(), user="anna", input="Eerste vraag").json()
+    fake_model.reply("Tweede antwoord")
+
+    second = turn(tenant.client(), thread_id=first["thread_id"], input="Tweede vraag").json()
+
+    thread = Thread.objects.get(pk=first["thread_id"])
+    assert (thread.subject, thread.key_id) == ("anna", tenant.key.id)
+    assert second["thread_id"] == first["thread_id"]
+    assert fake_model.requests[1].body["messages"] == [
+        {"role": "user", "content": "Eerste vraag"},
+        {"role": "assistant", "content": "Eerste antwoord"},
+        {"role": "user", "content": "Tweede vraag"},
+    ]
+    assert Response.objects.get(pk=second["id"]).subject == "anna"
+
+
+def test_another_persons_thread_is_a_404(tenant, fake_model):
+    """R-12.1: a request for Bob does not see Anna's thread."""
+    first = turn(tenant.client(), user="anna").json()
+
+    response = turn(tenant.client(subject="bob"), thread_id=first["thread_id"])
+
+    assert response.status_code == 404
+    assert response.json()["error"]["param"] == "thread_id"
+    assert Response.objects.count() == 1
+
+
+def test_another_organisations_thread_is_a_404_and_nothing_is_written(tenant, other_tenant, fake_model):
+    """R-2.5."""
+    foreign = turn(other_tenant.client()).json()
+
+    response = turn(tenant.client(), thread_id=foreign["thread_id"])
+
+    assert response.status_code == 404
+    assert nothing_written(tenant.organisation)
+
+
+def test_the_memory_block_reaches_the_model_as_a_system_message(tenant, fake_model):
+    """R-7.4 the key's block; R-13.5 text in a system message; R-7.9 trace.memory."""
+    client, key = tenant.key_client(memory={"injection": {"enabled": True, "index_id": tenant.index.id}})
+    record_write(key=key, index=tenant.index, subject=None, type="fact", text="Kantoor sluit om 17:00.", actor="test")
+
+    body = turn(client, instructions="Antwoord in het Nederlands.").json()
+
+    system = [message for message in fake_model.requests[0].body["messages"] if message["role"] == "system"]
+    assert system[0] == {"role": "system", "content": "Antwoord in het Nederlands."}
+    assert system[1]["content"] == '[organisation]\n{"type":"fact","confidence":"100%","text":"Kantoor sluit om 17:00."}'
+    assert body["trace"]["memory"]["source"] == "key"
+    assert body["trace"]["memory"]["injected"] == 1
+
+
+def test_a_key_without_memory_gets_no_block(tenant, fake_model):
+    """R-7.4: without the `memory` capability nothing is injected."""
+    client, key = tenant.key_client(
+        capabilities=("knowledge",), memory={"injection": {"enabled": True, "index_id": tenant.index.id}}
+    )
+    record_write(key=tenant.key, index=tenant.index, subject=None, type="fact", text="Geheim", actor="test")
+
+    body = turn(client).json()
+
+    assert [message["role"] for message in fake_model.requests[0].body["messages"]] == ["user"]
+    assert body["trace"]["memory"]["injected"] == 0
+
+
+def test_a_turn_on_an_agent_runs_its_latest_version(tenant, fake_model):
+    """R-7.3, R-7.4: the latest version's model and instructions; the thread records the agent."""
+    client = tenant.client()
+    agent = client.post("/v1/agents", {"name": "billing-desk", "model": "fake-chat", "instructions": "v1"}, format="json").json()
+    client.post(f"/v1/agents/{agent['id']}/versions", {"model": "fake-chat", "instructions": "v2"}, format="json")
+
+    body = client.post("/v1/responses", {"agent": "billing-desk", "input": "Hallo"}, format="json").json()
+
+    assert body["status"] == "completed"
+    assert (body["agent_id"], body["agent_version"]) == (agent["id"], 2)
+    assert fake_model.requests[0].body["messages"][0] == {"role": "system", "content": "v2"}
+    assert list(Thread.objects.get(pk=body["thread_id"]).agents.values_list("id", flat=True)) == [agent["id"]]
+
+
+def test_a_deleted_agent_cannot_run(tenant, fake_model):
+    """R-7.3."""
+    agent = Agent.objects.create(organisation=tenant.organisation, name="gone")
+    tenant.client().delete(f"/v1/agents/{agent.id}")
+
+    response = turn(tenant.client(), agent=agent.id)
+
+    assert (response.status_code, response.json()["error"]["param"]) == (404, "agent")
+
+
+def test_a_tool_the_key_may_not_use_is_a_400_naming_its_position(tenant, fake_model):
+    """R-6.3: `tools[i]`; nothing written (R-12.3)."""
+    tools = [
+        {"type": "tool", "name": f"memory__{tenant.index.id}__search"},
+        {"type": "tool", "name": f"memory__{tenant.index.id}__write"},  # write_tool is off by default
+    ]
+
+    response = turn(tenant.client(), tools=tools)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "tools[1]"
+    assert nothing_written(tenant.organisation)
+    assert fake_model.requests == []
+
+
+def test_a_tool_of_another_organisations_index_is_a_400(tenant, other_tenant, fake_model):
+    """R-6.3: an index the key cannot use."""
+    response = turn(tenant.client(), tools=[{"type": "tool", "name": f"memory__{other_tenant.index.id}__search"}])
+
+    assert (response.status_code, response.json()["error"]["param"]) == (400, "tools[0]")
+    assert nothing_written(tenant.organisation)
+
+
+def test_a_model_not_offered_is_a_422_on_model(tenant, fake_model):
+    """R-3.6, R-7.1."""
+    tenant.organisation.offered_models = []
+    tenant.organisation.save()
+
+    response = turn(tenant.client())
+
+    assert (response.status_code, response.json()["error"]["param"]) == (422, "model")
+    assert nothing_written(tenant.organisation)
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"input": [{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}]}, "input[1].role"),
+        ({"input": ""}, "input"),
+        ({"timezone": "Mars/Olympus"}, "timezone"),
+        ({"tools": [{"type": "function", "name": "x"}]}, "tools[0].type"),
+        ({"colour": "blue"}, "colour"),
+    ],
+)
+def test_bad_input_is_a_400_naming_the_field(tenant, fake_model, body, param):
+    """R-2.3, R-12.3."""
+    response = turn(tenant.client(), **body)
+
+    assert (response.status_code, response.json()["error"]["param"]) == (400, param)
+    assert nothing_written(tenant.organisation)
+
+
+def test_a_stream_carries_the_same_items_then_response_completed(tenant, fake_model):
+    """R-7.1 `stream: true`: Server-Sent Events."""
+    tool = f"memory__{tenant.index.id}__search"
+    fake_model.reply(tool_calls=[("call_s", tool, {"query": "x"})])
+    fake_model.reply("Klaar.")
+
+    response = turn(tenant.client(), stream=True, tools=[{"type": "tool", "name": tool}])
+
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/event-stream"
+    events = []
+    for block in b"".join(response.streaming_content).decode().strip().split("\n\n"):
+        name_line, data_line = block.split("\n")
+        events.append((name_line.removeprefix("event: "), json.loads(data_line.removeprefix("data: "))))
+    names = [name for name, _ in events]
+    assert names == ["response.created", *["response.output_item.done"] * 3, "response.completed"]
+    completed = events[-1][1]
+    assert completed["status"] == "completed"
+    assert [data for _, data in events[1:4]] == completed["output"]
+    assert [item["kind"] for item in completed["output"]] == ["tool_call", "tool_result", "message"]
+    assert Response.objects.get(pk=completed["id"]).status == "completed"
