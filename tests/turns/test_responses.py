@@ -322,3 +322,37 @@ def test_a_stream_carries_the_same_items_then_response_completed(tenant, fake_mo
     assert [data for _, data in events[1:4]] == completed["output"]
     assert [item["kind"] for item in completed["output"]] == ["tool_call", "tool_result", "message"]
     assert Response.objects.get(pk=completed["id"]).status == "completed"
+
+
+def test_an_idempotent_retry_replays_the_turn_without_a_second_model_call(tenant, fake_model):
+    """R-2.6."""
+    client = tenant.client()
+    first = client.post("/v1/responses", {"model": "fake-chat", "input": "Eén keer"}, format="json", HTTP_IDEMPOTENCY_KEY="t-1")
+    again = client.post("/v1/responses", {"model": "fake-chat", "input": "Eén keer"}, format="json", HTTP_IDEMPOTENCY_KEY="t-1")
+
+    assert again.json() == first.json()
+    assert len(fake_model.requests) == 1
+    assert Response.objects.count() == 1
+
+
+def test_the_tool_list_shows_both_memory_tools_of_each_index_and_whether_they_are_offered(tenant):
+    """R-6.1, R-6.2."""
+    client, _ = tenant.key_client(memory={"retrieval_tool": True, "write_tool": False})
+
+    response = client.get("/v1/tools?source=memory")
+
+    assert response.status_code == 200
+    assert [(tool["name"], tool["offered"]) for tool in response.json()["data"]] == [
+        (f"memory__{tenant.index.id}__search", True),
+        (f"memory__{tenant.index.id}__write", False),
+    ]
+
+
+def test_the_tool_list_needs_memory_and_knows_only_the_memory_source(tenant, anonymous):
+    """R-2.7: `/v1/tools` needs `memory`."""
+    without_memory, _ = tenant.key_client(capabilities=("knowledge", "threads"))
+
+    assert without_memory.get("/v1/tools?source=memory").status_code == 403
+    assert anonymous.get("/v1/tools?source=memory").status_code == 401
+    other = tenant.client().get("/v1/tools?source=web")
+    assert (other.status_code, other.json()["error"]["param"]) == (400, "source")
