@@ -37,7 +37,7 @@ def audit_event_record(*, organisation: Organisation | str, actor: str, action: 
     )
 
 
-@transaction.atomic
+@transaction.atomic(durable=True)
 def audit_retention_purge(*, now=None) -> int:
     """Delete each organisation's events older than its `audit_retention_days` (R-11.1)."""
     now = now or timezone.now()
@@ -59,4 +59,5 @@ def audit_retention_purge(*, now=None) -> int:
             [now - timedelta(days=365)],
         )
         deleted += cursor.rowcount
+        cursor.execute("SET LOCAL core.audit_purge = 'off'")
     return deleted
