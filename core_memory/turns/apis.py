@@ -3,6 +3,7 @@ from collections import deque
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.http import StreamingHttpResponse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -18,8 +19,10 @@ from memory.tools import memory_tools_list
 # What a request may call a message's role, and the role the thread stores.
 INPUT_ROLES = {"user": Item.Role.USER, "assistant": Item.Role.ASSISTANT, "system": Item.Role.SYSTEM, "developer": Item.Role.SYSTEM}
 TEXT_PART_TYPES = ("input_text", "output_text", "text")
+TEXT_OR_LIST_SCHEMA = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}
 
 
+@extend_schema_field(TEXT_OR_LIST_SCHEMA)
 class MessageContentField(serializers.Field):
     """A string, or a list of text parts `{"type": "input_text", "text": "…"}` joined by newlines."""
 
@@ -39,6 +42,7 @@ class InputMessageSerializer(StrictSerializer):
     content = MessageContentField()
 
 
+@extend_schema_field(TEXT_OR_LIST_SCHEMA)
 class TurnInputField(serializers.Field):
     """`input`: a string (one user message) or a non-empty list of messages."""
 
