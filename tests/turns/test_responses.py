@@ -10,6 +10,7 @@ from core_memory.turns.models import Response
 from core_memory.turns.services import MAX_MODEL_CALLS
 from memory.models import MemoryRecord
 from memory.services import record_write
+from tests.factories import client_for
 from tests.fake_model import FakeChatModel, completion
 
 pytestmark = pytest.mark.django_db
@@ -356,3 +357,34 @@ def test_the_tool_list_needs_memory_and_knows_only_the_memory_source(tenant, ano
     assert anonymous.get("/v1/tools?source=memory").status_code == 401
     other = tenant.client().get("/v1/tools?source=web")
     assert (other.status_code, other.json()["error"]["param"]) == (400, "source")
+
+
+def test_an_agents_memory_injection_governs_its_turns_instead_of_the_keys(tenant, fake_model):
+    """R-7.4: the agent version's block wholesale; trace.memory.source is `agent`."""
+    shared_index = tenant.index
+    record_write(key=tenant.key, index=shared_index, subject=None, type="fact", text="Facturen gaan per mail.", actor="test")
+    client, _ = tenant.key_client(memory={"injection": {"enabled": False, "index_id": None}})
+    client.post(
+        "/v1/agents",
+        {"name": "desk", "model": "fake-chat", "memory_injection": {"enabled": True, "index_id": shared_index.id}},
+        format="json",
+    )
+
+    with_agent = client.post("/v1/responses", {"agent": "desk", "input": "Hoe factureren?"}, format="json").json()
+    without_agent = turn(client).json()
+
+    assert (with_agent["trace"]["memory"]["source"], with_agent["trace"]["memory"]["injected"]) == ("agent", 1)
+    assert "Facturen gaan per mail." in fake_model.requests[0].body["messages"][0]["content"]
+    assert without_agent["trace"]["memory"]["injected"] == 0
+
+
+def test_a_subject_token_cannot_run_a_turn_for_another_user(tenant, fake_model):
+    """R-2.2: a token with a different `user` → 403 on `user`; nothing written."""
+    token = tenant.client().post("/v1/subject-tokens", {"subject": "anna", "ttl_seconds": 60}, format="json").json()["token"]
+
+    response = turn(client_for(token), user="bob")
+
+    assert (response.status_code, response.json()["error"]["param"]) == (403, "user")
+    assert nothing_written(tenant.organisation)
+    assert turn(client_for(token)).json()["status"] == "completed"
+    assert Thread.objects.get().subject == "anna"
