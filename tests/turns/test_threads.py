@@ -1,5 +1,6 @@
 import pytest
 
+from core_memory.keys.services import key_delete
 from core_memory.threads.models import Item, Thread
 from tests.factories import client_for
 
@@ -141,3 +142,15 @@ def test_threads_permission_matrix(tenant, other_tenant, anonymous, route):
     empty_policy, _ = tenant.key_client(capabilities=("threads",), read=(), write=())
     assert _call(empty_policy, owner_route).status_code == EXPECTED_OK[route]
     assert _call(tenant.client(), owner_route).status_code == EXPECTED_OK[route]
+
+
+def test_a_thread_keeps_its_key_id_after_the_key_is_deleted(tenant):
+    """R-8.3: extraction filters threads by key ids, also of deleted keys (R-8.2)."""
+    client, key = tenant.key_client()
+    thread_id = client.post("/v1/threads", {}, format="json").json()["id"]
+
+    key_id = key.id
+    key_delete(key=key, actor="test")
+
+    assert Thread.objects.get(pk=thread_id).key_id == key_id
+    assert tenant.client().get(f"/v1/threads/{thread_id}").json()["key_id"] == key_id
