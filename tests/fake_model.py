@@ -9,6 +9,7 @@ empty it answers the `default` (a plain "ok"). Use it from tests and the bench:
         model.reply(tool_calls=[("call_1", "memory__idx__search", {"query": "x"})])
         model.fail(429)                                         # one HTTP error, then the next answer
         model.fail(500, times=None)                             # this error for ever
+        model.answer(completion("late"), delay=0.5)              # slower than the client's timeout
         settings.CORE_MODELS = [model.config("fake-chat")]
 """
 from __future__ import annotations
@@ -73,23 +74,24 @@ class FakeChatModel:
     def reply(self, content: str | None = None, **fields) -> None:
         self.answer(completion(content, **fields))
 
-    def answer(self, body: dict, *, status: int = 200, times: int | None = 1) -> None:
+    def answer(self, body: dict, *, status: int = 200, times: int | None = 1, delay: float = 0.0) -> None:
+        """Queue an answer; `delay` seconds before it is sent (to exceed a client's timeout)."""
         with self._lock:
-            self._script.append([status, body, times])
+            self._script.append([status, body, times, delay])
 
     def fail(self, status: int, *, times: int | None = 1, body: dict | None = None) -> None:
         self.answer(body or {"error": {"message": f"scripted {status}"}}, status=status, times=times)
 
-    def _next(self) -> tuple[int, dict]:
+    def _next(self) -> tuple[int, dict, float]:
         with self._lock:
             if not self._script:
-                return 200, self.default
+                return 200, self.default, 0.0
             entry = self._script[0]
             if entry[2] is not None:
                 entry[2] -= 1
                 if entry[2] <= 0:
                     self._script.popleft()
-            return entry[0], entry[1]
+            return entry[0], entry[1], entry[3]
 
     def _handler_class(self):
         model = self
@@ -105,9 +107,11 @@ class FakeChatModel:
                 with model._lock:
                     model.requests.append(RecordedRequest(path=self.path, headers=dict(self.headers), body=body))
                 if self.path.rstrip("/") != "/v1/chat/completions":
-                    status, answer = 404, {"error": {"message": "not found"}}
+                    status, answer, delay = 404, {"error": {"message": "not found"}}, 0.0
                 else:
-                    status, answer = model._next()
+                    status, answer, delay = model._next()
+                if delay:
+                    time.sleep(delay)
                 payload = json.dumps(answer).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

@@ -1,7 +1,8 @@
 import pytest
 
 from core_memory.llm.models import TokenUsage
-from core_memory.llm.providers import ProviderError, chat_completion, usage_month
+from core_memory.llm.providers import MAX_ATTEMPTS, ProviderError, chat_completion, usage_month
+from tests.fake_model import completion
 
 pytestmark = pytest.mark.django_db
 
@@ -77,3 +78,15 @@ def test_json_output_is_asked_for_with_response_format(tenant, fake_model):
 
     assert fake_model.requests[0].body["response_format"] == response_format
     assert answer.content == '{"lesson": "Kort."}'
+
+
+def test_a_model_slower_than_the_timeout_is_retried_then_a_provider_error(tenant, settings, fake_model):
+    """R-3.6: `CORE_MODEL_TIMEOUT_SECONDS`; a timeout is retried like a connection error, boundedly."""
+    settings.CORE_MODEL_TIMEOUT_SECONDS = 0.05
+    fake_model.answer(completion("te laat"), delay=0.3, times=None)
+
+    with pytest.raises(ProviderError) as raised:
+        ask(tenant)
+
+    assert raised.value.code == "model_timeout"
+    assert len(fake_model.requests) == MAX_ATTEMPTS
