@@ -32,8 +32,8 @@ class ProvenanceSerializer(serializers.Serializer):
     response_id = serializers.CharField(allow_null=True)
 
 
-class RecordOutputSerializer(serializers.Serializer):
-    """The record shape of R-5.6 (querysets carry the `effective_confidence` annotation)."""
+class RecordFieldsSerializer(serializers.Serializer):
+    """The stored fields of R-5.6's record shape; a record and each historical version have them."""
 
     id = serializers.CharField()
     index_id = serializers.CharField()
@@ -42,7 +42,6 @@ class RecordOutputSerializer(serializers.Serializer):
     text = serializers.CharField()
     metadata = serializers.JSONField()
     confidence = serializers.FloatField()
-    effective_confidence = serializers.SerializerMethodField()
     contested = serializers.BooleanField()
     status = serializers.CharField()
     confirmations = serializers.IntegerField()
@@ -50,7 +49,7 @@ class RecordOutputSerializer(serializers.Serializer):
     retrieval_count = serializers.IntegerField()
     source = serializers.CharField()
     trusted = serializers.BooleanField()
-    provenance = ProvenanceSerializer()
+    provenance = ProvenanceSerializer(source="*")
     due_at = serializers.DateTimeField(allow_null=True)
     done = serializers.BooleanField()
     structured = serializers.JSONField(allow_null=True)
@@ -58,6 +57,12 @@ class RecordOutputSerializer(serializers.Serializer):
     replaced_by = serializers.CharField(source="replaced_by_id", allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+
+class RecordOutputSerializer(RecordFieldsSerializer):
+    """The record shape of R-5.6 (querysets carry the `effective_confidence` annotation)."""
+
+    effective_confidence = serializers.SerializerMethodField()
 
     def get_effective_confidence(self, record: MemoryRecord) -> float:
         return round(float(record.effective_confidence), EFFECTIVE_CONFIDENCE_DIGITS)
@@ -183,25 +188,13 @@ class MemoryHistoryApi(CoreApi):
 
     required_capabilities = MEMORY_CAPABILITIES
 
-    class OutputSerializer(serializers.Serializer):
+    class OutputSerializer(RecordFieldsSerializer):
+        """A version: the record's stored fields then, and what changed it, when, by whom."""
+
         history_id = serializers.IntegerField()
         history_date = serializers.DateTimeField()
         change = serializers.SerializerMethodField()
         actor = serializers.SerializerMethodField()
-        id = serializers.CharField()
-        subject = serializers.CharField(allow_null=True)
-        type = serializers.CharField()
-        text = serializers.CharField()
-        metadata = serializers.JSONField()
-        confidence = serializers.FloatField()
-        status = serializers.CharField()
-        confirmations = serializers.IntegerField()
-        last_confirmed_at = serializers.DateTimeField(allow_null=True)
-        contested = serializers.BooleanField()
-        due_at = serializers.DateTimeField(allow_null=True)
-        done = serializers.BooleanField()
-        replaces = serializers.CharField(source="replaces_id", allow_null=True)
-        replaced_by = serializers.CharField(source="replaced_by_id", allow_null=True)
         changed_at = serializers.DateTimeField()
 
         def get_change(self, version) -> str:
