@@ -151,8 +151,6 @@ def record_get_available(
     if record is None:
         raise NotFound("No such record.", param=param)
     index_get_available(key=key, index_id=record.index_id, param=param, right=right)
-    if record.index.deleted_at is not None:
-        raise NotFound("No such record.", param=param)
     if subject is not None and record.subject != subject and (own_only or record.subject is not None):
         raise NotFound("No such record.", param=param)
     return record

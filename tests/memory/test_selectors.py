@@ -1,0 +1,56 @@
+"""The selectors other apps build on (docs/contracts.md): scoping and search without the API."""
+import pytest
+
+from memory.models import MemoryRecord
+from memory.selectors import record_search, records_visible, store_known_types
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def records(write):
+    annas = write("Anna wil facturen per e-mail", subject="anna")
+    shared = write("Facturen gaan per e-mail")
+    brams = write("Bram wil facturen per post", subject="bram")
+    ended = write("Facturen per fax", subject="anna")
+    write("Facturen per brief", subject="anna", replaces=ended.id)
+    return {"anna": annas, "shared": shared, "bram": brams, "ended": ended}
+
+
+def test_records_visible_to_a_person_are_her_active_ones_and_the_shared_ones(tenant, records):
+    visible = set(records_visible(index=tenant.index, subject="anna").values_list("text", flat=True))
+    assert visible == {"Anna wil facturen per e-mail", "Facturen gaan per e-mail", "Facturen per brief"}
+
+
+def test_records_visible_to_nobody_are_only_the_shared_ones(tenant, records):
+    assert list(records_visible(index=tenant.index, subject=None)) == [records["shared"]]
+
+
+def test_search_for_nobody_finds_only_shared_records_unless_all_subjects(tenant, records):
+    shared_only = record_search(key=tenant.key, index=tenant.index, subject=None, query="facturen")
+    everyone = record_search(key=tenant.key, index=tenant.index, subject=None, query="facturen", all_subjects=True)
+
+    assert [record.id for record, _ in shared_only] == [records["shared"].id]
+    assert {record.subject for record, _ in everyone} == {None, "anna", "bram"}
+    assert records["ended"].id not in {record.id for record, _ in everyone}
+
+
+def test_search_without_counting_leaves_retrieval_counts_alone(tenant, records):
+    hits = record_search(key=tenant.key, index=tenant.index, subject="anna", query="facturen", count_retrieval=False)
+
+    assert len(hits) == 3
+    assert set(MemoryRecord.objects.values_list("retrieval_count", flat=True)) == {0}
+
+
+def test_search_scores_are_best_first_between_zero_and_one(tenant, records):
+    hits = record_search(key=tenant.key, index=tenant.index, subject="anna", query="anna facturen e-mail")
+    scores = [score for _, score in hits]
+
+    assert hits[0][0].id == records["anna"].id
+    assert scores == sorted(scores, reverse=True)
+    assert all(0 < score < 1 for score in scores)
+
+
+def test_a_store_without_an_extraction_switch_knows_the_four_default_types(tenant):
+    """R-5.3."""
+    assert store_known_types(index=tenant.index) == ["fact", "preference", "commitment", "behaviour"]
