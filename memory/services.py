@@ -171,6 +171,9 @@ def record_write(
     that record is confirmed (200). With `replaces` → the named record ends and the
     new one is created (status "corrected"). Race-free: a concurrent identical write
     hits the partial unique constraint and confirms the record that won.
+    The type rules of R-5.3 bind the API and the write tool; extraction, promotion and
+    maintenance write Core's own types (episode, lesson) and their switch's types.
+    Confirming leaves the stored confidence and metadata as they were.
     Not durable, so a turn (the write tool) may call it inside its own transaction.
     """
     record_write_authorise(key=key, index=index, actor=actor)

@@ -186,3 +186,33 @@ def test_write_denied_is_audited_in_the_organisation(tenant):
     assert response.status_code == 403
     event = AuditEvent.objects.get(action="memory.write_denied")
     assert (event.organisation_id, event.actor, event.target) == (tenant.organisation.id, key.id, tenant.index.id)
+
+
+def test_a_correction_whose_text_another_record_already_has_confirms_that_one(tenant, write):
+    """R-5.4: the old record ends, pointing at the active record that already says it."""
+    already = write("Woont in Leiden", subject="anna")
+    old = write("Woont in Delft", subject="anna")
+
+    response = _post(tenant.client(subject="anna"), tenant.index, type="fact", text="woont in Leiden.", replaces=old.id)
+
+    assert response.status_code == 200
+    assert (response.json()["status"], response.json()["memory_id"]) == ("confirmed", already.id)
+    old.refresh_from_db()
+    assert (old.status, old.replaced_by_id) == ("ended", already.id)
+    assert MemoryRecord.objects.count() == 2
+
+
+def test_a_correction_may_keep_the_same_text(tenant, write):
+    """The corrected record ends first, so the same words make the new record."""
+    old = write("Woont in Delft", subject="anna")
+    response = _post(tenant.client(subject="anna"), tenant.index, type="fact", text="Woont in Delft", replaces=old.id, confidence=0.5)
+
+    assert (response.status_code, response.json()["status"]) == (201, "corrected")
+    assert MemoryRecord.objects.get(status="active").confidence == 0.5
+
+
+def test_a_blank_text_is_a_400(tenant):
+    response = _post(tenant.client(), tenant.index, type="fact", text="   ")
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "text"
+    assert not MemoryRecord.objects.exists()
