@@ -102,13 +102,34 @@ class CoreApi(APIView):
             return
         self._idempotency_row = None
         if getattr(response, "streaming", False):
-            # A stream cannot be replayed; release the key so a retry runs again.
-            idempotency.idempotency_release(row=row)
+            # The key stays claimed while the stream runs; its final JSON answer, when the
+            # view gives one, is what a retry replays. Otherwise the key is released.
+            final_answer = getattr(response, "idempotency_final_answer", None)
+            if final_answer is None:
+                idempotency.idempotency_release(row=row)
+            else:
+                response.streaming_content = _stream_then_complete(
+                    response.streaming_content, row=row, status_code=response.status_code, final_answer=final_answer
+                )
             return
         body = getattr(response, "data", None)
         if isinstance(body, dict) and self.idempotency_secret_fields:
             body = {name: (None if name in self.idempotency_secret_fields else value) for name, value in body.items()}
         idempotency.idempotency_complete(row=row, status_code=response.status_code, body=body)
+
+
+def _stream_then_complete(content, *, row, status_code: int, final_answer):
+    """Passes a stream through; when it ends, stores `final_answer()` for a replay. A stream
+    cut short (its reader left, or it failed) has no answer to replay and releases the key."""
+    answer = None
+    try:
+        yield from content
+        answer = final_answer()
+    finally:
+        if answer is None:
+            idempotency.idempotency_release(row=row)
+        else:
+            idempotency.idempotency_complete(row=row, status_code=status_code, body=answer)
 
 
 class _Replay(Exception):

@@ -93,15 +93,27 @@ def _sse(event: str, data: dict) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
 
 
-def _event_stream(events):
-    """Server-Sent Events: `response.created`, one `response.output_item.done` per item, then `response.completed`."""
-    for event in events:
-        if event.kind == "created":
-            yield _sse("response.created", ResponseOutputSerializer(event.response, context={"output": []}).data)
-        elif event.kind == "item":
-            yield _sse("response.output_item.done", ItemOutputSerializer(event.item).data)
-        else:
-            yield _sse("response.completed", ResponseOutputSerializer(event.response, context={"output": event.output}).data)
+class _EventStream:
+    """Server-Sent Events: `response.created`, one `response.output_item.done` per item, then
+    `response.completed`, whose data is the turn's JSON answer (kept in `answer` for an idempotent replay)."""
+
+    def __init__(self, events):
+        self.events = events
+        self.answer: dict | None = None
+
+    def __iter__(self):
+        try:
+            for event in self.events:
+                if event.kind == "created":
+                    yield _sse("response.created", ResponseOutputSerializer(event.response, context={"output": []}).data)
+                elif event.kind == "item":
+                    yield _sse("response.output_item.done", ItemOutputSerializer(event.item).data)
+                else:
+                    self.answer = ResponseOutputSerializer(event.response, context={"output": event.output}).data
+                    yield _sse("response.completed", self.answer)
+        finally:
+            # A reader who leaves closes the turn now, not whenever the collector gets to it.
+            self.events.close()
 
 
 class ResponseCreateApi(CoreApi):
@@ -146,9 +158,11 @@ class ResponseCreateApi(CoreApi):
         )
         events = turn_run(plan=plan)
         if data["stream"]:
-            response = StreamingHttpResponse(_event_stream(events), content_type="text/event-stream")
+            stream = _EventStream(events)
+            response = StreamingHttpResponse(iter(stream), content_type="text/event-stream")
             response["Cache-Control"] = "no-cache"
             response["X-Accel-Buffering"] = "no"
+            response.idempotency_final_answer = lambda: stream.answer
             return response
         last = deque(events, maxlen=1)[0]
         return Response(self.OutputSerializer(last.response, context={"output": last.output}).data)

@@ -181,10 +181,11 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
     """Runs the turn, yielding its events; the last one is always `completed` (whatever the status)."""
     now = now or timezone.now()
     response, thread, input_items = _turn_open(plan=plan, now=now)
-    yield TurnEvent(kind="created", response=response)
     usage, output, model_calls = TokenCount(), [], 0
     status, error, trace = Response.Status.COMPLETED, None, {"memory": None}
     try:
+        # Inside the try: a reader who leaves after the opening event still closes the turn.
+        yield TurnEvent(kind="created", response=response)
         block = injection_block_build(
             key=plan.key, agent_version=plan.agent_version, subject=plan.subject, topic=_topic(plan.input), now=now
         )

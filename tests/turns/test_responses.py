@@ -20,6 +20,14 @@ def turn(client, **body):
     return client.post("/v1/responses", {"model": "fake-chat", "input": "Hallo", **body}, format="json")
 
 
+def sse_events(chunks) -> list[tuple[str, dict]]:
+    events = []
+    for block in b"".join(chunks).decode().strip().split("\n\n"):
+        name_line, data_line = block.split("\n")
+        events.append((name_line.removeprefix("event: "), json.loads(data_line.removeprefix("data: "))))
+    return events
+
+
 def nothing_written(organisation) -> bool:
     return not Response.objects.filter(organisation=organisation).exists() and not Thread.objects.filter(
         organisation=organisation
@@ -312,10 +320,7 @@ def test_a_stream_carries_the_same_items_then_response_completed(tenant, fake_mo
 
     assert response.status_code == 200
     assert response["Content-Type"] == "text/event-stream"
-    events = []
-    for block in b"".join(response.streaming_content).decode().strip().split("\n\n"):
-        name_line, data_line = block.split("\n")
-        events.append((name_line.removeprefix("event: "), json.loads(data_line.removeprefix("data: "))))
+    events = sse_events(response.streaming_content)
     names = [name for name, _ in events]
     assert names == ["response.created", *["response.output_item.done"] * 3, "response.completed"]
     completed = events[-1][1]
@@ -388,3 +393,59 @@ def test_a_subject_token_cannot_run_a_turn_for_another_user(tenant, fake_model):
     assert nothing_written(tenant.organisation)
     assert turn(client_for(token)).json()["status"] == "completed"
     assert Thread.objects.get().subject == "anna"
+
+
+def reader_leaves(response) -> None:
+    """Closes a half-read stream as a server does when its client goes away: through the test
+    client's closing wrapper, which closes the response without closing the test's database."""
+    response._iterator.close()
+
+
+def test_a_retry_of_a_streamed_turn_replays_its_json_answer_without_running_it_again(tenant, fake_model):
+    """R-2.6: a stream claims its Idempotency-Key and, when it ends, stores the turn's JSON answer for a retry."""
+    client = tenant.client()
+    request = {"model": "fake-chat", "input": "Eén keer", "stream": True}
+    fake_model.reply("Eenmalig.")
+
+    first = client.post("/v1/responses", request, format="json", HTTP_IDEMPOTENCY_KEY="s-1")
+    completed = sse_events(first.streaming_content)[-1][1]
+    again = client.post("/v1/responses", request, format="json", HTTP_IDEMPOTENCY_KEY="s-1")
+
+    assert (again.status_code, again["Idempotent-Replayed"]) == (200, "true")
+    assert again.json() == completed
+    assert completed["output"][0]["content"] == "Eenmalig."
+    assert len(fake_model.requests) == 1
+    assert Response.objects.count() == 1
+
+
+def test_a_retry_while_the_stream_still_runs_is_a_409(tenant, fake_model):
+    """R-2.6: the key is claimed for the whole stream, not released when its headers are sent."""
+    client = tenant.client()
+    request = {"model": "fake-chat", "input": "Lang verhaal", "stream": True}
+
+    first = client.post("/v1/responses", request, format="json", HTTP_IDEMPOTENCY_KEY="s-2")
+    chunks = iter(first.streaming_content)
+    opening = next(chunks)
+    during = client.post("/v1/responses", request, format="json", HTTP_IDEMPOTENCY_KEY="s-2")
+    rest = list(chunks)
+
+    assert opening.startswith(b"event: response.created")
+    assert (during.status_code, during.json()["error"]["param"]) == (409, "Idempotency-Key")
+    assert sse_events([opening, *rest])[-1][1]["status"] == "completed"
+    assert Response.objects.count() == 1
+
+
+def test_a_stream_whose_reader_leaves_releases_its_key_so_a_retry_runs(tenant, fake_model):
+    """R-2.6: an unfinished stream has no answer to replay; the retry runs the turn."""
+    client = tenant.client()
+    request = {"model": "fake-chat", "input": "Hallo", "stream": True}
+
+    first = client.post("/v1/responses", request, format="json", HTTP_IDEMPOTENCY_KEY="s-3")
+    next(iter(first.streaming_content))
+    reader_leaves(first)
+    again = client.post("/v1/responses", request, format="json", HTTP_IDEMPOTENCY_KEY="s-3")
+    events = sse_events(again.streaming_content)
+
+    assert events[-1][1]["status"] == "completed"
+    assert Response.objects.get(pk=events[0][1]["id"]).status == "completed"
+    assert list(Response.objects.order_by("id").values_list("status", flat=True)) == ["incomplete", "completed"]
