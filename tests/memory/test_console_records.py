@@ -1,0 +1,394 @@
+"""The console's Geheugen section (R-10.1, R-10.2, R-5.4): records of her organisation,
+their history, corrections through the services, and an audited read for every page."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.admin.utils import quote
+from django.contrib.auth import get_user_model
+from django.db import DatabaseError
+from django.test import Client
+
+from audit.models import AuditEvent
+from core_memory.console.services import console_administrator_create
+from memory.models import MemoryRecord
+from memory.services import record_write
+from tests.factories import make_index
+from tests.memory.conftest import age
+
+pytestmark = pytest.mark.django_db
+
+PASSWORD = "a long enough password"
+RECORDS = "/console/memory/memoryrecord/"
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def console(tenant) -> Client:
+    """Logged in as anna, console administrator of `tenant`'s organisation."""
+    user = console_administrator_create(organisation=tenant.organisation, username="anna", password=PASSWORD).user
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def record_url(record: MemoryRecord, page: str = "change") -> str:
+    return f"{RECORDS}{quote(record.id)}/{page}/"
+
+
+def listed_ids(response) -> list[str]:
+    return [record.id for record in response.context["cl"].result_list]
+
+
+def read_events():
+    return AuditEvent.objects.filter(action="memory.console_read").order_by("id")
+
+
+@pytest.fixture
+def other_write(other_tenant):
+    def _write(text: str, **fields) -> MemoryRecord:
+        return record_write(
+            key=other_tenant.key, index=other_tenant.index, subject=fields.pop("subject", None), type="fact", text=text, actor="test", **fields
+        ).record
+
+    return _write
+
+
+# --- the list ----------------------------------------------------------------------------------------
+
+
+def test_the_list_shows_only_her_organisations_records_with_stored_and_effective_confidence(console, write, other_write):
+    """R-10.1, R-12.1."""
+    own = write("Anna drinkt koffie zwart", subject="anna", confidence=0.8)
+    foreign = other_write("Bert drinkt thee")
+
+    response = console.get(RECORDS)
+
+    assert response.status_code == 200
+    assert listed_ids(response) == [own.id]
+    page = response.content.decode()
+    assert foreign.id not in page and "Bert drinkt thee" not in page
+    row = next(line for line in page.splitlines() if record_url(own) in line)
+    assert row.count("0.80") == 2  # stored and effective: no key's decay by default
+    assert "column-effective_confidence" in page
+
+
+def test_effective_confidence_uses_the_half_lives_of_the_key_chosen_in_the_decay_filter(console, tenant, other_tenant, write):
+    """R-5.9, R-10.1: the console reads with no key; the administrator picks whose decay to see."""
+    _client, decaying_key = tenant.key_client(memory={"decay": {"half_life_days": {"fact": 10}}})
+    foreign_key = other_tenant.key_client(memory={"decay": {"half_life_days": {"fact": 10}}})[1]
+    record = age(write("Anna woont in Utrecht"), days=10)
+
+    def effective(query: str) -> str:
+        response = console.get(RECORDS + query)
+        return next(item for item in response.context["cl"].result_list if item.id == record.id).effective_confidence
+
+    assert effective("") == 1.0
+    assert effective(f"?decay_key={decaying_key.id}") == pytest.approx(0.5, abs=0.001)
+    assert effective(f"?decay_key={foreign_key.id}") == 1.0
+    choices = console.get(RECORDS).content.decode()
+    assert decaying_key.id in choices and foreign_key.id not in choices
+
+
+@pytest.fixture
+def spread(tenant, write):
+    """Records across two of her indexes, persons, types, sources and statuses."""
+    second = make_index(tenant.organisation, name="tweede")
+    coffee = write("Anna drinkt koffie", subject="anna")
+    tea = write("Iedereen drinkt thee", type="preference")
+    call = write("Bert bellen", type="commitment", subject="bert", index=second, source="extraction")
+    old = write("Anna woont in Delft", subject="anna")
+    moved = write("Anna woont in Utrecht", subject="anna", replaces=old.id)
+    MemoryRecord.objects.filter(pk=tea.pk).update(contested=True)
+    return {"second": second, "coffee": coffee, "tea": tea, "call": call, "old": old, "moved": moved}
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        (lambda s: f"index__id__exact={s['second'].id}", ["call"]),
+        (lambda s: "type=preference", ["tea"]),
+        (lambda s: "person=anna", ["moved", "old", "coffee"]),
+        (lambda s: "person=-", ["tea"]),
+        (lambda s: "contested__exact=1", ["tea"]),
+        (lambda s: "source__exact=extraction", ["call"]),
+        (lambda s: "status__exact=ended", ["old"]),
+        (lambda s: "person=anna&status__exact=active", ["moved", "coffee"]),
+    ],
+)
+def test_filters_narrow_the_list(console, spread, query, expected):
+    """R-10.1: by index, type, person (or shared), contested, source and status."""
+    response = console.get(f"{RECORDS}?{query(spread)}")
+
+    assert response.status_code == 200
+    assert listed_ids(response) == [spread[name].id for name in expected]
+
+
+def test_the_index_filter_offers_only_her_organisations_live_indexes(console, tenant, other_tenant, spread):
+    """R-12.1."""
+    gone = make_index(tenant.organisation, name="weg")
+    gone.deleted_at = gone.created_at
+    gone.save(update_fields=["deleted_at"])
+
+    response = console.get(RECORDS)
+
+    index_filter = next(spec for spec in response.context["cl"].filter_specs if spec.title == "index")
+    assert sorted(index_id for index_id, _name in index_filter.lookup_choices) == sorted([tenant.index.id, spread["second"].id])
+    assert other_tenant.index.id not in response.content.decode()
+
+
+def test_full_text_search_finds_a_dutch_word_by_its_stem(console, write, other_write):
+    """R-10.1: the stored Dutch+English vector, as the API's `q`."""
+    invoices = write("Acme wil de facturen per post")
+    write("Acme wil koffie")
+    other_write("De facturen van Bert")
+
+    response = console.get(RECORDS, {"q": "factuur"})
+
+    assert listed_ids(response) == [invoices.id]
+
+
+def test_a_search_of_only_stop_words_finds_nothing(console, write):
+    write("de het een")
+
+    assert listed_ids(console.get(RECORDS, {"q": "de het"})) == []
+
+
+# --- the record page and its history ---------------------------------------------------------------
+
+
+def test_the_record_page_shows_its_versions_and_correction_links(console, write):
+    """R-5.4, R-10.1: versions, confirmations, corrections with links both ways."""
+    old = write("Anna woont in Delft", subject="anna")
+    write("anna woont in delft.", subject="anna")  # a confirmation
+    moved = write("Anna woont in Utrecht", subject="anna", replaces=old.id)
+
+    old_page = console.get(record_url(old)).content.decode()
+    moved_page = console.get(record_url(moved)).content.decode()
+
+    assert f'href="{record_url(moved)}"' in old_page
+    for reason in ("created by test", "confirmed by test", "ended by test"):
+        assert reason in old_page
+    assert f'href="{record_url(old)}"' in moved_page
+    assert "corrected by test" in moved_page
+    assert 'name="_save"' not in old_page  # an ended record is read-only
+
+
+def test_the_history_page_lists_every_version(console, write):
+    """R-5.4."""
+    record = write("Anna drinkt koffie")
+    write("Anna drinkt koffie!")
+
+    response = console.get(record_url(record, "history"))
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert page.index("confirmed by test") < page.index("created by test")
+
+
+def test_record_text_is_escaped_on_every_page(console, write):
+    """R-12.2: a record's text is data."""
+    record = write("<script>alert(1)</script>")
+
+    for url in (RECORDS, record_url(record), record_url(record, "history")):
+        assert "<script>alert(1)" not in console.get(url).content.decode()
+
+
+# --- every read is audited (R-10.2) ------------------------------------------------------------------
+
+
+def test_a_list_read_writes_one_event_with_the_ids_filters_and_search_shown(console, tenant, write):
+    """R-10.2."""
+    first = write("Anna drinkt koffie", subject="anna")
+    second = write("Anna drinkt zwarte koffie", subject="anna")
+    write("Bert drinkt koffie", subject="bert")
+
+    console.get(RECORDS, {"q": "koffie", "person": "anna"})
+
+    (event,) = read_events()
+    assert (event.organisation_id, event.actor, event.target) == (tenant.organisation.id, "console:anna", "")
+    assert event.details == {
+        "page": "list",
+        "record_ids": [second.id, first.id],
+        "filters": {"person": ["anna"]},
+        "search": "koffie",
+        "page_number": 1,
+    }
+
+
+def test_an_empty_list_read_is_also_an_event(console, tenant):
+    """R-10.2: she saw that there was nothing."""
+    console.get(RECORDS)
+
+    (event,) = read_events()
+    assert (event.organisation_id, event.details["record_ids"]) == (tenant.organisation.id, [])
+
+
+@pytest.mark.parametrize("page", ["change", "history", "delete"])
+def test_a_record_read_writes_one_event_naming_the_record(console, tenant, write, page):
+    """R-10.2: the record page, its history and its delete confirmation all show it."""
+    record = write("Anna drinkt koffie")
+
+    response = console.get(record_url(record, page))
+
+    assert response.status_code == 200
+    (event,) = read_events()
+    assert (event.organisation_id, event.actor, event.target) == (tenant.organisation.id, "console:anna", record.id)
+    assert event.details == {"page": {"change": "record"}.get(page, page), "record_ids": [record.id]}
+
+
+def test_a_failed_audit_write_shows_no_data(console, write, monkeypatch):
+    """R-10.2: no read without its event."""
+    record = write("Geheim van Anna")
+
+    def refuse(**kwargs):
+        raise DatabaseError("audit unavailable")
+
+    monkeypatch.setattr("memory.console.audit_event_record", refuse)
+
+    for url in (RECORDS, record_url(record)):
+        with pytest.raises(DatabaseError):
+            console.get(url)
+
+
+def test_a_superusers_list_read_is_logged_in_each_organisation_it_showed(tenant, other_tenant, write, other_write):
+    """R-10.2, R-11.1: each organisation's log names only its own records."""
+    own = write("Anna drinkt koffie")
+    foreign = other_write("Bert drinkt thee")
+    root = get_user_model().objects.create_superuser(username="root", password=PASSWORD)
+    client = Client()
+    client.force_login(root)
+
+    client.get(RECORDS)
+
+    events = {event.organisation_id: event for event in read_events()}
+    assert set(events) == {tenant.organisation.id, other_tenant.organisation.id}
+    assert events[tenant.organisation.id].details["record_ids"] == [own.id]
+    assert events[other_tenant.organisation.id].details["record_ids"] == [foreign.id]
+    assert {event.actor for event in events.values()} == {"console:root"}
+
+
+# --- isolation (R-12.1) ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", ["change", "history", "delete"])
+def test_another_organisations_record_is_a_404_and_no_read(console, other_write, page):
+    """R-2.5, R-12.1."""
+    foreign = other_write("Bert drinkt thee")
+
+    response = console.get(record_url(foreign, page))
+
+    assert response.status_code == 404
+    assert not read_events().exists()
+
+
+def test_another_organisations_record_cannot_be_changed_or_deleted(console, other_write):
+    foreign = other_write("Bert drinkt thee")
+    versions = foreign.history.count()
+
+    changed = console.post(record_url(foreign), {"text": "overgenomen", "metadata": "{}", "confidence": "1"})
+    deleted = console.post(record_url(foreign, "delete"), {"post": "yes"})
+
+    assert (changed.status_code, deleted.status_code) == (404, 404)
+    foreign.refresh_from_db()
+    assert (foreign.text, foreign.status, foreign.history.count()) == ("Bert drinkt thee", "active", versions)
+    assert not AuditEvent.objects.filter(action__in=["memory.updated", "memory.deleted", "memory.console_read"]).exists()
+
+
+# --- corrections and deletion through the services ---------------------------------------------------
+
+
+def record_form(record: MemoryRecord, **changes) -> dict:
+    form = {"text": record.text, "metadata": json.dumps(record.metadata), "confidence": str(record.confidence)}
+    form.update(changes)
+    return form
+
+
+def test_a_correction_goes_through_the_record_service(console, tenant, write):
+    """R-5.7, R-10.1, R-11.2: a new version, the decay clock restarted, `memory.updated` audited."""
+    record = age(write("Anna drinkt koffie", subject="anna"), days=30)
+    versions = record.history.count()
+
+    response = console.post(record_url(record), record_form(record, text="Anna drinkt thee", confidence="0.7"))
+
+    assert response.status_code == 302
+    changed = MemoryRecord.objects.get(pk=record.pk)
+    assert (changed.text, changed.normalised_text, changed.confidence) == ("Anna drinkt thee", "anna drinkt thee", 0.7)
+    assert changed.changed_at > record.changed_at
+    assert changed.history.count() == versions + 1
+    assert changed.history.first().history_change_reason == "updated by console:anna"
+    event = AuditEvent.objects.get(action="memory.updated")
+    assert (event.organisation_id, event.actor, event.target) == (tenant.organisation.id, "console:anna", record.id)
+    assert sorted(event.details["fields"]) == ["confidence", "text"]
+
+
+def test_a_commitment_is_marked_done_in_the_console(console, write):
+    """R-5.7."""
+    record = write("Offerte sturen", type="commitment", subject="anna")
+
+    response = console.post(record_url(record), record_form(record, done="on", due_at_0="", due_at_1=""))
+
+    assert response.status_code == 302
+    assert MemoryRecord.objects.get(pk=record.pk).done is True
+    assert AuditEvent.objects.get(action="memory.updated").details == {"fields": ["done"]}
+
+
+def test_a_correction_the_service_refuses_changes_nothing_and_says_why(console, write):
+    """R-5.4: one active record per person, type and text."""
+    write("Anna drinkt koffie", subject="anna")
+    tea = write("Anna drinkt thee", subject="anna")
+
+    response = console.post(record_url(tea), record_form(tea, text="anna drinkt koffie."), follow=True)
+
+    assert MemoryRecord.objects.get(pk=tea.pk).text == "Anna drinkt thee"
+    assert not AuditEvent.objects.filter(action="memory.updated").exists()
+    assert any("already has that text" in str(message) for message in response.context["messages"])
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("confidence", "1.5"), ("metadata", "[1, 2]"), ("text", "   ")]
+)
+def test_an_invalid_correction_is_a_form_error(console, write, field, value):
+    record = write("Anna drinkt koffie")
+
+    response = console.post(record_url(record), record_form(record, **{field: value}))
+
+    assert response.status_code == 200
+    assert field in response.context["adminform"].form.errors
+    assert MemoryRecord.objects.get(pk=record.pk).history.count() == 1
+
+
+def test_an_ended_record_cannot_be_changed(console, write):
+    """R-5.4: a correction's predecessor stays as it was."""
+    old = write("Anna woont in Delft")
+    write("Anna woont in Utrecht", replaces=old.id)
+
+    response = console.post(record_url(old), record_form(old, text="Anna woont in Leiden"))
+
+    assert response.status_code == 403
+    assert MemoryRecord.objects.get(pk=old.pk).text == "Anna woont in Delft"
+
+
+def test_deleting_in_the_console_goes_through_the_delete_service(console, tenant, write):
+    """R-5.8, R-11.2: a soft delete whose history stays readable in the console."""
+    record = write("Anna drinkt koffie")
+
+    response = console.post(record_url(record, "delete"), {"post": "yes"})
+
+    assert response.status_code == 302
+    deleted = MemoryRecord.objects.get(pk=record.pk)
+    assert deleted.status == "deleted"
+    assert deleted.history.first().history_change_reason == "deleted by console:anna"
+    event = AuditEvent.objects.get(action="memory.deleted")
+    assert (event.actor, event.target) == ("console:anna", record.id)
+    assert console.get(record_url(record, "history")).status_code == 200
+    assert console.get(record_url(record, "delete")).status_code == 403
+
+
+def test_records_are_never_added_in_the_console(console):
+    assert console.get(f"{RECORDS}add/").status_code == 403
