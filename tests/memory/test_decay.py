@@ -6,6 +6,7 @@ from django.utils import timezone
 
 from memory.models import MemoryRecord
 from memory.selectors import effective_confidence_expression
+from tests.memory.conftest import age
 
 pytestmark = pytest.mark.django_db
 
@@ -84,3 +85,24 @@ def test_the_api_shows_the_reading_keys_decay_and_the_stored_confidence(tenant, 
     assert (decayed["confidence"], decayed["effective_confidence"]) == (0.8, 0.2)
     assert (undecayed["confidence"], undecayed["effective_confidence"]) == (0.8, 0.8)
     assert MemoryRecord.objects.get(pk=record.pk).confidence == 0.8
+
+
+def test_a_record_many_half_lives_old_reads_as_zero_rather_than_failing(tenant, write):
+    """R-5.9: 0.5 ** 1200 underflows a double, and so does 1e-300 * 0.5 ** 80; PostgreSQL
+    raises on underflow, so an effective value that small is read as 0."""
+    old = age(write("Koffie zwart", type="preference"), days=1200)
+    tiny = age(write("Thee met melk", type="preference", confidence=1e-300), days=80)
+    zero = age(write("Koffie met melk", type="preference", confidence=0.0), days=3)
+    client, _key = tenant.key_client(memory={"decay": {"half_life_days": {"preference": 1}}})
+
+    listed = client.get(f"/v1/memory?index_id={tenant.index.id}")
+    shown = client.get(f"/v1/memory/{old.id}")
+    found = client.post("/v1/memory/search", {"index_id": tenant.index.id, "query": "koffie thee"}, format="json")
+    above_zero = client.get(f"/v1/memory?index_id={tenant.index.id}&min_confidence=0.000001")
+
+    assert listed.status_code == 200, listed.content
+    assert {row["id"]: row["effective_confidence"] for row in listed.json()["data"]} == {old.id: 0.0, tiny.id: 0.0, zero.id: 0.0}
+    assert (shown.status_code, shown.json()["effective_confidence"], shown.json()["confidence"]) == (200, 0.0, 1.0)
+    assert found.status_code == 200
+    assert {hit["id"] for hit in found.json()["data"]} == {old.id, tiny.id, zero.id}
+    assert above_zero.json()["data"] == []
