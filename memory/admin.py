@@ -14,16 +14,19 @@ records as that key's readers see them.
 """
 from __future__ import annotations
 
+import json
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect, QueryDict
+from django.template.defaultfilters import yesno
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import formats, timezone
 from django.utils.html import format_html, format_html_join
-from django.utils.text import Truncator
+from django.utils.text import Truncator, capfirst
 from django.utils.translation import gettext_lazy as _
 
 from core_memory.api.errors import ApplicationError
@@ -40,6 +43,12 @@ DECAY_KEY_VAR = "decay_key"
 SHARED = "-"  # the person filter's value for shared records (no subject is "-")
 COMMITMENT_FIELDS = ("due_at", "done")
 EMPTY = "—"
+RECORD_PAGE_VERSIONS = 20
+
+
+def moment(value) -> str:
+    """To the second: versions often follow each other within a minute."""
+    return formats.date_format(timezone.localtime(value), "Y-m-d H:i:s") if value else EMPTY
 
 
 class IndexListFilter(admin.RelatedFieldListFilter):
@@ -87,7 +96,7 @@ class DecayListFilter(admin.SimpleListFilter):
 
 
 class MemoryRecordForm(forms.ModelForm):
-    confidence = forms.FloatField(label=_("confidence"), min_value=0.0, max_value=1.0)
+    confidence = forms.FloatField(label=capfirst(_("confidence")), min_value=0.0, max_value=1.0)
 
     class Meta:
         model = MemoryRecord
@@ -224,11 +233,11 @@ class MemoryRecordAdmin(OrganisationScopedAdmin):
 
     @admin.display(description=_("confidence"), ordering="confidence")
     def stored_confidence(self, record: MemoryRecord) -> str:
-        return f"{record.confidence:.2f}"
+        return formats.number_format(record.confidence, 2)
 
     @admin.display(description=_("effective confidence"), ordering="effective_confidence")
     def effective_confidence(self, record: MemoryRecord) -> str:
-        return f"{record.effective_confidence:.2f}"
+        return formats.number_format(record.effective_confidence, 2)
 
     @admin.display(description=_("provenance"))
     def provenance_summary(self, record: MemoryRecord) -> str:
@@ -265,32 +274,42 @@ class MemoryRecordAdmin(OrganisationScopedAdmin):
 
     @admin.display(description=_("versions"))
     def versions(self, record: MemoryRecord):
-        """Every stored version, newest first: what changed it and by whom, and the
-        correction links it had then (R-5.4)."""
+        """The newest versions; the history page shows them all."""
+        return self.versions_table(record, limit=RECORD_PAGE_VERSIONS)
+
+    def versions_table(self, record: MemoryRecord, *, limit: int | None = None):
+        """Stored versions, newest first: what changed it and by whom, and the correction
+        links it had then (R-5.4)."""
         commitment = record.type == COMMITMENT
         headers = [_("when"), _("change"), _("text"), _("metadata"), _("confidence"), _("status"), _("confirmations")]
         if commitment:
             headers += [_("due at"), _("done")]
         headers += [_("replaces"), _("replaced by")]
+        versions = list(record_history(record=record)[: limit + 1] if limit else record_history(record=record))
         rows = []
-        for version in record_history(record=record):
+        for version in versions[:limit]:
             cells = [
-                formats.localize(timezone.localtime(version.history_date)),
+                moment(version.history_date),
                 version.history_change_reason or EMPTY,
                 version.text,
-                version.metadata,
-                f"{version.confidence:.2f}",
+                json.dumps(version.metadata, ensure_ascii=False),
+                formats.number_format(version.confidence, 2),
                 version.get_status_display(),
                 version.confirmations,
             ]
             if commitment:
-                cells += [version.due_at or EMPTY, version.done]
+                cells += [moment(version.due_at), yesno(version.done)]
             cells += [self.record_link(version.replaces_id), self.record_link(version.replaced_by_id)]
             rows.append(cells)
+        more = ""
+        if limit and len(versions) > limit:
+            url = reverse(f"{self.admin_site.name}:memory_memoryrecord_history", args=[quote(record.pk)])
+            more = format_html('<p><a href="{}">{}</a></p>', url, _("Every version"))
         return format_html(
-            '<table class="memory-versions"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>',
+            '<table class="memory-versions"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>{}',
             format_html_join("", "<th>{}</th>", ((header,) for header in headers)),
             format_html_join("", "<tr>{}</tr>", ((format_html_join("", "<td>{}</td>", ((cell,) for cell in cells)),) for cells in rows)),
+            more,
         )
 
     # --- permissions -------------------------------------------------------------------------------
@@ -393,7 +412,7 @@ class MemoryRecordAdmin(OrganisationScopedAdmin):
             "module_name": self.opts.verbose_name_plural,
             "object": record,
             "opts": self.opts,
-            "versions": self.versions(record),
+            "versions": self.versions_table(record),
             **(extra_context or {}),
         }
         self.audit_read(request, page="history", records=[record], record=record)

@@ -74,7 +74,7 @@ def test_the_list_shows_only_her_organisations_records_with_stored_and_effective
     page = response.content.decode()
     assert foreign.id not in page and "Bert drinkt thee" not in page
     row = next(line for line in page.splitlines() if record_url(own) in line)
-    assert row.count("0.80") == 2  # stored and effective: no key's decay by default
+    assert row.count("0,80") == 2  # stored and effective (in Dutch): no key's decay by default
     assert "column-effective_confidence" in page
 
 
@@ -177,6 +177,20 @@ def test_the_record_page_shows_its_versions_and_correction_links(console, write)
     assert f'href="{record_url(old)}"' in moved_page
     assert "corrected by test" in moved_page
     assert 'name="_save"' not in old_page  # an ended record is read-only
+
+
+def test_the_record_page_shows_the_newest_versions_and_links_to_all(console, write, monkeypatch):
+    monkeypatch.setattr("memory.admin.RECORD_PAGE_VERSIONS", 2)
+    record = write("Anna drinkt koffie")
+    write("Anna drinkt koffie")
+    write("Anna drinkt koffie")
+
+    page = console.get(record_url(record)).content.decode()
+
+    assert page.count("confirmed by test") == 2
+    assert "created by test" not in page
+    assert f'<a href="{record_url(record, "history")}">Alle versies</a>' in page
+    assert "created by test" in console.get(record_url(record, "history")).content.decode()
 
 
 def test_the_history_page_lists_every_version(console, write):
