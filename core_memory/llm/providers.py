@@ -11,8 +11,10 @@ callers can turn it into a failed turn or a failed window and never a 500.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -165,31 +167,77 @@ class OpenAIChatProvider:
 
     @staticmethod
     def _parse(answer: dict) -> ChatCompletion:
+        """The answer as Core stores it; anything it could not store (R-12.3) is not a chat completion."""
         try:
             choice = answer["choices"][0]
             message = choice["message"]
+            calls = message.get("tool_calls") or []
+            if not isinstance(calls, list):
+                raise TypeError("tool_calls")
             tool_calls = [
-                ToolCall(id=str(call["id"]), name=str(call["function"]["name"]), arguments=call["function"].get("arguments") or "{}")
-                for call in (message.get("tool_calls") or [])
+                ToolCall(
+                    id=_storable_name(call["id"]),
+                    name=_storable_name(call["function"]["name"]),
+                    arguments=_arguments_text(call["function"].get("arguments")),
+                )
+                for call in calls
             ]
             content = message.get("content")
-            if content is not None and not isinstance(content, str):
-                raise TypeError("content")
-        except (KeyError, IndexError, TypeError, AttributeError):
+            if content is not None:
+                _storable_text(content)
+            finish_reason = choice.get("finish_reason")
+            usage = answer.get("usage") or {}
+            prompt_tokens = _token_count(usage.get("prompt_tokens"))
+            completion_tokens = _token_count(usage.get("completion_tokens"))
+            total_tokens = _token_count(usage.get("total_tokens")) or prompt_tokens + completion_tokens
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError):
             raise ProviderError("invalid_model_response", "The model's answer is not a chat completion.") from None
-        usage = answer.get("usage") or {}
-        prompt_tokens = int(usage.get("prompt_tokens") or 0)
-        completion_tokens = int(usage.get("completion_tokens") or 0)
         return ChatCompletion(
             content=content,
             tool_calls=tool_calls,
-            finish_reason=choice.get("finish_reason"),
-            usage=TokenCount(
-                input_tokens=prompt_tokens,
-                output_tokens=completion_tokens,
-                total_tokens=int(usage.get("total_tokens") or prompt_tokens + completion_tokens),
-            ),
+            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+            usage=TokenCount(input_tokens=prompt_tokens, output_tokens=completion_tokens, total_tokens=total_tokens),
         )
+
+
+# PostgreSQL refuses NUL in text and jsonb; a lone surrogate cannot even be encoded.
+_UNSTORABLE_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
+# A tool call's id and name are stored on its thread item (CharField(max_length=200)).
+MAX_NAME_LENGTH = 200
+# A token count must fit the metering's bigint columns, summed over a month.
+MAX_TOKEN_COUNT = 2**40
+
+
+def _storable_text(value) -> str:
+    if not isinstance(value, str):
+        raise TypeError("not text")
+    if _UNSTORABLE_CHARACTERS.search(value):
+        raise ValueError("unstorable character")
+    return value
+
+
+def _storable_name(value) -> str:
+    text = _storable_text(value)
+    if not text or len(text) > MAX_NAME_LENGTH:
+        raise ValueError("empty or too long")
+    return text
+
+
+def _arguments_text(value) -> str:
+    """A tool call's arguments as JSON text; some servers send the object itself."""
+    if value is None:
+        return "{}"
+    if isinstance(value, dict):
+        value = json.dumps(value, ensure_ascii=False)
+    return _storable_text(value) or "{}"
+
+
+def _token_count(value) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
+        raise ValueError("not a token count")
+    return value
 
 
 PROVIDERS = {"openai": OpenAIChatProvider}

@@ -90,3 +90,49 @@ def test_a_model_slower_than_the_timeout_is_retried_then_a_provider_error(tenant
 
     assert raised.value.code == "model_timeout"
     assert len(fake_model.requests) == MAX_ATTEMPTS
+
+
+def _message(**message) -> dict:
+    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": None, **message}, "finish_reason": "stop"}]}
+
+
+def _call(call_id="call_1", name="memory__idx_1__search", arguments="{}") -> dict:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(_message(content="a\u0000b"), id="nul-in-content"),
+        pytest.param(_message(content="a\ud800b"), id="lone-surrogate-in-content"),
+        pytest.param(_message(tool_calls="call"), id="tool-calls-not-a-list"),
+        pytest.param(_message(tool_calls=[_call(call_id="")]), id="empty-call-id"),
+        pytest.param(_message(tool_calls=[_call(call_id="c" * 201)]), id="call-id-too-long"),
+        pytest.param(_message(tool_calls=[_call(call_id="c\u0000")]), id="nul-in-call-id"),
+        pytest.param(_message(tool_calls=[_call(name="n" * 201)]), id="tool-name-too-long"),
+        pytest.param(_message(tool_calls=[_call(arguments='{"query": "\u0000"}')]), id="nul-in-arguments"),
+        pytest.param(_message(tool_calls=[_call(arguments=5)]), id="arguments-not-text"),
+        pytest.param({**_message(content="x"), "usage": [1, 2]}, id="usage-not-an-object"),
+        pytest.param({**_message(content="x"), "usage": {"prompt_tokens": "many"}}, id="usage-not-a-number"),
+        pytest.param({**_message(content="x"), "usage": {"prompt_tokens": 10**30}}, id="usage-out-of-range"),
+        pytest.param({**_message(content="x"), "usage": {"prompt_tokens": -5}}, id="usage-negative"),
+    ],
+)
+def test_an_answer_core_cannot_store_is_an_invalid_model_response_and_not_metered(tenant, fake_model, answer):
+    """R-12.3, R-13: what PostgreSQL or the protocol would refuse fails the call, never a 500 later."""
+    fake_model.answer(answer)
+
+    with pytest.raises(ProviderError) as raised:
+        ask(tenant)
+
+    assert raised.value.code == "invalid_model_response"
+    assert not TokenUsage.objects.exists()
+
+
+def test_tool_call_arguments_given_as_an_object_are_read_as_their_json_text(tenant, fake_model):
+    """R-13.5: some OpenAI-compatible servers send `arguments` as an object, not a string."""
+    fake_model.answer(_message(tool_calls=[_call(arguments={"query": "Acme"})]))
+
+    answer = ask(tenant)
+
+    assert answer.tool_calls[0].arguments == '{"query": "Acme"}'
