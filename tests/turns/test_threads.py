@@ -72,6 +72,7 @@ def test_imported_items_keep_their_times_and_list_oldest_first(tenant):
         ({"role": "user", "content": "x", "created_at": "2026-10-01T09:00:00"}, "items[1].created_at"),
         ({"role": "user"}, "items[1].content"),
         ({"role": "user", "content": "x", "mood": "blij"}, "items[1].mood"),
+        ({"role": "user", "content": "x", "created_at": "0001-01-01T00:00:00+14:00"}, "items[1].created_at"),
     ],
 )
 def test_a_bad_item_is_a_400_naming_it_and_nothing_is_imported(tenant, item, param):
