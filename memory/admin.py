@@ -150,6 +150,7 @@ class MemoryRecordAdmin(OrganisationScopedAdmin):
     )
     list_select_related = ("index",)
     ordering = ("-id",)
+    show_full_result_count = False  # a second count over every record of the organisation
     search_fields = ("text",)  # shows the search box; get_search_results searches the stored vector
     search_help_text = _("Full text in Dutch and English: every word must occur, in any inflection.")
     readonly_fields = (

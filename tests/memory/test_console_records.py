@@ -7,11 +7,12 @@ import json
 import pytest
 from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.db import DatabaseError
 from django.test import Client
 
 from audit.models import AuditEvent
-from core_memory.console.services import console_administrator_create
+from core_memory.console.services import CONSOLE_APP_LABELS, console_administrator_create
 from memory.models import MemoryRecord
 from memory.services import record_write
 from tests.factories import make_index
@@ -91,6 +92,8 @@ def test_effective_confidence_uses_the_half_lives_of_the_key_chosen_in_the_decay
     assert effective("") == 1.0
     assert effective(f"?decay_key={decaying_key.id}") == pytest.approx(0.5, abs=0.001)
     assert effective(f"?decay_key={foreign_key.id}") == 1.0
+    opened_from_the_list = console.get(record_url(record), {"_changelist_filters": f"decay_key={decaying_key.id}"})
+    assert opened_from_the_list.context["original"].effective_confidence == pytest.approx(0.5, abs=0.001)
     choices = console.get(RECORDS).content.decode()
     assert decaying_key.id in choices and foreign_key.id not in choices
 
@@ -288,6 +291,40 @@ def test_a_superusers_list_read_is_logged_in_each_organisation_it_showed(tenant,
 
 
 # --- isolation (R-12.1) ------------------------------------------------------------------------------
+
+
+def staff_without_organisation(with_permissions: bool) -> Client:
+    user = get_user_model().objects.create_user(username="loose", password=PASSWORD, is_staff=True)
+    if with_permissions:
+        user.user_permissions.set(Permission.objects.filter(content_type__app_label__in=CONSOLE_APP_LABELS))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize(
+    ("who", "list_status", "record_status"),
+    [
+        (lambda: Client(), 302, 302),  # to the login page
+        # A record page is a 404 for whoever administers no organisation: it admits nothing exists.
+        (lambda: staff_without_organisation(with_permissions=False), 403, 404),
+        (lambda: staff_without_organisation(with_permissions=True), 403, 404),
+    ],
+)
+@pytest.mark.parametrize("page", ["list", "change", "history", "delete"])
+def test_who_may_not_read_records_is_refused_and_nothing_is_written(write, who, list_status, record_status, page):
+    """R-10.1, R-10.2: only an organisation's administrators (or a superuser) read its memory."""
+    record = write("Anna drinkt koffie")
+    url = RECORDS if page == "list" else record_url(record, page)
+
+    response = who().get(url)
+
+    assert response.status_code == (list_status if page == "list" else record_status)
+    assert "Anna drinkt koffie" not in response.content.decode()
+    assert not read_events().exists()
+    assert MemoryRecord.objects.get(pk=record.pk).history.count() == 1
+
+
 
 
 @pytest.mark.parametrize("page", ["change", "history", "delete"])
