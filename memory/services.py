@@ -8,9 +8,11 @@ which no version records, rises with `F()` (memory.selectors.record_search).
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from datetime import timezone as dt_timezone
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -31,12 +33,37 @@ COMMITMENT = "commitment"
 # Folded at the end of a text when comparing: "Likes tea." confirms "likes tea".
 _FINAL_PUNCTUATION = ".,;:!?…。"
 _WHITESPACE = re.compile(r"\s+")
+# PostgreSQL refuses these in text and jsonb (a lone surrogate cannot even be encoded).
+_UNSTORABLE_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
+# Times PostgreSQL stores but cannot hand back to Python once shown in any zone (±14 h).
+_EARLIEST_TIME = datetime(1, 1, 2, tzinfo=dt_timezone.utc)
+_LATEST_TIME = datetime(9999, 12, 30, tzinfo=dt_timezone.utc)
 
 
 def text_normalise(text: str) -> str:
     """Case, whitespace and final punctuation folded (R-5.4)."""
     folded = _WHITESPACE.sub(" ", text.casefold()).strip()
     return folded.rstrip(_FINAL_PUNCTUATION + " ")
+
+
+def storable_check(value, *, param: str) -> None:
+    """Refuses what PostgreSQL would refuse with a 500 (R-12.3): NUL characters and lone
+    surrogates in text, and, in JSON, also non-finite numbers. `param` is the value's
+    path; a nested value's path is `param.key` or `param[i]`, a bad key's the object's."""
+    if isinstance(value, str):
+        if _UNSTORABLE_CHARACTERS.search(value):
+            raise InvalidRequest("Text may not contain NUL characters or lone surrogates.", param=param)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidRequest("Numbers must be finite.", param=param)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str) or _UNSTORABLE_CHARACTERS.search(key):
+                raise InvalidRequest("Keys may not contain NUL characters or lone surrogates.", param=param)
+            storable_check(item, param=f"{param}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for position, item in enumerate(value):
+            storable_check(item, param=f"{param}[{position}]")
 
 
 def change_reason(*, what: str, actor: str) -> str:
@@ -96,8 +123,16 @@ def _type_check(*, index: KnowledgeIndex, type_name: str) -> None:
 def _due_check(*, type_name: str, due_at, done=None) -> None:
     if type_name != COMMITMENT and due_at is not None:
         raise InvalidRequest("due_at is only for commitments.", param="due_at")
+    if due_at is not None and not _EARLIEST_TIME <= due_at <= _LATEST_TIME:
+        raise InvalidRequest("due_at must lie between the years 1 and 9999.", param="due_at")
     if type_name != COMMITMENT and done:
         raise InvalidRequest("done is only for commitments.", param="done")
+
+
+def _text_check(text: str) -> None:
+    if not text or not text.strip():
+        raise InvalidRequest("text may not be empty.", param="text")
+    storable_check(text, param="text")
 
 
 def _active_twin(
@@ -180,8 +215,8 @@ def record_write(
     if source in (MemoryRecord.Source.API, MemoryRecord.Source.TOOL):
         _type_check(index=index, type_name=type)
     _due_check(type_name=type, due_at=due_at)
-    if not text or not text.strip():
-        raise InvalidRequest("text may not be empty.", param="text")
+    _text_check(text)
+    storable_check(metadata or {}, param="metadata")
     now = now or timezone.now()
     normalised = text_normalise(text)
     provenance = provenance or {}
@@ -245,9 +280,10 @@ def record_update(*, record: MemoryRecord, actor: str, changes: dict, now: datet
         raise Conflict("Only an active record can change.", param=None)
     fields = [field for field in UPDATABLE_FIELDS if field in changes]
     _due_check(type_name=locked.type, due_at=changes.get("due_at"), done=changes.get("done"))
+    if "metadata" in fields:
+        storable_check(changes["metadata"], param="metadata")
     if "text" in fields:
-        if not changes["text"] or not changes["text"].strip():
-            raise InvalidRequest("text may not be empty.", param="text")
+        _text_check(changes["text"])
         locked.normalised_text = text_normalise(changes["text"])
         fields.append("normalised_text")
     for field in UPDATABLE_FIELDS:
