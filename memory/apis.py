@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound as DrfNotFound
 from rest_framework.response import Response
 
 from core_memory.api.errors import InvalidRequest
@@ -181,6 +182,13 @@ class MemoryDetailApi(CoreApi):
 
 class HistoryPagination(IdCursorPagination):
     ordering = ("-history_id",)
+
+    def decode_cursor(self, request):
+        # A tampered position would reach the integer column and fail there.
+        cursor = super().decode_cursor(request)
+        if cursor is not None and cursor.position is not None and not cursor.position.isdecimal():
+            raise DrfNotFound(self.invalid_cursor_message)
+        return cursor
 
 
 class MemoryHistoryApi(CoreApi):

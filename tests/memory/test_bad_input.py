@@ -4,6 +4,8 @@ PostgreSQL refuses NUL characters and lone surrogates in text and jsonb, `Infini
 in jsonb, and timestamps it cannot hand back to Python; each must be caught before
 the database sees it.
 """
+import base64
+
 import pytest
 
 from audit.models import AuditEvent
@@ -79,6 +81,28 @@ def test_a_patch_to_a_due_date_outside_the_readable_years_is_a_400(tenant, write
     assert response.status_code == 400
     assert response.json()["error"]["param"] == "due_at"
     assert _state() == before
+
+
+@pytest.mark.parametrize("position", [b"abc", b"-1x", b"\x00"])
+def test_a_history_cursor_that_is_no_version_number_is_a_400(tenant, write, position):
+    """R-12.3: a tampered cursor names the cursor."""
+    record = write("Acme")
+    cursor = base64.b64encode(b"p=" + position).decode()
+
+    response = tenant.client().get(f"/v1/memory/{record.id}/history", {"cursor": cursor})
+
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "cursor"
+
+
+def test_a_history_cursor_from_a_page_still_leads_to_the_next(tenant, write):
+    record = write("Acme")
+    write("acme.")
+    first = tenant.client().get(f"/v1/memory/{record.id}/history", {"limit": 1}).json()
+
+    second = tenant.client().get(f"/v1/memory/{record.id}/history", {"limit": 1, "cursor": first["next_cursor"]})
+
+    assert [version["change"] for version in first["data"] + second.json()["data"]] == ["confirmed", "created"]
 
 
 @pytest.mark.parametrize("fields, param", [
