@@ -16,10 +16,12 @@ from django.utils import timezone
 
 from core_memory.api.errors import ApplicationError, Conflict
 from core_memory.api.models import IdempotentRequest
+from core_memory.storable import UNSTORABLE_CHARACTERS
 
 HEADER = "HTTP_IDEMPOTENCY_KEY"
 RETENTION = timedelta(hours=24)
 MUTATING_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+PATH_LENGTH = IdempotentRequest._meta.get_field("path").max_length
 
 
 class IdempotencyMismatch(ApplicationError):
@@ -37,14 +39,18 @@ def request_fingerprint(*, method: str, path: str, body: bytes) -> str:
 
 def idempotency_claim(*, key_id: str, idempotency_key: str, method: str, path: str, body: bytes) -> tuple[IdempotentRequest, bool]:
     """Returns (row, is_replay)."""
-    if len(idempotency_key) > 255 or not idempotency_key.strip():
-        raise ApplicationError("Idempotency-Key must be 1 to 255 characters.", param="Idempotency-Key")
+    if len(idempotency_key) > 255 or not idempotency_key.strip() or UNSTORABLE_CHARACTERS.search(idempotency_key):
+        raise ApplicationError("Idempotency-Key must be 1 to 255 characters, none of them NUL.", param="Idempotency-Key")
     fingerprint = request_fingerprint(method=method, path=path, body=body)
     IdempotentRequest.objects.filter(key_id=key_id, idempotency_key=idempotency_key, created_at__lt=timezone.now() - RETENTION).delete()
     try:
         with transaction.atomic():
             row = IdempotentRequest.objects.create(
-                key_id=key_id, idempotency_key=idempotency_key, method=method, path=path, request_hash=fingerprint
+                key_id=key_id,
+                idempotency_key=idempotency_key,
+                method=method,
+                path=path[:PATH_LENGTH],  # for reading only; the fingerprint covers the whole address
+                request_hash=fingerprint,
             )
         return row, False
     except IntegrityError:

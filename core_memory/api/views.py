@@ -12,22 +12,25 @@ from rest_framework.views import APIView
 
 from core_memory.api import idempotency
 from core_memory.api.errors import InvalidRequest, PermissionDenied
+from core_memory.api.parsers import CoreJSONParser
 from core_memory.keys.authentication import Principal
 from core_memory.keys.models import ApiKey
 from core_memory.organisations.models import Organisation
+from core_memory.storable import UNSTORABLE_CHARACTERS, unstorable_value
 
 SUBJECT_HEADER = "HTTP_X_CORE_SUBJECT"
 MAX_SUBJECT_LENGTH = 255
 
 
 def validate_subject(value, *, param: str) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_SUBJECT_LENGTH:
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_SUBJECT_LENGTH or UNSTORABLE_CHARACTERS.search(value):
         raise InvalidRequest(f"A person is a non-empty string of at most {MAX_SUBJECT_LENGTH} characters.", param=param)
     return value
 
 
 class CoreApi(APIView):
     required_capabilities: tuple[str, ...] | dict[str, tuple[str, ...]] = ()
+    parser_classes = [CoreJSONParser]
     # List views set this (and list with `paginated_response`); the schema reads it too.
     pagination_class = None
     # Answer fields holding a secret shown once: an idempotent replay answers them as
@@ -66,6 +69,7 @@ class CoreApi(APIView):
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         self._idempotency_row = None
+        _refuse_unstorable(path_parameters=kwargs, query_parameters=request.query_params)
         if getattr(request.user, "token_subject", None) is not None:
             # R-2.2 on every route, not only those that ask for the person.
             self.request_subject()
@@ -86,7 +90,14 @@ class CoreApi(APIView):
     def handle_exception(self, exc):
         if isinstance(exc, _Replay):
             return exc.response
-        response = super().handle_exception(exc)
+        try:
+            response = super().handle_exception(exc)
+        except Exception:
+            # Unexpected (a 500): no answer to keep, so release the key and let the retry run.
+            row, self._idempotency_row = getattr(self, "_idempotency_row", None), None
+            if row is not None:
+                idempotency.idempotency_release(row=row)
+            raise
         self._idempotency_finish(response)
         return response
 
@@ -130,6 +141,18 @@ def _stream_then_complete(content, *, row, status_code: int, final_answer):
             idempotency.idempotency_release(row=row)
         else:
             idempotency.idempotency_complete(row=row, status_code=status_code, body=answer)
+
+
+def _refuse_unstorable(*, path_parameters: dict, query_parameters) -> None:
+    """A NUL in an id of the path or in a query parameter's value is a 400 naming it (R-12.3).
+
+    Query parameter names are left to the views that read them (`metadata.<name>` filters).
+    """
+    named = [(name, [value]) for name, value in path_parameters.items()] + list(query_parameters.lists())
+    for name, values in named:
+        found = unstorable_value(values)
+        if found is not None:
+            raise InvalidRequest(found[1], param=name)
 
 
 class _Replay(Exception):

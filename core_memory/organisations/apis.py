@@ -40,7 +40,7 @@ class OrganisationDetailApi(CoreApi):
         capabilities = serializers.ListField(child=serializers.ChoiceField(choices=ORGANISATION_CAPABILITIES))
         offered_models = serializers.ListField(child=serializers.CharField(max_length=200), allow_null=True)
         helper_model = serializers.CharField(max_length=200, allow_null=True)
-        monthly_token_limit = serializers.IntegerField(min_value=0, allow_null=True)
+        monthly_token_limit = serializers.IntegerField(min_value=0, max_value=2**63 - 1, allow_null=True)
         audit_retention_days = serializers.IntegerField(min_value=1, max_value=36_500)
         improvements = ImprovementsSerializer()
 

@@ -1,0 +1,18 @@
+"""The API's JSON parser: a body holding what PostgreSQL cannot store is a 400 naming
+the field, on every route, before anything is claimed or written (R-12.3)."""
+from __future__ import annotations
+
+from rest_framework.parsers import JSONParser
+
+from core_memory.api.errors import InvalidRequest
+from core_memory.storable import unstorable_value
+
+
+class CoreJSONParser(JSONParser):
+    def parse(self, stream, media_type=None, parser_context=None):
+        data = super().parse(stream, media_type, parser_context)
+        found = unstorable_value(data)
+        if found is not None:
+            path, message = found
+            raise InvalidRequest(message, param=path or None)
+        return data
