@@ -111,6 +111,8 @@ class MemoryRecordForm(forms.ModelForm):
 
     def clean_metadata(self):
         metadata = self.cleaned_data["metadata"]
+        if metadata is None:  # the field left empty
+            return {}
         if not isinstance(metadata, dict):
             raise forms.ValidationError(_("Metadata is a JSON object."))
         return metadata

@@ -84,6 +84,7 @@ def test_effective_confidence_uses_the_half_lives_of_the_key_chosen_in_the_decay
     _client, decaying_key = tenant.key_client(memory={"decay": {"half_life_days": {"fact": 10}}})
     foreign_key = other_tenant.key_client(memory={"decay": {"half_life_days": {"fact": 10}}})[1]
     record = age(write("Anna woont in Utrecht"), days=10)
+    fresh = write("Anna drinkt koffie", confidence=0.9)
 
     def effective(query: str) -> str:
         response = console.get(RECORDS + query)
@@ -92,6 +93,8 @@ def test_effective_confidence_uses_the_half_lives_of_the_key_chosen_in_the_decay
     assert effective("") == 1.0
     assert effective(f"?decay_key={decaying_key.id}") == pytest.approx(0.5, abs=0.001)
     assert effective(f"?decay_key={foreign_key.id}") == 1.0
+    least_effective_first = console.get(RECORDS, {"decay_key": decaying_key.id, "o": "4"})
+    assert listed_ids(least_effective_first) == [record.id, fresh.id]
     opened_from_the_list = console.get(record_url(record), {"_changelist_filters": f"decay_key={decaying_key.id}"})
     assert opened_from_the_list.context["original"].effective_confidence == pytest.approx(0.5, abs=0.001)
     choices = console.get(RECORDS).content.decode()
@@ -401,9 +404,7 @@ def test_a_correction_the_service_refuses_changes_nothing_and_says_why(console, 
     assert any("already has that text" in str(message) for message in response.context["messages"])
 
 
-@pytest.mark.parametrize(
-    ("field", "value"), [("confidence", "1.5"), ("metadata", "[1, 2]"), ("text", "   ")]
-)
+@pytest.mark.parametrize(("field", "value"), [("confidence", "1.5"), ("metadata", "[1, 2]"), ("text", "   ")])
 def test_an_invalid_correction_is_a_form_error(console, write, field, value):
     record = write("Anna drinkt koffie")
 
