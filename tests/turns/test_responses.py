@@ -449,3 +449,34 @@ def test_a_stream_whose_reader_leaves_releases_its_key_so_a_retry_runs(tenant, f
     assert events[-1][1]["status"] == "completed"
     assert Response.objects.get(pk=events[0][1]["id"]).status == "completed"
     assert list(Response.objects.order_by("id").values_list("status", flat=True)) == ["incomplete", "completed"]
+
+
+# --- permission matrix of POST /v1/responses (R-2.5, R-2.7, R-6.3): a denial writes nothing ---
+
+
+def test_responses_permission_matrix(tenant, other_tenant, anonymous, fake_model):
+    """R-2.7: a turn needs no capability, but its memory tools need `memory` and the index in the
+    policy (400 on `tools[0]`); another organisation's thread or agent is a 404; no credential a 401."""
+    search = [{"type": "tool", "name": f"memory__{tenant.index.id}__search"}]
+    foreign_thread = turn(other_tenant.client()).json()["thread_id"]
+    foreign_agent = Agent.objects.create(organisation=other_tenant.organisation, name="elders")
+    without_capabilities, _ = tenant.key_client(capabilities=())
+    policy_without_index, _ = tenant.key_client(read=(), write=())
+    calls_before = len(fake_model.requests)
+
+    denials = [
+        (anonymous, {}, 401, None),
+        (without_capabilities, {"tools": search}, 400, "tools[0]"),
+        (policy_without_index, {"tools": search}, 400, "tools[0]"),
+        (tenant.client(), {"thread_id": foreign_thread}, 404, "thread_id"),
+        (tenant.client(), {"agent": foreign_agent.id}, 404, "agent"),
+        (tenant.client(), {"agent": "elders"}, 404, "agent"),
+    ]
+    for client, body, status, param in denials:
+        response = turn(client, **body)
+        assert (response.status_code, response.json()["error"]["param"]) == (status, param)
+    assert nothing_written(tenant.organisation)
+    assert len(fake_model.requests) == calls_before
+
+    assert turn(without_capabilities).json()["status"] == "completed"
+    assert turn(tenant.client(), tools=search).json()["status"] == "completed"
