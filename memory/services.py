@@ -38,6 +38,8 @@ _UNSTORABLE_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
 # Times PostgreSQL stores but cannot hand back to Python once shown in any zone (±14 h).
 _EARLIEST_TIME = datetime(1, 1, 2, tzinfo=dt_timezone.utc)
 _LATEST_TIME = datetime(9999, 12, 30, tzinfo=dt_timezone.utc)
+# Metadata is a label or two; far below the depth at which encoding it exhausts the stack.
+MAX_JSON_DEPTH = 32
 
 
 def text_normalise(text: str) -> str:
@@ -46,10 +48,13 @@ def text_normalise(text: str) -> str:
     return folded.rstrip(_FINAL_PUNCTUATION + " ")
 
 
-def storable_check(value, *, param: str) -> None:
+def storable_check(value, *, param: str, depth: int = 0) -> None:
     """Refuses what PostgreSQL would refuse with a 500 (R-12.3): NUL characters and lone
-    surrogates in text, and, in JSON, also non-finite numbers. `param` is the value's
-    path; a nested value's path is `param.key` or `param[i]`, a bad key's the object's."""
+    surrogates in text, and, in JSON, also non-finite numbers and nesting deeper than
+    Python's encoder reaches. `param` is the value's path; a nested value's path is
+    `param.key` or `param[i]`, a bad key's the object's."""
+    if depth > MAX_JSON_DEPTH:
+        raise InvalidRequest(f"JSON may nest at most {MAX_JSON_DEPTH} levels deep.", param=param)
     if isinstance(value, str):
         if _UNSTORABLE_CHARACTERS.search(value):
             raise InvalidRequest("Text may not contain NUL characters or lone surrogates.", param=param)
@@ -60,10 +65,10 @@ def storable_check(value, *, param: str) -> None:
         for key, item in value.items():
             if not isinstance(key, str) or _UNSTORABLE_CHARACTERS.search(key):
                 raise InvalidRequest("Keys may not contain NUL characters or lone surrogates.", param=param)
-            storable_check(item, param=f"{param}.{key}")
+            storable_check(item, param=f"{param}.{key}", depth=depth + 1)
     elif isinstance(value, (list, tuple)):
         for position, item in enumerate(value):
-            storable_check(item, param=f"{param}[{position}]")
+            storable_check(item, param=f"{param}[{position}]", depth=depth + 1)
 
 
 def change_reason(*, what: str, actor: str) -> str:

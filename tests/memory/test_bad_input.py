@@ -23,6 +23,7 @@ UNSTORABLE_METADATA = [
     ('{"klant": "\\ud800"}', "metadata.klant"),
     ('{"score": 1e999}', "metadata.score"),
     ('{"scores": [1, -1e999]}', "metadata.scores[1]"),
+    pytest.param('{"diep": %s1%s}' % ("[" * 900, "]" * 900), "metadata.diep" + "[0]" * 32, id="nested-900-deep"),
 ]
 # Valid ISO 8601 with an offset, but outside the years PostgreSQL hands back to Python.
 UNREADABLE_TIMES = ["9999-12-31T23:00:00-14:00", "0001-01-01T00:00:00+14:00"]
