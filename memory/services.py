@@ -8,7 +8,6 @@ which no version records, rises with `F()` (memory.selectors.record_search).
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +22,7 @@ from audit.services import audit_event_record
 from core_memory.api.errors import Conflict, InvalidRequest, NotFound, PermissionDenied, Unprocessable
 from core_memory.keys.models import ApiKey
 from core_memory.organisations.models import Organisation
+from core_memory.storable import unstorable_value
 from memory.models import MemoryRecord
 from memory.selectors import CORE_WRITTEN_TYPES, store_known_types
 from stores.models import KnowledgeIndex
@@ -33,8 +33,6 @@ COMMITMENT = "commitment"
 # Folded at the end of a text when comparing: "Likes tea." confirms "likes tea".
 _FINAL_PUNCTUATION = ".,;:!?…。"
 _WHITESPACE = re.compile(r"\s+")
-# PostgreSQL refuses these in text and jsonb (a lone surrogate cannot even be encoded).
-_UNSTORABLE_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
 # Times PostgreSQL stores but cannot hand back to Python once shown in any zone (±14 h).
 _EARLIEST_TIME = datetime(1, 1, 2, tzinfo=dt_timezone.utc)
 _LATEST_TIME = datetime(9999, 12, 30, tzinfo=dt_timezone.utc)
@@ -48,27 +46,24 @@ def text_normalise(text: str) -> str:
     return folded.rstrip(_FINAL_PUNCTUATION + " ")
 
 
-def storable_check(value, *, param: str, depth: int = 0) -> None:
-    """Refuses what PostgreSQL would refuse with a 500 (R-12.3): NUL characters and lone
-    surrogates in text, and, in JSON, also non-finite numbers and nesting deeper than
-    Python's encoder reaches. `param` is the value's path; a nested value's path is
-    `param.key` or `param[i]`, a bad key's the object's."""
-    if depth > MAX_JSON_DEPTH:
-        raise InvalidRequest(f"JSON may nest at most {MAX_JSON_DEPTH} levels deep.", param=param)
-    if isinstance(value, str):
-        if _UNSTORABLE_CHARACTERS.search(value):
-            raise InvalidRequest("Text may not contain NUL characters or lone surrogates.", param=param)
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise InvalidRequest("Numbers must be finite.", param=param)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str) or _UNSTORABLE_CHARACTERS.search(key):
-                raise InvalidRequest("Keys may not contain NUL characters or lone surrogates.", param=param)
-            storable_check(item, param=f"{param}.{key}", depth=depth + 1)
-    elif isinstance(value, (list, tuple)):
-        for position, item in enumerate(value):
-            storable_check(item, param=f"{param}[{position}]", depth=depth + 1)
+def storable_check(value, *, param: str) -> None:
+    """Refuses what PostgreSQL would refuse with a 500 (R-12.3), for callers whose text
+    did not come through the API's parser (the write tool, extraction): what
+    `core_memory.storable` finds, and JSON nested deeper than Python's encoder reaches.
+    `param` is the value's path; a nested value's path is `param.key` or `param[i]`."""
+    found = unstorable_value(value, param)
+    if found is not None:
+        path, message = found
+        raise InvalidRequest(message, param=path)
+    pending = [(value, param, 0)]
+    while pending:
+        item, path, depth = pending.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise InvalidRequest(f"JSON may nest at most {MAX_JSON_DEPTH} levels deep.", param=path)
+        if isinstance(item, dict):
+            pending.extend((child, f"{path}.{name}", depth + 1) for name, child in item.items())
+        elif isinstance(item, (list, tuple)):
+            pending.extend((child, f"{path}[{position}]", depth + 1) for position, child in enumerate(item))
 
 
 def change_reason(*, what: str, actor: str) -> str:
