@@ -29,19 +29,25 @@ class IdempotencyMismatch(ApplicationError):
     error_type = "idempotency_error"
 
 
-def request_fingerprint(*, method: str, path: str, body: bytes) -> str:
+def request_fingerprint(*, method: str, path: str, body: bytes, person: str | None = None) -> str:
+    """The request as the replay must match it. The person (a subject token's, or the
+    X-Core-Subject header) is part of it: one key speaks for many persons, and one
+    person's answer must never be replayed to another (R-12.1)."""
     try:
         canonical = json.dumps(json.loads(body or b"null"), sort_keys=True, separators=(",", ":")).encode()
     except ValueError:
         canonical = body
-    return hashlib.sha256(method.encode() + b" " + path.encode() + b"\n" + canonical).hexdigest()
+    spoken_for = b"" if person is None else b"\nperson " + json.dumps(person).encode()
+    return hashlib.sha256(method.encode() + b" " + path.encode() + spoken_for + b"\n" + canonical).hexdigest()
 
 
-def idempotency_claim(*, key_id: str, idempotency_key: str, method: str, path: str, body: bytes) -> tuple[IdempotentRequest, bool]:
+def idempotency_claim(
+    *, key_id: str, idempotency_key: str, method: str, path: str, body: bytes, person: str | None = None
+) -> tuple[IdempotentRequest, bool]:
     """Returns (row, is_replay)."""
     if len(idempotency_key) > 255 or not idempotency_key.strip() or UNSTORABLE_CHARACTERS.search(idempotency_key):
         raise ApplicationError("Idempotency-Key must be 1 to 255 characters, none of them NUL.", param="Idempotency-Key")
-    fingerprint = request_fingerprint(method=method, path=path, body=body)
+    fingerprint = request_fingerprint(method=method, path=path, body=body, person=person)
     IdempotentRequest.objects.filter(key_id=key_id, idempotency_key=idempotency_key, created_at__lt=timezone.now() - RETENTION).delete()
     try:
         with transaction.atomic():

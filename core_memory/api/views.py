@@ -82,6 +82,7 @@ class CoreApi(APIView):
             method=request.method,
             path=request.get_full_path(),
             body=request.body,
+            person=self.principal.token_subject or request.META.get(SUBJECT_HEADER),
         )
         if is_replay:
             raise _Replay(Response(row.response_body, status=row.status_code, headers={"Idempotent-Replayed": "true"}))
