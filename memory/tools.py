@@ -228,7 +228,7 @@ class _Refusal(Exception):
 def _arguments(serializer_class: type[serializers.Serializer], arguments: str) -> dict:
     try:
         parsed = json.loads(arguments or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):  # a model may nest deeper than the parser follows
         raise _Refusal(status=400, message="The arguments are not a JSON object.", param=None) from None
     if not isinstance(parsed, dict):
         raise _Refusal(status=400, message="The arguments are not a JSON object.", param=None)

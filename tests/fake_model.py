@@ -74,8 +74,8 @@ class FakeChatModel:
     def reply(self, content: str | None = None, **fields) -> None:
         self.answer(completion(content, **fields))
 
-    def answer(self, body: dict, *, status: int = 200, times: int | None = 1, delay: float = 0.0) -> None:
-        """Queue an answer; `delay` seconds before it is sent (to exceed a client's timeout)."""
+    def answer(self, body: dict | bytes, *, status: int = 200, times: int | None = 1, delay: float = 0.0) -> None:
+        """Queue an answer (bytes are sent as they are); `delay` seconds before it is sent (to exceed a client's timeout)."""
         with self._lock:
             self._script.append([status, body, times, delay])
 
@@ -112,7 +112,7 @@ class FakeChatModel:
                     status, answer, delay = model._next()
                 if delay:
                     time.sleep(delay)
-                payload = json.dumps(answer).encode()
+                payload = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))

@@ -148,7 +148,7 @@ class OpenAIChatProvider:
                 if response.status_code < 400:
                     try:
                         return response.json()
-                    except ValueError:
+                    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser follows
                         raise ProviderError("invalid_model_response", "The model's answer is not JSON.") from None
                 error = ProviderError(
                     "model_rate_limited" if response.status_code == 429 else "model_error",

@@ -282,9 +282,9 @@ def test_write_tool_refusals_are_inside_the_result_and_name_the_allowed_types(te
 
 
 def test_write_tool_refuses_arguments_that_are_not_a_json_object(tenant):
-    """R-12.3."""
+    """R-12.3: also JSON nested deeper than the parser can follow, which a model may well send."""
     key = tool_key(tenant)
-    for arguments in ("not json", "[1, 2]"):
+    for arguments in ("not json", "[1, 2]", '{"metadata": ' + "[" * 100_000 + "]" * 100_000 + "}"):
         result = json.loads(
             memory_tool_call(key=key, tool_name=write_name(tenant.index), arguments=arguments, subject=None,
                              provenance=PROVENANCE, now=NOW)

@@ -116,6 +116,7 @@ def _call(call_id="call_1", name="memory__idx_1__search", arguments="{}") -> dic
         pytest.param({**_message(content="x"), "usage": {"prompt_tokens": "many"}}, id="usage-not-a-number"),
         pytest.param({**_message(content="x"), "usage": {"prompt_tokens": 10**30}}, id="usage-out-of-range"),
         pytest.param({**_message(content="x"), "usage": {"prompt_tokens": -5}}, id="usage-negative"),
+        pytest.param(b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", id="nested-deeper-than-the-parser-follows"),
     ],
 )
 def test_an_answer_core_cannot_store_is_an_invalid_model_response_and_not_metered(tenant, fake_model, answer):
