@@ -146,3 +146,15 @@ def test_history_shows_every_version_newest_first(tenant, write):
     assert versions[3]["text"] == "Woont in Delft"
     assert client.get(f"/v1/memory/{correction}/history").json()["data"][0]["change"] == "corrected"
     assert response.json()["next_cursor"] is None
+
+
+@pytest.mark.parametrize("versions", [2, 40])
+def test_history_takes_the_same_number_of_queries_for_any_number_of_versions(tenant, write, django_assert_max_num_queries, versions):
+    """No per-version queries (style: N+1)."""
+    record = write("Koffie zwart", subject="anna")
+    for _ in range(versions - 1):
+        write("koffie zwart.", subject="anna")
+    client = tenant.client(subject="anna")
+    with django_assert_max_num_queries(4):
+        response = client.get(f"/v1/memory/{record.id}/history", {"limit": 100})
+    assert len(response.json()["data"]) == versions
