@@ -195,13 +195,14 @@ def _tool_index(*, key: ApiKey, name, param: str | None) -> tuple[KnowledgeIndex
 def memory_tools_resolve(
     *, key: ApiKey, requested: list[tuple[int, str]], timezone_name: str, now: datetime
 ) -> list[MemoryTool]:
-    """The tools a turn asked for (position in `tools`, name); 400 on `tools[i]` for one it may not have."""
+    """The tools a turn asked for (position in `tools`, name), each once; 400 on `tools[i]` for one it may not have."""
     today = _today(now=now, timezone_name=timezone_name)
-    tools = []
+    tools: dict[str, MemoryTool] = {}
     for position, name in requested:
         index, kind = _tool_index(key=key, name=name, param=f"tools[{position}]")
-        tools.append(_tool_build(index=index, kind=kind, today=today))
-    return tools
+        if name not in tools:
+            tools[name] = _tool_build(index=index, kind=kind, today=today)
+    return list(tools.values())
 
 
 class SearchArguments(StrictSerializer):

@@ -105,6 +105,20 @@ def test_resolve_answers_openai_function_definitions(tenant):
     assert set(definition["function"]) == {"name", "description", "parameters"}
 
 
+def test_resolve_offers_a_tool_asked_for_twice_once(tenant):
+    """R-13.5: a model refuses two functions of one name; the second mention adds nothing."""
+    key = tool_key(tenant)
+
+    tools = memory_tools_resolve(
+        key=key,
+        requested=[(0, search_name(tenant.index)), (1, write_name(tenant.index)), (2, search_name(tenant.index))],
+        timezone_name="UTC",
+        now=NOW,
+    )
+
+    assert [tool.name for tool in tools] == [search_name(tenant.index), write_name(tenant.index)]
+
+
 @pytest.mark.parametrize(
     "case",
     ["write_tool_off", "retrieval_tool_off", "policy_lacks_index", "read_only_policy_write", "other_organisation",
