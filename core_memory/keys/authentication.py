@@ -28,6 +28,13 @@ class Principal:
     def actor(self) -> str:
         return self.key.id
 
+    def has_capability(self, capability: str) -> bool:
+        """The key's capability; a subject token never has `management`: managing the
+        organisation is not one person's (core_memory.api.permissions, R-3.3)."""
+        if capability == "management" and self.token_subject is not None:
+            return False
+        return self.key.has_capability(capability)
+
 
 class KeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"

@@ -2,7 +2,7 @@ import pytest
 
 from audit.models import AuditEvent
 from stores.models import MemoryStore, default_injection, default_lessons, default_maintenance, default_promotion
-from tests.factories import make_index
+from tests.factories import client_for, make_index
 
 pytestmark = pytest.mark.django_db
 
@@ -165,6 +165,20 @@ def test_promotion_in_an_organisation_without_improvements_is_a_403_even_for_the
     response = tenant.client().patch(
         store_url(tenant.index.id), {"maintenance": {"enabled": False}, "promotion": {"enabled": True}}, format="json"
     )
+
+    assert response.status_code == 403
+    assert response.json()["error"]["param"] == "promotion"
+    assert_nothing_written(tenant.index)
+
+
+def test_a_subject_token_of_a_management_key_may_not_set_promotion(tenant):
+    """R-4.3: promotion is the organisation's to set; a subject token speaks for one person
+    and may not use what needs `management` (docs/decisions.md)."""
+    tenant.organisation.capabilities = ["improvements"]
+    tenant.organisation.save()
+    token = tenant.client().post("/v1/subject-tokens", {"subject": "anna"}, format="json").json()["token"]
+
+    response = client_for(token).patch(store_url(tenant.index.id), {"promotion": {"enabled": True}}, format="json")
 
     assert response.status_code == 403
     assert response.json()["error"]["param"] == "promotion"
