@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Mapping
@@ -31,6 +30,7 @@ from django.utils import timezone
 
 from core_memory.llm.models import TokenUsage
 from core_memory.organisations.models import Organisation
+from core_memory.storable import UNSTORABLE_CHARACTERS
 
 logger = logging.getLogger(__name__)
 
@@ -200,8 +200,6 @@ class OpenAIChatProvider:
         )
 
 
-# PostgreSQL refuses NUL in text and jsonb; a lone surrogate cannot even be encoded.
-_UNSTORABLE_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
 # A tool call's id and name are stored on its thread item (CharField(max_length=200)).
 MAX_NAME_LENGTH = 200
 # A token count must fit the metering's bigint columns, summed over a month.
@@ -211,7 +209,7 @@ MAX_TOKEN_COUNT = 2**40
 def _storable_text(value) -> str:
     if not isinstance(value, str):
         raise TypeError("not text")
-    if _UNSTORABLE_CHARACTERS.search(value):
+    if UNSTORABLE_CHARACTERS.search(value):
         raise ValueError("unstorable character")
     return value
 
