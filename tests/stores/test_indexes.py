@@ -2,6 +2,7 @@ import pytest
 
 from audit.models import AuditEvent
 from stores.models import KnowledgeIndex, MemoryStore
+from tests.factories import make_index
 
 pytestmark = pytest.mark.django_db
 
@@ -75,3 +76,69 @@ def test_unknown_credential_is_a_401(anonymous, tenant):
     assert anonymous.get("/v1/indexes").status_code == 401
     anonymous.credentials(HTTP_AUTHORIZATION="Bearer core_sk_nope")
     assert anonymous.get("/v1/indexes").status_code == 401
+
+
+# --- permission matrix of the index routes (R-2.7, R-4.2, R-2.5, R-2.1) ----------------------
+
+
+def index_state() -> tuple:
+    return (
+        tuple(KnowledgeIndex.objects.order_by("id").values_list("id", "name", "deleted_at")),
+        MemoryStore.objects.count(),
+        AuditEvent.objects.count(),
+    )
+
+
+def test_a_key_without_knowledge_is_a_403_on_every_index_route_and_writes_nothing(tenant):
+    """R-2.7: `/v1/indexes…` needs `knowledge`."""
+    client, _ = tenant.key_client(capabilities=("threads", "management"))
+    before = index_state()
+
+    responses = [
+        client.get("/v1/indexes"),
+        client.post("/v1/indexes", {"name": "new"}, format="json"),
+        client.get(f"/v1/indexes/{tenant.index.id}"),
+        client.delete(f"/v1/indexes/{tenant.index.id}"),
+    ]
+
+    assert [response.status_code for response in responses] == [403, 403, 403, 403]
+    assert index_state() == before
+
+
+def test_an_index_the_policy_does_not_name_is_a_404_and_is_not_listed_or_deleted(tenant):
+    """R-4.2: available means named by the policy; anything else is absent."""
+    named = make_index(tenant.organisation, name="named")
+    client, _ = tenant.key_client(read=(named.id,), write=(named.id,))
+    before = index_state()
+
+    assert [row["id"] for row in client.get("/v1/indexes").json()["data"]] == [named.id]
+    assert client.get(f"/v1/indexes/{tenant.index.id}").status_code == 404
+    assert client.delete(f"/v1/indexes/{tenant.index.id}").status_code == 404
+    assert index_state() == before
+
+
+def test_deleting_an_index_needs_the_write_right(tenant):
+    """R-5.2: a read-only policy may see the index but not delete it."""
+    client, _ = tenant.key_client(read=(tenant.index.id,), write=())
+    before = index_state()
+
+    assert client.get(f"/v1/indexes/{tenant.index.id}").status_code == 200
+    assert client.delete(f"/v1/indexes/{tenant.index.id}").status_code == 403
+    assert index_state() == before
+
+
+def test_another_organisation_cannot_delete_an_index(tenant, other_tenant):
+    """R-2.5: a 404, and the index stays."""
+    before = index_state()
+
+    assert other_tenant.client().delete(f"/v1/indexes/{tenant.index.id}").status_code == 404
+    assert index_state() == before
+
+
+def test_no_credential_creates_and_deletes_nothing(tenant, anonymous):
+    """R-2.1."""
+    before = index_state()
+
+    assert anonymous.post("/v1/indexes", {"name": "new"}, format="json").status_code == 401
+    assert anonymous.delete(f"/v1/indexes/{tenant.index.id}").status_code == 401
+    assert index_state() == before
