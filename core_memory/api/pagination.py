@@ -34,6 +34,16 @@ class IdCursorPagination(CursorPagination):
     def get_page_size(self, request) -> int:
         return limit_from(request.query_params)
 
+    def decode_cursor(self, request):
+        if request.query_params.get(self.cursor_query_param) == "":
+            return None  # `cursor=` asks for the first page
+        cursor = super().decode_cursor(request)
+        if cursor is not None and cursor.position is None:
+            # Every cursor this API gives names a position; DRF would read any other
+            # base64 as "the first page" and a client would loop for ever.
+            raise NotFound(self.invalid_cursor_message)
+        return cursor
+
     def paginate_queryset(self, queryset, request, view=None):
         try:
             return super().paginate_queryset(queryset, request, view)
