@@ -11,6 +11,7 @@ from core_memory.api.views import CoreApi
 from core_memory.threads.models import Item
 from core_memory.threads.selectors import thread_get_available, thread_items
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
+from memory.services import storable_check
 
 MAX_IMPORTED_ITEMS = 100
 # Earlier times are stored by PostgreSQL but cannot be read back into Python (year 0).
@@ -103,6 +104,7 @@ class ThreadCreateApi(CoreApi):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         subject = self.request_subject(body_user=serializer.validated_data["subject"], body_param="subject")
+        storable_check(serializer.validated_data["metadata"], param="metadata")
         thread = thread_create(
             organisation=self.organisation, key=self.key, subject=subject, metadata=serializer.validated_data["metadata"]
         )
@@ -141,6 +143,8 @@ class ThreadItemsApi(CoreApi):
         thread = thread_get_available(organisation=self.organisation, thread_id=thread_id, subject=self.request_subject())
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        for position, item in enumerate(serializer.validated_data["items"]):
+            storable_check(item["content"], param=f"items[{position}].content")
         items = thread_items_append(
             thread=thread, key=self.key, drafts=[ItemDraft(**item) for item in serializer.validated_data["items"]]
         )

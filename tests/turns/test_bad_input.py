@@ -32,6 +32,9 @@ def written(organisation) -> tuple[int, int, int, int]:
         ("/v1/threads/{thread}/items", '{"items": [{"role": "user", "content": {"tekst": ["\\ud800"]}}]}', "items[0].content.tekst[0]"),
         ("/v1/threads/{thread}/items", '{"items": [{"role": "user", "content": "goed"}, {"role": "user", "content": "\\u0000"}]}', "items[1].content"),
         ("/v1/agents", '{"name": "desk", "model": "fake-chat", "instructions": "\\u0000"}', "instructions"),
+        # Nested deeper than the JSON encoder follows when storing it.
+        ("/v1/threads", '{"metadata": {"a": ' + "[" * 900 + "]" * 900 + "}}", "metadata.a" + "[0]" * 32),
+        ("/v1/threads/{thread}/items", '{"items": [{"role": "user", "content": ' + "[" * 900 + "]" * 900 + "}]}", "items[0].content" + "[0]" * 33),
     ],
 )
 def test_an_unstorable_value_is_a_400_naming_it_and_nothing_is_written(tenant, fake_model, path, body, param):
