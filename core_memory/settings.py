@@ -202,7 +202,12 @@ def _parse_models(raw: str) -> list[dict]:
 
 CORE_MODELS = _parse_models(env.str("CORE_MODELS", default="[]"))
 CORE_HELPER_MODEL = env.str("CORE_HELPER_MODEL", default="") or None
+if CORE_HELPER_MODEL is not None and CORE_HELPER_MODEL not in {model["id"] for model in CORE_MODELS}:
+    raise ImproperlyConfigured(f"CORE_HELPER_MODEL {CORE_HELPER_MODEL!r} is not an id in CORE_MODELS")
 CORE_EMBEDDINGS = env.str("CORE_EMBEDDINGS", default="off")
+if CORE_EMBEDDINGS != "off":
+    # No embedding backend is built yet; a value that would be silently ignored stops start-up.
+    raise ImproperlyConfigured(f"CORE_EMBEDDINGS {CORE_EMBEDDINGS!r}: only 'off' is supported")
 CORE_MODEL_TIMEOUT_SECONDS = env.float("CORE_MODEL_TIMEOUT_SECONDS", default=60.0)
 
 LOGGING = {

@@ -20,9 +20,23 @@ def models_offered(*, organisation: Organisation) -> list[dict]:
     return [copy.deepcopy(model) for model in settings.CORE_MODELS if model["id"] in offered]
 
 
+def _offered_model(*, organisation: Organisation, model_id: str) -> dict | None:
+    return next((model for model in models_offered(organisation=organisation) if model["id"] == model_id), None)
+
+
 def model_get(*, organisation: Organisation, model_id: str, param: str = "model") -> dict:
     """The offered model `model_id`, else 422 naming `param` (R-3.6)."""
-    for model in models_offered(organisation=organisation):
-        if model["id"] == model_id:
-            return model
-    raise Unprocessable(f"The model {model_id!r} is not offered to this organisation.", param=param)
+    model = _offered_model(organisation=organisation, model_id=model_id)
+    if model is None:
+        raise Unprocessable(f"The model {model_id!r} is not offered to this organisation.", param=param)
+    return model
+
+
+def helper_model_get(*, organisation: Organisation) -> dict | None:
+    """The model for background helper calls (lessons, promotion analyses): the
+    organisation's `helper_model`, else CORE_HELPER_MODEL; None when neither names a
+    model offered to the organisation (R-3.1, R-1.2)."""
+    model_id = organisation.helper_model or settings.CORE_HELPER_MODEL
+    if not model_id:
+        return None
+    return _offered_model(organisation=organisation, model_id=model_id)

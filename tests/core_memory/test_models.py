@@ -1,7 +1,7 @@
 import pytest
 
 from core_memory.api.errors import Unprocessable
-from core_memory.llm.registry import model_get, models_offered
+from core_memory.llm.registry import helper_model_get, model_get, models_offered
 
 pytestmark = pytest.mark.django_db
 
@@ -54,3 +54,28 @@ def test_model_get_refuses_a_model_not_offered_with_a_422_on_the_param(tenant):
 
     assert refused.value.status_code == 422
     assert refused.value.param == "agent.model"
+
+
+def test_the_helper_model_is_the_organisations_own_when_it_names_one(tenant, settings):
+    """R-3.1, R-1.2: the organisation's `helper_model` wins over CORE_HELPER_MODEL."""
+    settings.CORE_HELPER_MODEL = "jouw-chatmodel"
+    tenant.organisation.helper_model = "helper"
+
+    assert helper_model_get(organisation=tenant.organisation)["id"] == "helper"
+
+
+def test_the_helper_model_falls_back_to_core_helper_model(tenant, settings):
+    """R-1.2: CORE_HELPER_MODEL serves an organisation that names none."""
+    settings.CORE_HELPER_MODEL = "jouw-chatmodel"
+
+    assert helper_model_get(organisation=tenant.organisation)["base_url"] == "http://models.invalid/v1"
+
+
+def test_there_is_no_helper_model_when_none_is_named_or_it_is_not_offered(tenant, settings):
+    """R-3.6: a model the organisation is not offered is never called for it."""
+    settings.CORE_HELPER_MODEL = None
+    assert helper_model_get(organisation=tenant.organisation) is None
+
+    settings.CORE_HELPER_MODEL = "jouw-chatmodel"
+    tenant.organisation.offered_models = ["helper"]
+    assert helper_model_get(organisation=tenant.organisation) is None
