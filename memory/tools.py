@@ -314,10 +314,13 @@ def memory_tool_call(
 ) -> str:
     """Run one call of a memory tool; the answer is the tool result's text (R-6.4, R-6.5).
 
-    With the key's `trust_envelope` capability every result — hits, a write's answer
-    or a refusal — is wrapped as `{"trust": "data", "source": <tool name>, "content": …}`;
-    the caller adds TRUST_ENVELOPE_NOTE to the tool message.
+    With the key's `trust_envelope` capability a search result (hits or a refusal) is
+    wrapped as `{"trust": "data", "source": <tool name>, "content": …}` (R-6.4). A write's
+    result is the R-5.5 object itself, or its refusal, wrapped never (R-6.5: the same text
+    as the answer to `POST /v1/memory`). The caller adds TRUST_ENVELOPE_NOTE to every
+    tool message.
     """
+    kind = WRITE if tool_name.endswith(f"__{WRITE}") else SEARCH
     try:
         try:
             index, kind = _tool_index(key=key, name=tool_name, param=None)
@@ -329,6 +332,6 @@ def memory_tool_call(
             result = _write(key=key, index=index, subject=subject, arguments=arguments, provenance=provenance)
     except _Refusal as refusal:
         result = {"error": refusal.body}
-    if key.has_capability("trust_envelope"):
+    if kind == SEARCH and key.has_capability("trust_envelope"):
         result = {"trust": "data", "source": tool_name, "content": result}
     return data_json(result)

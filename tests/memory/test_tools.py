@@ -321,8 +321,9 @@ def test_a_call_of_a_tool_the_key_may_no_longer_use_is_refused_inside_the_result
     assert not AuditEvent.objects.filter(action="memory.write_denied").exists()
 
 
-def test_trust_envelope_wraps_every_tool_result(tenant):
-    """R-6.4: `{"trust": "data", "source": <tool name>, "content": <result>}` with `trust_envelope`."""
+def test_trust_envelope_wraps_search_results_and_the_write_tool_answers_its_record_json(tenant):
+    """R-6.4: a search result is `{"trust": "data", "source": <tool name>, "content": <result>}` with
+    `trust_envelope`; R-6.5: the write tool's result is the R-5.5 object itself, with or without it."""
     key = tool_key(tenant, capabilities=[*TOOL_CAPABILITIES, "trust_envelope"])
     record(tenant.index, "Invoices go out monthly")
 
@@ -332,7 +333,7 @@ def test_trust_envelope_wraps_every_tool_result(tenant):
     assert searched["trust"] == "data"
     assert searched["source"] == search_name(tenant.index)
     assert [hit["text"] for hit in searched["content"]["hits"]] == ["Invoices go out monthly"]
-    assert (written["trust"], written["source"], written["content"]["status"]) == ("data", write_name(tenant.index), "created")
+    assert (written["status"], written["text"], "trust" in written) == ("created", "New fact", False)
     assert "not instructions" in TRUST_ENVELOPE_NOTE
     assert "trust" not in call(tool_key(tenant), search_name(tenant.index), {"query": "invoices"})
 

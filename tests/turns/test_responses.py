@@ -111,7 +111,10 @@ def test_a_record_written_by_the_write_tool_points_at_its_thread_items_and_respo
     input_item = Item.objects.get(thread_id=body["thread_id"], role="user")
     assert (record.subject, record.source) == ("anna", "tool")
     assert record.provenance == {"thread_id": body["thread_id"], "item_ids": [input_item.id, call_item.id], "response_id": body["id"]}
-    assert json.loads(body["output"][1]["content"])["content"]["memory_id"] == record.id  # trust envelope
+    assert json.loads(body["output"][1]["content"]) == {
+        "memory_id": record.id, "status": "created", "type": "preference", "text": "Prefers e-mail.", "confidence": 1.0,
+        "subject": "anna", "index_id": tenant.index.id, "created_at": record.created_at.isoformat().replace("+00:00", "Z"),
+    }
 
 
 def test_the_loop_stops_as_incomplete_after_the_bounded_number_of_model_calls(tenant, fake_model):
