@@ -52,6 +52,21 @@ def test_agents_list_shows_the_organisations_live_agents(tenant, other_tenant, o
     assert listed["next_cursor"] is None
 
 
+def test_listing_agents_reads_their_latest_versions_in_one_query_whatever_their_number(
+    tenant, offered, django_assert_max_num_queries
+):
+    """STYLE (no per-row queries): the key, the agents, and one prefetch of their latest versions."""
+    client = tenant.client()
+    for number in range(6):
+        agent = create(client, name=f"agent-{number}").json()
+        client.post(f"/v1/agents/{agent['id']}/versions", {"model": "fake-chat", "instructions": "v2"}, format="json")
+
+    with django_assert_max_num_queries(4):
+        listed = client.get("/v1/agents").json()
+
+    assert [agent["instructions"] for agent in listed["data"]] == ["v2"] * 6
+
+
 def test_a_deleted_agent_is_gone_and_its_name_free_again(tenant, offered):
     """R-7.3."""
     agent = create(tenant.client()).json()
