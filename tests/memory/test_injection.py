@@ -321,6 +321,22 @@ def test_limit_caps_her_and_shared_records_together_and_reports_dropped_by_count
     assert result.trace["dropped_by_budget"] == 0
 
 
+def test_limit_leaves_behaviour_rules_and_past_sessions_to_their_own_caps(tenant):
+    """R-7.8: `limit` does not count behaviour rules or episodes."""
+    for number in range(2):
+        record(tenant.index, f"rule {number}", type="behaviour", subject="anna")
+        record(tenant.index, f"session {number}", type="episode", subject="anna")
+        record(tenant.index, f"hers {number}", subject="anna", confidence=0.9 - number / 10)
+    store_injection(tenant.index, episodes_limit=2)
+
+    result = build(injecting_key(tenant, limit=1))
+
+    assert {name: len(lines) for name, lines in sections(result.text).items()} == {
+        "behaviour": 2, "about_this_person": 1, "past_sessions": 2
+    }
+    assert result.trace["dropped_by_count"] == 1
+
+
 def test_reaching_the_count_in_her_section_stops_the_walk_before_the_shared_ones(tenant):
     """R-7.8: the walk stops; every candidate left, hers and shared, is dropped_by_count."""
     for number in range(3):
