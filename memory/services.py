@@ -223,6 +223,10 @@ def record_write(
 
     with transaction.atomic():
         replaced = _replaced_lock(index=index, record_id=replaces, subject=subject) if replaces else None
+        if replaced is not None and subject is None:
+            # A correction made for nobody in particular (an operator fixing Anna's record)
+            # stays hers: it must not turn her fact into a shared one every colleague gets.
+            subject = replaced.subject
         twin = _active_twin(index=index, subject=subject, type_name=type, normalised_text=normalised, excluding=replaced)
         if twin is not None:
             record, status = twin, "confirmed"

@@ -29,7 +29,9 @@ def test_erasing_a_person_removes_her_records_and_their_history_only(tenant, oth
 
 def test_a_shared_record_that_corrected_hers_loses_only_the_pointer(tenant, write):
     annas = write("Drinkt thee", subject="anna")
-    correction = write("Drinkt koffie", replaces=annas.id)  # an organisation-level correction, shared
+    # A shared record pointing at hers: written before corrections kept the person (set up directly).
+    correction = write("Drinkt koffie")
+    MemoryRecord.objects.filter(pk=correction.pk).update(replaces=annas)
 
     person_records_erase(organisation=tenant.organisation.id, subject="anna")
 

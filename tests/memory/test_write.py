@@ -216,3 +216,15 @@ def test_a_blank_text_is_a_400(tenant):
     assert response.status_code == 400
     assert response.json()["error"]["param"] == "text"
     assert not MemoryRecord.objects.exists()
+
+
+def test_a_correction_without_a_person_stays_with_the_corrected_records_person(tenant):
+    """R-5.4 with R-12.1: correcting Anna's record from an organisation-level request keeps it hers,
+    rather than turning her fact into a shared record that reaches every colleague's turns."""
+    old = _post(tenant.client(subject="anna"), tenant.index, type="fact", text="Woont in Delft").json()["memory_id"]
+
+    response = _post(tenant.client(), tenant.index, type="fact", text="Woont in Leiden", replaces=old)
+
+    assert response.status_code == 201
+    assert response.json()["subject"] == "anna"
+    assert MemoryRecord.objects.get(pk=response.json()["memory_id"]).subject == "anna"
