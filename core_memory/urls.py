@@ -22,3 +22,7 @@ urlpatterns = [
     path("v1/", include("extraction.urls")),
     path("v1/", include("audit.urls")),
 ]
+
+# API addresses answer errors as JSON; the console keeps Django's pages.
+handler404 = "core_memory.api.exceptions.not_found"
+handler500 = "core_memory.api.exceptions.server_error"

@@ -8,7 +8,8 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404
+from django.http import Http404, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -87,3 +88,21 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     else:
         param, message = None, str(exc.detail)
     return Response(error_body(status_code=exc.status_code, message=message, param=param), status=exc.status_code, headers=headers)
+
+
+def _is_api(request) -> bool:
+    return request.path_info == "/v1" or request.path_info.startswith("/v1/")
+
+
+def not_found(request, exception=None):
+    """`handler404`: an address under /v1/ that names no route answers R-2.3's body too."""
+    if _is_api(request):
+        return JsonResponse(error_body(status_code=404, message="No such route.", param=None), status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request):
+    """`handler500`: an API client gets R-2.3's body for a bug as well (the bug is logged)."""
+    if _is_api(request):
+        return JsonResponse(error_body(status_code=500, message="Internal error.", param=None), status=500)
+    return defaults.server_error(request)

@@ -65,3 +65,31 @@ def test_healthz_is_a_503_when_the_broker_is_unreachable(monkeypatch):
 
     assert response.status_code == 503
     assert response.json()["checks"] == {"database": True, "broker": False}
+
+
+@pytest.mark.parametrize("path", ["/v1/nope", "/v1/indexes/", "/v1"])
+def test_an_address_under_v1_without_a_route_is_a_json_404(tenant, path):
+    """R-2.3: errors are JSON, also where no view answers."""
+    assert_error_shape(tenant.client().get(path), status=404, error_type="not_found_error", param=None)
+
+
+def test_an_unexpected_error_on_the_api_is_a_json_500(tenant, monkeypatch):
+    """R-2.3: a client parses every error the same way; the bug itself is logged."""
+    from stores import apis
+
+    def broken(**kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(apis, "index_list_available", broken)
+    client = tenant.client()
+    client.raise_request_exception = False
+
+    assert_error_shape(client.get("/v1/indexes"), status=500, error_type="api_error", param=None)
+
+
+def test_the_console_keeps_its_own_not_found_page(admin_client):
+    """R-10: only the API answers JSON."""
+    response = admin_client.get("/console/nope/")
+
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("text/html")
