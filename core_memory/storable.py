@@ -19,22 +19,23 @@ def unstorable_value(value, path: str = "") -> tuple[str, str] | None:
     """(path, message) of the first value that cannot be stored, else None.
 
     The path reads `a.b` and `tools[1]` from the root "" down; a bad field name is
-    reported at the object that holds it.
+    reported at the object that holds it. Walks with its own stack, so a deeply nested
+    body costs no recursion.
     """
-    if isinstance(value, str):
-        return (path, UNSTORABLE_TEXT_MESSAGE) if UNSTORABLE_CHARACTERS.search(value) else None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else (path, UNSTORABLE_NUMBER_MESSAGE)
-    if isinstance(value, dict):
-        for name, item in value.items():
-            if not isinstance(name, str) or UNSTORABLE_CHARACTERS.search(name):
-                return path, UNSTORABLE_TEXT_MESSAGE
-            found = unstorable_value(item, f"{path}.{name}" if path else name)
-            if found is not None:
-                return found
-    elif isinstance(value, (list, tuple)):
-        for position, item in enumerate(value):
-            found = unstorable_value(item, f"{path}[{position}]")
-            if found is not None:
-                return found
+    pending = [(value, path)]
+    while pending:
+        item, at = pending.pop()
+        if isinstance(item, str):
+            if UNSTORABLE_CHARACTERS.search(item):
+                return at, UNSTORABLE_TEXT_MESSAGE
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return at, UNSTORABLE_NUMBER_MESSAGE
+        elif isinstance(item, dict):
+            for name in item:
+                if not isinstance(name, str) or UNSTORABLE_CHARACTERS.search(name):
+                    return at, UNSTORABLE_TEXT_MESSAGE
+            pending.extend((child, f"{at}.{name}" if at else name) for name, child in reversed(item.items()))
+        elif isinstance(item, (list, tuple)):
+            pending.extend((child, f"{at}[{position}]") for position, child in reversed(list(enumerate(item))))
     return None

@@ -35,7 +35,7 @@ def request_fingerprint(*, method: str, path: str, body: bytes, person: str | No
     person's answer must never be replayed to another (R-12.1)."""
     try:
         canonical = json.dumps(json.loads(body or b"null"), sort_keys=True, separators=(",", ":")).encode()
-    except ValueError:
+    except (ValueError, RecursionError):
         canonical = body
     spoken_for = b"" if person is None else b"\nperson " + json.dumps(person).encode()
     return hashlib.sha256(method.encode() + b" " + path.encode() + spoken_for + b"\n" + canonical).hexdigest()

@@ -10,7 +10,11 @@ from core_memory.storable import unstorable_value
 
 class CoreJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
-        data = super().parse(stream, media_type, parser_context)
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            # Python's decoder gives up some hundreds of levels down, how many depends on the stack.
+            raise InvalidRequest("The JSON body is nested too deeply.") from None
         found = unstorable_value(data)
         if found is not None:
             path, message = found

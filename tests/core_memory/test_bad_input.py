@@ -129,3 +129,26 @@ def test_a_request_that_fails_unexpectedly_releases_its_idempotency_key(tenant, 
 
     assert retry.status_code == 201
     assert IdempotentRequest.objects.filter(idempotency_key="retry-1", state="completed").count() == 1
+
+
+def test_a_body_nested_beyond_what_the_json_decoder_can_read_is_a_400(tenant):
+    """R-12.3: not a RecursionError's 500, and not a claimed Idempotency-Key either."""
+    body = '{"name": %s"x"%s}' % ("[" * 5000, "]" * 5000)
+
+    response = tenant.client().generic(
+        "POST", "/v1/indexes", body, content_type="application/json", HTTP_IDEMPOTENCY_KEY="deep"
+    )
+
+    assert error_of(response) == (400, None)
+    assert not IdempotentRequest.objects.exists()
+
+
+def test_the_check_of_a_deeply_nested_body_needs_no_recursion():
+    """R-12.3: what the decoder could read, the check can walk, whatever the stack."""
+    from core_memory.storable import unstorable_value
+
+    deep: object = "\u0000"
+    for _ in range(5000):
+        deep = [deep]
+
+    assert unstorable_value({"metadata": deep}) == ("metadata" + "[0]" * 5000, "Text may not contain NUL characters or lone surrogates.")
