@@ -95,6 +95,26 @@ def test_delete_person_route_erases_her(tenant):
     assert AuditEvent.objects.filter(action="person.erased", target="anna", actor=tenant.key.id).count() == 1
 
 
+@pytest.mark.parametrize("subject", ["team/anna", "anna@example.org", "anna ?#%"])
+def test_any_person_the_api_can_name_can_be_erased_and_given_rules(tenant, subject):
+    """R-3.4, R-2.2: a person named in X-Core-Subject, slash and all, is reachable at
+    /v1/persons/{subject} with the subject percent-encoded."""
+    from urllib.parse import quote
+
+    make_record(tenant, subject=subject, text="Likes tea.")
+    path = f"/v1/persons/{quote(subject, safe='')}"
+
+    assert tenant.client().patch(path, {"helper_model_may_read": False}, format="json").json() == {
+        "subject": subject,
+        "helper_model_may_read": False,
+    }
+    response = tenant.client().delete(path)
+
+    assert response.status_code == 200
+    assert response.json()["erased"]["records"] == 1
+    assert not MemoryRecord.objects.filter(subject=subject).exists()
+
+
 def test_erasing_a_person_never_named_is_not_an_error(tenant):
     """R-3.4: afterwards she is gone either way."""
     response = tenant.client().delete("/v1/persons/nobody")
