@@ -43,6 +43,15 @@ def test_createorg_refuses_an_unknown_time_zone():
     assert not Organisation.objects.exists()
 
 
+@pytest.mark.parametrize("name", ["", "x" * 201])
+def test_createorg_refuses_a_name_it_cannot_keep_with_a_message(name):
+    """R-1.3: an operator's mistake is a command error, not a traceback."""
+    with pytest.raises(CommandError, match="name"):
+        createorg(name)
+
+    assert not Organisation.objects.exists()
+
+
 def test_createadmin_makes_an_administrator_of_that_organisation():
     """R-1.3."""
     organisation_id = createorg("Acme")["organisation_id"]

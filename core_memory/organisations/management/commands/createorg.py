@@ -1,6 +1,7 @@
 import json
 import zoneinfo
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from core_memory.organisations.models import ORGANISATION_CAPABILITIES
@@ -19,7 +20,10 @@ class Command(BaseCommand):
     def handle(self, *args, name, timezone, capability, **options):
         if timezone not in zoneinfo.available_timezones():
             raise CommandError(f"Unknown time zone {timezone!r} (use an IANA name such as Europe/Amsterdam).")
-        organisation, key, secret = organisation_create(name=name, timezone=timezone, capabilities=capability)
+        try:
+            organisation, key, secret = organisation_create(name=name, timezone=timezone, capabilities=capability)
+        except ValidationError as error:
+            raise CommandError("; ".join(f"{field}: {' '.join(messages)}" for field, messages in error.message_dict.items())) from error
         answer = {"organisation_id": organisation.id, "key_id": key.id, "key": secret}
         self.stdout.write(json.dumps(answer))
         if not options["json"]:
