@@ -13,6 +13,7 @@ nothing but Python runs the same database engine as production. Its data lives i
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -81,10 +82,22 @@ def main(argv: list[str]) -> int:
     if not environment.get("DATABASE_URL"):
         started_here = not is_running()
         environment["DATABASE_URL"] = database_url()
+    process: subprocess.Popen | None = None
+
+    def forward(signum, frame) -> None:
+        if process is not None:
+            process.send_signal(signum)
+
+    # A supervisor stops us with SIGTERM: pass it on and stop the database only once the
+    # command has finished with it (Ctrl-C already reaches the whole process group).
+    signal.signal(signal.SIGTERM, forward)
+    process = subprocess.Popen(command, env=environment)
     try:
-        return subprocess.call(command, env=environment)
-    except KeyboardInterrupt:
-        return 130
+        while True:
+            try:
+                return process.wait()
+            except KeyboardInterrupt:
+                continue
     finally:
         if started_here:
             stop()
