@@ -9,10 +9,20 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import datetime, timezone
 
 UNSTORABLE_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
 UNSTORABLE_TEXT_MESSAGE = "Text may not contain NUL characters or lone surrogates."
 UNSTORABLE_NUMBER_MESSAGE = "Numbers must be finite."
+# Times PostgreSQL stores but Python cannot hand back once shown in any zone (±14 h):
+# one such value makes every later read of its row a 500.
+EARLIEST_TIME = datetime(1, 1, 2, tzinfo=timezone.utc)
+LATEST_TIME = datetime(9999, 12, 30, tzinfo=timezone.utc)
+
+
+def time_is_storable(value: datetime) -> bool:
+    """An aware time that reads back in every zone."""
+    return EARLIEST_TIME <= value <= LATEST_TIME
 
 
 def unstorable_value(value, path: str = "") -> tuple[str, str] | None:

@@ -1,6 +1,8 @@
 """Serializer building blocks shared by the API's InputSerializers."""
 from rest_framework import serializers
 
+from core_memory.storable import time_is_storable
+
 
 class StrictSerializer(serializers.Serializer):
     """Refuses fields it does not know, so a typo is a 400 naming it, not a silent default."""
@@ -16,12 +18,17 @@ class StrictSerializer(serializers.Serializer):
 class OffsetDateTimeField(serializers.DateTimeField):
     """ISO 8601 with an explicit offset; a naive time is refused (R-2.4, R-5.10)."""
 
-    default_error_messages = {"naive": "Give the time in ISO 8601 with an offset, e.g. 2026-11-30T09:00:00+01:00."}
+    default_error_messages = {
+        "naive": "Give the time in ISO 8601 with an offset, e.g. 2026-11-30T09:00:00+01:00.",
+        "range": "Give a time between the years 1 and 9999.",
+    }
 
     def to_internal_value(self, value):
         parsed = super().to_internal_value(value)
         if isinstance(value, str) and not _has_offset(value):
             self.fail("naive")
+        if not time_is_storable(parsed):
+            self.fail("range")
         return parsed
 
     def enforce_timezone(self, value):

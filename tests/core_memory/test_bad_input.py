@@ -152,3 +152,27 @@ def test_the_check_of_a_deeply_nested_body_needs_no_recursion():
         deep = [deep]
 
     assert unstorable_value({"metadata": deep}) == ("metadata" + "[0]" * 5000, "Text may not contain NUL characters or lone surrogates.")
+
+
+# Valid ISO 8601 with an offset, but outside the years Python can read back in every zone.
+UNREADABLE_TIMES = ["9999-12-31T23:00:00-14:00", "0001-01-01T00:00:00+14:00", "9999-12-31T12:00:00Z"]
+
+
+@pytest.mark.parametrize("expires_at", UNREADABLE_TIMES)
+def test_a_key_expiry_outside_the_readable_years_is_a_400_and_no_key_is_made(tenant, expires_at):
+    """R-12.3: such a key was stored, its answer was a 400, and every later key list a 500."""
+    url = f"/v1/tenants/{tenant.organisation.id}/keys"
+
+    response = tenant.client().post(url, {"name": "far", "expires_at": expires_at}, format="json")
+
+    assert error_of(response) == (400, "expires_at")
+    assert not tenant.organisation.keys.filter(name="far").exists()
+    assert tenant.client().get(url).status_code == 200
+
+
+@pytest.mark.parametrize("after", UNREADABLE_TIMES)
+def test_an_audit_bound_outside_the_readable_years_is_a_400(tenant, after):
+    """R-12.3, R-11.3."""
+    response = tenant.client().get("/v1/audit", {"after": after})
+
+    assert error_of(response) == (400, "after")
