@@ -10,4 +10,8 @@ BEAT_SCHEDULE = {
         "task": "core_memory.keys.tasks.keys_expiry_record_task",
         "schedule": crontab(minute=5),
     },
+    "idempotency-purge": {
+        "task": "core_memory.api.tasks.idempotency_purge_task",
+        "schedule": crontab(minute=35),
+    },
 }

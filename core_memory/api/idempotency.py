@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -82,3 +82,10 @@ def idempotency_complete(*, row: IdempotentRequest, status_code: int, body) -> N
 
 def idempotency_release(*, row: IdempotentRequest) -> None:
     row.delete()
+
+
+def idempotency_purge(*, now: datetime | None = None) -> int:
+    """Forget answers older than RETENTION (beat, hourly); a claim is checked against
+    RETENTION too, so an expired row never replays even before it is purged."""
+    deleted, _ = IdempotentRequest.objects.filter(created_at__lt=(now or timezone.now()) - RETENTION).delete()
+    return deleted

@@ -76,3 +76,23 @@ def test_a_retry_while_the_first_request_still_runs_is_a_409_and_writes_nothing(
     assert response.status_code == 409
     assert response.json()["error"]["param"] == "Idempotency-Key"
     assert not KnowledgeIndex.objects.filter(name="slow").exists()
+
+
+def test_answers_kept_longer_than_a_day_are_purged_by_the_scheduled_task(tenant):
+    """R-2.6 (docs/decisions.md: kept 24 hours): stored answers, whole turns among them,
+    do not pile up for keys that are never retried."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from core_memory.api.tasks import idempotency_purge_task
+    from core_memory.beat import BEAT_SCHEDULE
+
+    client = tenant.client()
+    client.post("/v1/indexes", {"name": "old"}, format="json", HTTP_IDEMPOTENCY_KEY="old")
+    client.post("/v1/indexes", {"name": "new"}, format="json", HTTP_IDEMPOTENCY_KEY="new")
+    IdempotentRequest.objects.filter(idempotency_key="old").update(created_at=timezone.now() - timedelta(hours=25))
+
+    assert idempotency_purge_task() == {"purged": 1}
+    assert list(IdempotentRequest.objects.values_list("idempotency_key", flat=True)) == ["new"]
+    assert "core_memory.api.tasks.idempotency_purge_task" in {entry["task"] for entry in BEAT_SCHEDULE.values()}
