@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from core_memory.api.serializers import StrictSerializer
+from core_memory.api.serializers import StrictSerializer, refuse_unstorable
 
 RANKS = ("confidence", "relevance", "blend")
 MAX_TOKEN_BUDGET = 200_000
@@ -45,6 +45,7 @@ class LabelsField(serializers.DictField):
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
+        refuse_unstorable(value)
         for name, label in value.items():
             if not 1 <= len(name) <= 100:
                 raise serializers.ValidationError({name: ["A label name is 1 to 100 characters."]})

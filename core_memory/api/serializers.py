@@ -1,7 +1,7 @@
 """Serializer building blocks shared by the API's InputSerializers."""
 from rest_framework import serializers
 
-from core_memory.storable import time_is_storable
+from core_memory.storable import time_is_storable, unstorable_value
 
 
 class StrictSerializer(serializers.Serializer):
@@ -43,11 +43,29 @@ def _has_offset(text: str) -> bool:
     return "+" in time_part or "-" in time_part
 
 
+def refuse_unstorable(value) -> None:
+    """A ValidationError at the path of what PostgreSQL cannot store (core_memory.storable).
+
+    For interfaces without the API's parser in front (the console, services fed by code).
+    """
+    found = unstorable_value(value)
+    if found is None:
+        return
+    path, message = found
+    if not path:
+        raise serializers.ValidationError(message)
+    detail = [message]
+    for part in reversed(path.replace("[", ".[").split(".")):
+        detail = {int(part[1:-1]) if part.startswith("[") else part: detail}
+    raise serializers.ValidationError(detail)
+
+
 class StringMapField(serializers.DictField):
     """A flat JSON object of string keys to scalar values (metadata filters)."""
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
+        refuse_unstorable(value)
         for key, item in value.items():
             if not isinstance(item, (str, int, float, bool)) or item is None:
                 raise serializers.ValidationError({key: ["Must be a string, number or boolean."]})

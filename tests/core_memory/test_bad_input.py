@@ -176,3 +176,34 @@ def test_an_audit_bound_outside_the_readable_years_is_a_400(tenant, after):
     response = tenant.client().get("/v1/audit", {"after": after})
 
     assert error_of(response) == (400, "after")
+
+
+@pytest.mark.parametrize(
+    ("metadata", "path"),
+    [({"klant": "a\u0000"}, "klant"), ({"a\u0000": "x"}, None), ({"score": float("inf")}, "score")],
+)
+def test_the_key_configuration_refuses_an_unstorable_metadata_filter_whatever_the_interface(tenant, metadata, path):
+    """R-12.3: the console validates a key's memory configuration through the same
+    serializer as the API, but without the API's parser in front of it."""
+    from rest_framework.exceptions import ValidationError
+
+    from core_memory.api.exceptions import first_error
+    from core_memory.keys.configuration import memory_config_normalise
+
+    with pytest.raises(ValidationError) as refused:
+        memory_config_normalise({"injection": {"index_id": tenant.index.id, "metadata": metadata}})
+
+    assert first_error(refused.value.detail)[0] == ".".join(part for part in ("injection", "metadata", path) if part)
+
+
+def test_the_store_sections_refuse_an_unstorable_label_name_whatever_the_interface():
+    """R-12.3: the console's store form validates through store_sections_normalise."""
+    from rest_framework.exceptions import ValidationError
+
+    from core_memory.api.exceptions import first_error
+    from stores.configuration import store_sections_normalise
+
+    with pytest.raises(ValidationError) as refused:
+        store_sections_normalise({"promotion": {"labels": {"a\u0000": "b"}}})
+
+    assert first_error(refused.value.detail)[0] == "promotion.labels"
