@@ -45,7 +45,8 @@ def organisation_update(*, organisation: Organisation, actor: str, changes: dict
     """Replaces the given settings (R-3.1); audited as `organisation.updated`.
 
     `offered_models` (null: every model of CORE_MODELS) may name only configured models,
-    and the helper model, when set, must stay offered. Raises Unprocessable naming the field.
+    and a PATCH of either must leave the helper model, when set, offered. Raises Unprocessable
+    naming the field.
     """
     from core_memory.llm.registry import configured_model_ids
 
@@ -61,7 +62,10 @@ def organisation_update(*, organisation: Organisation, actor: str, changes: dict
         if field in ("capabilities", "offered_models") and value is not None:
             value = list(dict.fromkeys(value))
         setattr(organisation, field, value)
-    if organisation.helper_model is not None and organisation.helper_model not in organisation.offered_model_ids():
+    # Checked only when the PATCH touches it: a model the operator withdrew from
+    # CORE_MODELS since must not block an unrelated change.
+    touches_helper = "helper_model" in changes or "offered_models" in changes
+    if touches_helper and organisation.helper_model is not None and organisation.helper_model not in organisation.offered_model_ids():
         param = "helper_model" if "helper_model" in changes else "offered_models"
         raise Unprocessable(f"The helper model {organisation.helper_model!r} is not offered to this organisation.", param=param)
     if fields:

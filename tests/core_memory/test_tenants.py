@@ -99,6 +99,17 @@ def test_withdrawing_the_offered_helper_model_is_a_422_on_offered_models(tenant)
     assert response.json()["error"]["param"] == "offered_models"
 
 
+def test_a_helper_model_the_operator_withdrew_since_does_not_block_an_unrelated_change(tenant, settings):
+    """R-3.1: like a key's policy (docs/decisions.md), only what the PATCH gives is checked."""
+    tenant.client().patch(tenant_url(tenant), {"helper_model": "helper"}, format="json")
+    settings.CORE_MODELS = [model for model in settings.CORE_MODELS if model["id"] != "helper"]
+
+    response = tenant.client().patch(tenant_url(tenant), {"name": "Renamed"}, format="json")
+
+    assert response.status_code == 200
+    assert response.json()["name"] == "Renamed"
+
+
 def test_another_organisation_is_a_404_and_unchanged(tenant, other_tenant):
     """R-2.5."""
     url = tenant_url(other_tenant)
