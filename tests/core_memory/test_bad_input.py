@@ -207,3 +207,23 @@ def test_the_store_sections_refuse_an_unstorable_label_name_whatever_the_interfa
         store_sections_normalise({"promotion": {"labels": {"a\u0000": "b"}}})
 
     assert first_error(refused.value.detail)[0] == "promotion.labels"
+
+
+def test_a_body_900_levels_deep_is_read_however_deep_the_callers_stack():
+    """R-12.3: how deep a body Python's decoder reads must not depend on how the process
+    was started (`python -m pytest` in `make test` sits a few frames deeper than `pytest`)."""
+    import io
+
+    from core_memory.api.parsers import CoreJSONParser
+
+    body = ("[" * 900 + "]" * 900).encode()
+
+    def parse_at(depth: int):
+        if depth:
+            return parse_at(depth - 1)
+        return CoreJSONParser().parse(io.BytesIO(body), parser_context={})
+
+    data = parse_at(300)
+    for _ in range(899):
+        data = data[0]
+    assert data == []
