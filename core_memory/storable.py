@@ -20,6 +20,11 @@ EARLIEST_TIME = datetime(1, 1, 2, tzinfo=timezone.utc)
 LATEST_TIME = datetime(9999, 12, 30, tzinfo=timezone.utc)
 
 
+# Metadata and item content are a label or two; far below the depth at which encoding
+# them exhausts Python's stack.
+MAX_JSON_DEPTH = 32
+
+
 def time_is_storable(value: datetime) -> bool:
     """An aware time that reads back in every zone."""
     return EARLIEST_TIME <= value <= LATEST_TIME
@@ -49,3 +54,25 @@ def unstorable_value(value, path: str = "") -> tuple[str, str] | None:
         elif isinstance(item, (list, tuple)):
             pending.extend((child, f"{at}[{position}]") for position, child in reversed(list(enumerate(item))))
     return None
+
+
+def storable_check(value, *, param: str) -> None:
+    """Refuses what PostgreSQL would refuse with a 500 (R-12.3), for callers whose values
+    did not come through the API's parser (the write tool, extraction, thread imports):
+    what `unstorable_value` finds, and JSON nested deeper than MAX_JSON_DEPTH.
+    `param` is the value's path; a nested value's path is `param.key` or `param[i]`."""
+    from core_memory.api.errors import InvalidRequest
+
+    found = unstorable_value(value, param)
+    if found is not None:
+        path, message = found
+        raise InvalidRequest(message, param=path)
+    pending = [(value, param, 0)]
+    while pending:
+        item, path, depth = pending.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise InvalidRequest(f"JSON may nest at most {MAX_JSON_DEPTH} levels deep.", param=path)
+        if isinstance(item, dict):
+            pending.extend((child, f"{path}.{name}", depth + 1) for name, child in item.items())
+        elif isinstance(item, (list, tuple)):
+            pending.extend((child, f"{path}[{position}]", depth + 1) for position, child in enumerate(item))

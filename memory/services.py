@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from datetime import timezone as dt_timezone
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -22,7 +21,7 @@ from audit.services import audit_event_record
 from core_memory.api.errors import Conflict, InvalidRequest, NotFound, PermissionDenied, Unprocessable
 from core_memory.keys.models import ApiKey
 from core_memory.organisations.models import Organisation
-from core_memory.storable import unstorable_value
+from core_memory.storable import storable_check, time_is_storable
 from memory.models import MemoryRecord
 from memory.selectors import CORE_WRITTEN_TYPES, store_known_types
 from stores.models import KnowledgeIndex
@@ -33,37 +32,12 @@ COMMITMENT = "commitment"
 # Folded at the end of a text when comparing: "Likes tea." confirms "likes tea".
 _FINAL_PUNCTUATION = ".,;:!?…。"
 _WHITESPACE = re.compile(r"\s+")
-# Times PostgreSQL stores but cannot hand back to Python once shown in any zone (±14 h).
-_EARLIEST_TIME = datetime(1, 1, 2, tzinfo=dt_timezone.utc)
-_LATEST_TIME = datetime(9999, 12, 30, tzinfo=dt_timezone.utc)
-# Metadata is a label or two; far below the depth at which encoding it exhausts the stack.
-MAX_JSON_DEPTH = 32
 
 
 def text_normalise(text: str) -> str:
     """Case, whitespace and final punctuation folded (R-5.4)."""
     folded = _WHITESPACE.sub(" ", text.casefold()).strip()
     return folded.rstrip(_FINAL_PUNCTUATION + " ")
-
-
-def storable_check(value, *, param: str) -> None:
-    """Refuses what PostgreSQL would refuse with a 500 (R-12.3), for callers whose text
-    did not come through the API's parser (the write tool, extraction): what
-    `core_memory.storable` finds, and JSON nested deeper than Python's encoder reaches.
-    `param` is the value's path; a nested value's path is `param.key` or `param[i]`."""
-    found = unstorable_value(value, param)
-    if found is not None:
-        path, message = found
-        raise InvalidRequest(message, param=path)
-    pending = [(value, param, 0)]
-    while pending:
-        item, path, depth = pending.pop()
-        if depth > MAX_JSON_DEPTH:
-            raise InvalidRequest(f"JSON may nest at most {MAX_JSON_DEPTH} levels deep.", param=path)
-        if isinstance(item, dict):
-            pending.extend((child, f"{path}.{name}", depth + 1) for name, child in item.items())
-        elif isinstance(item, (list, tuple)):
-            pending.extend((child, f"{path}[{position}]", depth + 1) for position, child in enumerate(item))
 
 
 def change_reason(*, what: str, actor: str) -> str:
@@ -123,7 +97,7 @@ def _type_check(*, index: KnowledgeIndex, type_name: str) -> None:
 def _due_check(*, type_name: str, due_at, done=None) -> None:
     if type_name != COMMITMENT and due_at is not None:
         raise InvalidRequest("due_at is only for commitments.", param="due_at")
-    if due_at is not None and not _EARLIEST_TIME <= due_at <= _LATEST_TIME:
+    if due_at is not None and not time_is_storable(due_at):
         raise InvalidRequest("due_at must lie between the years 1 and 9999.", param="due_at")
     if type_name != COMMITMENT and done:
         raise InvalidRequest("done is only for commitments.", param="done")

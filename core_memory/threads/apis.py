@@ -1,6 +1,3 @@
-from datetime import datetime
-from datetime import timezone as dt_timezone
-
 from django.utils import timezone
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -8,14 +5,13 @@ from rest_framework.response import Response
 from core_memory.api.pagination import IdCursorPagination, paginated_response
 from core_memory.api.serializers import OffsetDateTimeField, StrictSerializer
 from core_memory.api.views import CoreApi
+from core_memory.storable import storable_check
 from core_memory.threads.models import Item
 from core_memory.threads.selectors import thread_get_available, thread_items
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
-from memory.services import storable_check
 
 MAX_IMPORTED_ITEMS = 100
 # Earlier times are stored by PostgreSQL but cannot be read back into Python (year 0).
-EARLIEST_ITEM_TIME = datetime(1, 1, 2, tzinfo=dt_timezone.utc)
 
 # Which roles each kind of item may have; tool entries carry a call id.
 KIND_ROLES = {
@@ -80,8 +76,6 @@ class ItemInputSerializer(StrictSerializer):
             raise serializers.ValidationError({"content": ["A message has content."]})
         if attrs["created_at"] is not None and attrs["created_at"] > timezone.now():
             raise serializers.ValidationError({"created_at": ["An imported item cannot be from the future."]})
-        if attrs["created_at"] is not None and attrs["created_at"] < EARLIEST_ITEM_TIME:
-            raise serializers.ValidationError({"created_at": ["An imported item is from the year 1 or later (UTC)."]})
         return attrs
 
 
