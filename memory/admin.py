@@ -30,7 +30,7 @@ from django.utils.text import Truncator, capfirst
 from django.utils.translation import gettext_lazy as _
 
 from core_memory.api.errors import ApplicationError
-from core_memory.console.admin import OrganisationScopedAdmin
+from core_memory.console.admin import SoftDeleteScopedAdmin
 from core_memory.keys.models import ApiKey
 from memory.console import console_read_audit
 from memory.models import MemoryRecord
@@ -119,7 +119,7 @@ class MemoryRecordForm(forms.ModelForm):
 
 
 @admin.register(MemoryRecord)
-class MemoryRecordAdmin(OrganisationScopedAdmin):
+class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
     """Records of her organisation's live indexes, every status (filter on status to narrow).
 
     Only what an administrator may correct is editable — text, metadata, confidence and,
@@ -350,10 +350,6 @@ class MemoryRecordAdmin(OrganisationScopedAdmin):
         if getattr(request, "_console_save_refused", False):
             return HttpResponseRedirect(request.path)
         return super().response_change(request, obj)
-
-    def get_deleted_objects(self, objs, request):
-        # A delete is soft (R-5.8): the record alone changes status; nothing related goes.
-        return [str(record) for record in objs], {MemoryRecord._meta.verbose_name_plural: len(objs)}, set(), []
 
     def delete_model(self, request, obj):
         record_delete(record=obj, actor=self.actor(request))

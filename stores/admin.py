@@ -8,7 +8,7 @@ from rest_framework.exceptions import ValidationError as DrfValidationError
 
 from core_memory.api.errors import ApplicationError
 from core_memory.api.exceptions import first_error
-from core_memory.console.admin import OrganisationScopedAdmin
+from core_memory.console.admin import OrganisationScopedAdmin, SoftDeleteScopedAdmin
 from stores.models import SECTION_DEFAULTS, KnowledgeIndex, MemoryStore
 from stores.services import index_create, index_delete, store_sections_validate, store_update
 
@@ -16,7 +16,7 @@ SECTIONS = tuple(SECTION_DEFAULTS)
 
 
 @admin.register(KnowledgeIndex)
-class KnowledgeIndexAdmin(OrganisationScopedAdmin):
+class KnowledgeIndexAdmin(SoftDeleteScopedAdmin):  # deleting marks the index deleted
     list_display = ("name", "id", "pipeline", "embeddings", "created_at")
     search_fields = ("name", "id")
     fields = ("name", "embeddings")
@@ -40,11 +40,6 @@ class KnowledgeIndexAdmin(OrganisationScopedAdmin):
         if obj is None and self.organisation_id(request) is None:
             return ("organisation", *self.fields)
         return self.fields
-
-    def get_deleted_objects(self, objs, request):
-        # Deleting an index marks it deleted; its store and records are not removed
-        # row by row, so there is nothing else to list or to need permission for.
-        return [str(index) for index in objs], {KnowledgeIndex._meta.verbose_name_plural: len(objs)}, set(), []
 
     def delete_model(self, request, obj):
         index_delete(index=obj, actor=self.actor(request))

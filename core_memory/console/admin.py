@@ -128,6 +128,14 @@ class OrganisationScopedAdmin(admin.ModelAdmin):
         return self._administers(request) and super().has_delete_permission(request, obj)
 
 
+class SoftDeleteScopedAdmin(OrganisationScopedAdmin):
+    """For models whose delete service only marks the row deleted (indexes, records):
+    nothing related is removed, so the confirmation lists the objects alone."""
+
+    def get_deleted_objects(self, objs, request):
+        return [str(obj) for obj in objs], {self.model._meta.verbose_name_plural: len(objs)}, set(), []
+
+
 class ReadOnlyScopedAdmin(OrganisationScopedAdmin):
     """Shown, never added, changed or deleted from the console — not even by a superuser."""
 
