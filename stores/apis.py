@@ -21,6 +21,7 @@ class IndexListCreateApi(CoreApi):
     """`GET /v1/indexes` and `POST /v1/indexes` (R-4.1)."""
 
     required_capabilities = ("knowledge",)
+    organisation_wide_methods = ("POST",)
     pagination_class = IdCursorPagination
     OutputSerializer = IndexOutputSerializer
 
@@ -44,6 +45,7 @@ class IndexDetailApi(CoreApi):
     """`GET /v1/indexes/{id}` and `DELETE /v1/indexes/{id}` (R-4.1); deleting needs the write right."""
 
     required_capabilities = ("knowledge",)
+    organisation_wide_methods = ("DELETE",)
     OutputSerializer = IndexOutputSerializer
 
     def get(self, request, index_id: str):
@@ -63,6 +65,7 @@ class StoreDetailApi(CoreApi):
     """
 
     required_capabilities = ("memory",)
+    organisation_wide_methods = ("PATCH",)
 
     class InputSerializer(StoreSectionsSerializer):
         pass

@@ -42,6 +42,8 @@ class AgentVersionInputSerializer(StrictSerializer):
 class AgentListCreateApi(CoreApi):
     """`GET /v1/agents` and `POST /v1/agents` (R-7.3)."""
 
+    organisation_wide_methods = ("POST",)
+
     class InputSerializer(AgentVersionInputSerializer):
         name = serializers.CharField(max_length=200)
 
@@ -63,6 +65,8 @@ class AgentListCreateApi(CoreApi):
 class AgentDetailApi(CoreApi):
     """`GET /v1/agents/{id}` and `DELETE /v1/agents/{id}` (R-7.3)."""
 
+    organisation_wide_methods = ("DELETE",)
+
     def get(self, request, agent_id: str):
         agent = agent_get_available(organisation=self.organisation, agent_ref=agent_id)
         return Response(AgentOutputSerializer(agent).data)
@@ -75,6 +79,8 @@ class AgentDetailApi(CoreApi):
 
 class AgentVersionCreateApi(CoreApi):
     """`POST /v1/agents/{id}/versions` (R-7.3): answers the agent at its new version."""
+
+    organisation_wide_methods = ("POST",)
 
     InputSerializer = AgentVersionInputSerializer
 

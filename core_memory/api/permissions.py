@@ -16,6 +16,8 @@ class HasCapabilities(BasePermission):
         if principal.token_subject is not None and "management" in required:
             # A subject token speaks for one person; managing the organisation is not hers.
             raise PermissionDenied("A subject token cannot use management routes.")
+        if principal.token_subject is not None and request.method in getattr(view, "organisation_wide_methods", ()):
+            raise PermissionDenied("A subject token acts for one person; it cannot change organisation-wide settings.")
         missing = [capability for capability in required if not principal.key.has_capability(capability)]
         if missing:
             raise PermissionDenied(f"This key lacks the capability {missing[0]!r}.")

@@ -36,6 +36,9 @@ class CoreApi(APIView):
     # Answer fields holding a secret shown once: an idempotent replay answers them as
     # null rather than keeping the secret in clear for a day (docs/decisions.md).
     idempotency_secret_fields: tuple[str, ...] = ()
+    # Methods that change what the whole organisation gets (indexes, stores, agents): a
+    # subject token acts for one person and is refused them (HasCapabilities).
+    organisation_wide_methods: tuple[str, ...] = ()
 
     @property
     def principal(self) -> Principal:
