@@ -105,6 +105,12 @@ class ApiKeyAdmin(OrganisationScopedAdmin):
         organisation_id = obj.organisation_id if obj is not None else self.organisation_id(request)
         return type(form.__name__, (form,), {"organisation_id": organisation_id})
 
+    def has_change_permission(self, request, obj=None):
+        # Revocation is final (key_update refuses a revoked key): the console shows it read-only.
+        if obj is not None and obj.revoked_at is not None:
+            return False
+        return super().has_change_permission(request, obj)
+
     @admin.display(boolean=True, description=_("usable"))
     def is_usable(self, key: ApiKey) -> bool:
         return key.is_usable

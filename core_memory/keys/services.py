@@ -8,7 +8,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from audit.services import audit_event_record
-from core_memory.api.errors import Unprocessable
+from core_memory.api.errors import Conflict, Unprocessable
 from core_memory.keys.configuration import memory_config_normalise
 from core_memory.keys.models import (
     ALL_INDEXES,
@@ -106,6 +106,9 @@ def key_create(
 def key_update(*, key: ApiKey, actor: str, changes: dict) -> ApiKey:
     """Replaces the given fields (a given `memory` or `policy` replaces the whole object)."""
     key = ApiKey.objects.select_for_update().select_related("organisation").get(pk=key.pk)
+    if key.revoked_at is not None:
+        # Revocation is final (R-3.2): a revoked key is kept to be read, not to be revived.
+        raise Conflict("This key is revoked; create a new key instead.", param=None)
     fields = [field for field in UPDATABLE_FIELDS if field in changes]
     for field in fields:
         value = changes[field]

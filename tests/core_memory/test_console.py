@@ -408,3 +408,16 @@ def test_deleting_an_index_in_the_console_marks_it_deleted(console, tenant):
     assert AuditEvent.objects.filter(action="index.deleted", target=tenant.index.id, actor="console:anna").exists()
     assert console.get(f"/console/stores/memorystore/{tenant.index.id}/change/").status_code == 404
     assert tenant.client().get(f"/v1/memory/stores/{tenant.index.id}").status_code == 404
+
+
+def test_a_revoked_key_is_shown_read_only_in_the_console(console, tenant):
+    """R-3.2: revocation is final; the console shows the revoked key but does not change it."""
+    console.post("/console/keys/apikey/", {"action": "revoke_keys", "_selected_action": [tenant.key.id]})
+
+    page = console.get(f"/console/keys/apikey/{tenant.key.id}/change/")
+    attempt = console.post(f"/console/keys/apikey/{tenant.key.id}/change/", {"name": "revived"})
+
+    assert page.status_code == 200
+    assert b'name="name"' not in page.content
+    assert attempt.status_code == 403
+    assert ApiKey.objects.get(pk=tenant.key.pk).name == tenant.key.name

@@ -285,3 +285,16 @@ def test_listing_keys_takes_a_fixed_number_of_queries(tenant, django_assert_max_
         response = tenant.client().get(keys_url(tenant))
 
     assert len(response.json()["data"]) == 6
+
+
+def test_a_revoked_key_cannot_be_changed_again(tenant):
+    """R-3.2: DELETE revokes for good; the revoked key stays listed as it was."""
+    _, other_key = tenant.key_client(name="old")
+    assert tenant.client().delete(keys_url(tenant, other_key.id)).status_code == 200
+
+    response = tenant.client().patch(keys_url(tenant, other_key.id), {"name": "revived", "expires_at": None}, format="json")
+
+    assert response.status_code == 409
+    other_key.refresh_from_db()
+    assert other_key.name == "old"
+    assert other_key.revoked_at is not None
