@@ -24,7 +24,7 @@ test: install
 	$(WITH_DB) $(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install
-	$(WITH_DB) $(PY) -m pytest bench --benchmark-enable $(PYTEST_ARGS)
+	$(WITH_DB) $(PY) bench/turn_overhead.py $(BENCH_ARGS)
 
 stop-db:
 	$(PY) -m core_memory.embedded stop

@@ -42,7 +42,7 @@ EPISODE_SPAN_FIELDS = ("from", "to", "thread_id", "first_item_id")
 BYTES_PER_TOKEN = 4
 PAGE_MARGIN = 10
 MAX_PAGES = 3
-COUNT_CAP = 10_000
+COUNT_CAP = 1_000
 # The smallest record line is about 40 bytes; below this nothing more can fit.
 MIN_LINE_TOKENS = 10
 # Episodes: relevance to the topic, weighted so that a session this old counts half.

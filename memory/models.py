@@ -109,6 +109,17 @@ class MemoryRecord(models.Model):
                 fields=["index", "subject", "type", "-id"], name="memory_active", condition=Q(status="active")
             ),
             models.Index(fields=["index", "-id"], name="memory_index_id"),
+            # The injection walk and the default list order when the reading key sets no
+            # half-lives: the top of a person's (or the shared) records without sorting them all.
+            models.Index(
+                fields=["index", "subject", "-confidence", "-retrieval_count", "id"],
+                name="memory_ranked",
+                condition=Q(status="active"),
+            ),
+            # [behaviour]: her rules, newest first.
+            models.Index(
+                fields=["index", "subject", "type", "-created_at"], name="memory_newest", condition=Q(status="active")
+            ),
             models.Index(fields=["organisation", "subject"], name="memory_org_subject"),
             GinIndex(fields=["search_vector"], name="memory_search_vector"),
         ]
