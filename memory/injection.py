@@ -33,6 +33,7 @@ from core_memory.keys.models import ApiKey
 from memory.models import MemoryRecord
 from memory.selectors import TIE_BREAKERS, record_search, records_visible, records_with_decay
 from stores.models import KnowledgeIndex, MemoryStore, default_injection
+from stores.selectors import index_find_available
 
 SECTIONS = ("commitments", "behaviour", "about_this_person", "organisation", "past_sessions")
 BEHAVIOUR_LIMIT = 10
@@ -137,12 +138,7 @@ def _readable_index(*, key: ApiKey, index_id) -> KnowledgeIndex | None:
     """The block's index when the calling key may read it; None silently otherwise (R-7.4)."""
     if not isinstance(index_id, str) or not key.may_read(index_id):
         return None
-    return (
-        KnowledgeIndex.objects.live()
-        .filter(organisation_id=key.organisation_id, id=index_id)
-        .select_related("store")
-        .first()
-    )
+    return index_find_available(key=key, index_id=index_id, with_store=True)
 
 
 def _settings(*, block: dict, index: KnowledgeIndex) -> _Settings:

@@ -31,7 +31,7 @@ from memory.models import MemoryRecord
 from memory.selectors import CORE_WRITTEN_TYPES, SEARCH_DEFAULT_LIMIT, record_search, store_known_types
 from memory.services import record_write, record_write_answer
 from stores.models import KnowledgeIndex
-from stores.selectors import index_list_available
+from stores.selectors import index_find_available, index_list_available
 
 SEARCH = "search"
 WRITE = "write"
@@ -186,7 +186,7 @@ def _tool_index(*, key: ApiKey, name, param: str | None) -> tuple[KnowledgeIndex
     index_id, kind = match["index_id"], match["kind"]
     if not tool_offered(key=key, index_id=index_id, kind=kind):
         raise InvalidRequest(f"This key's memory configuration does not offer the tool {name}.", param=param)
-    index = KnowledgeIndex.objects.live().filter(organisation_id=key.organisation_id, id=index_id).first()
+    index = index_find_available(key=key, index_id=index_id)
     if index is None:
         raise InvalidRequest(f"This key cannot use the index of the tool {name}.", param=param)
     return index, kind

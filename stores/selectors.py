@@ -15,15 +15,22 @@ def index_list_available(*, key: ApiKey) -> QuerySet[KnowledgeIndex]:
     return indexes if named is None else indexes.filter(id__in=named)
 
 
+def index_find_available(*, key: ApiKey, index_id, with_store: bool = False) -> KnowledgeIndex | None:
+    """The index if it is available to the key (R-4.2): live, of the key's organisation,
+    named by its policy; else None. The one place that rule is written."""
+    if not isinstance(index_id, str) or not key.names_index(index_id):
+        return None
+    indexes = KnowledgeIndex.objects.live().filter(organisation_id=key.organisation_id, id=index_id)
+    return (indexes.select_related("store") if with_store else indexes).first()
+
+
 def index_get_available(*, key: ApiKey, index_id: str, param: str | None = None, right: str | None = None) -> KnowledgeIndex:
     """The index if it is available to the key (R-4.2), else 404.
 
     With `right` ("read" or "write"), an available index the policy names only for
     the other right is a 403 (R-5.2: read and write are separate).
     """
-    if not isinstance(index_id, str) or not key.names_index(index_id):
-        raise NotFound("No such index.", param=param)
-    index = KnowledgeIndex.objects.live().filter(organisation_id=key.organisation_id, id=index_id).first()
+    index = index_find_available(key=key, index_id=index_id)
     if index is None:
         raise NotFound("No such index.", param=param)
     if right == "write" and not key.may_write(index_id):
