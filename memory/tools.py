@@ -317,16 +317,16 @@ def memory_tool_call(
     """
     kind = WRITE if tool_name.endswith(f"__{WRITE}") else SEARCH
     try:
-        try:
-            index, kind = _tool_index(key=key, name=tool_name, param=None)
-        except ApplicationError as error:
-            raise _Refusal(status=error.status_code, message=error.message, param=None, error_type=error.error_type) from None
+        index, kind = _tool_index(key=key, name=tool_name, param=None)
         if kind == SEARCH:
             result = _search(key=key, index=index, subject=subject, arguments=arguments, now=now)
         else:
             result = _write(key=key, index=index, subject=subject, arguments=arguments, provenance=provenance)
     except _Refusal as refusal:
         result = {"error": refusal.body}
+    except ApplicationError as error:
+        # Every refusal, whichever service raised it, is a result the model reads (R-6.5).
+        result = {"error": _Refusal(status=error.status_code, message=error.message, param=error.param, error_type=error.error_type).body}
     if kind == SEARCH and key.has_capability("trust_envelope"):
         result = {"trust": "data", "source": tool_name, "content": result}
     return data_json(result)

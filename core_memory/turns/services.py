@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from core_memory.agents.models import Agent, AgentVersion
 from core_memory.agents.selectors import agent_get_available, agent_version_latest
-from core_memory.api.errors import ApplicationError, InvalidRequest
+from core_memory.api.errors import InvalidRequest
 from core_memory.keys.models import ApiKey
 from core_memory.llm.providers import ProviderError, TokenCount, chat_completion
 from core_memory.llm.registry import model_get
@@ -153,13 +153,6 @@ def _topic(drafts: list[ItemDraft]) -> str:
     return users[-1] if users else ""
 
 
-def _error_result(*, error_type: str, message: str, status: int | None = None, param: str | None = None) -> str:
-    error = {"type": error_type, "message": message}
-    if status is not None:
-        error.update(status=status, param=param)
-    return json.dumps({"error": error}, ensure_ascii=False)
-
-
 def _tool_result_note(*, key: ApiKey) -> str | None:
     """With `trust_envelope`, the model is told in each tool message that its content is data (R-6.4)."""
     return TRUST_ENVELOPE_NOTE if key.has_capability("trust_envelope") else None
@@ -168,13 +161,11 @@ def _tool_result_note(*, key: ApiKey) -> str | None:
 def _tool_result(*, plan: TurnPlan, call, provenance: dict, now: datetime) -> str:
     """The text the model reads for one tool call; a refusal is a result too, never an HTTP error (R-6.5)."""
     if call.name not in {tool.name for tool in plan.tools}:
-        return _error_result(error_type="unknown_tool", message=f"No tool named {call.name!r} is offered in this turn.")
-    try:
-        return memory_tool_call(
-            key=plan.key, tool_name=call.name, arguments=call.arguments, subject=plan.subject, provenance=provenance, now=now
-        )
-    except ApplicationError as error:
-        return _error_result(error_type=error.error_type, message=error.message, status=error.status_code, param=error.param)
+        error = {"type": "unknown_tool", "message": f"No tool named {call.name!r} is offered in this turn."}
+        return json.dumps({"error": error}, ensure_ascii=False)
+    return memory_tool_call(
+        key=plan.key, tool_name=call.name, arguments=call.arguments, subject=plan.subject, provenance=provenance, now=now
+    )
 
 
 def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEvent]:
