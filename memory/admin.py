@@ -29,7 +29,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator, capfirst
 from django.utils.translation import gettext_lazy as _
 
-from core_memory.api.errors import ApplicationError
+from core_memory.base.errors import ApplicationError
 from core_memory.console.admin import SoftDeleteScopedAdmin
 from core_memory.keys.models import ApiKey
 from memory.console import console_read_audit

@@ -5,9 +5,9 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound as DrfNotFound
 from rest_framework.response import Response
 
-from core_memory.api.errors import InvalidRequest
+from core_memory.base.errors import InvalidRequest
 from core_memory.api.pagination import IdCursorPagination, paginated_response
-from core_memory.api.serializers import OffsetDateTimeField, StrictSerializer
+from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from core_memory.api.views import CoreApi
 from memory.models import MemoryRecord
 from memory.selectors import (

@@ -6,7 +6,7 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
-from core_memory.ids import PrefixedIdField
+from core_memory.base.ids import PrefixedIdField
 
 # The text-search configurations whose lexemes make up a record's stored vector.
 SEARCH_CONFIGS = ("dutch", "english")

@@ -10,7 +10,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 
-from core_memory.api.errors import NotFound
+from core_memory.base.errors import NotFound
 from core_memory.keys.models import ApiKey
 from memory.models import MemoryRecord
 from memory.search import fuse_rankings, text_query

@@ -18,10 +18,10 @@ from django.utils import timezone
 from rest_framework.fields import DateTimeField
 
 from audit.services import audit_event_record
-from core_memory.api.errors import Conflict, InvalidRequest, NotFound, PermissionDenied, Unprocessable
+from core_memory.base.errors import Conflict, InvalidRequest, NotFound, PermissionDenied, Unprocessable
 from core_memory.keys.models import ApiKey
 from core_memory.organisations.models import Organisation
-from core_memory.storable import storable_check, time_is_storable
+from core_memory.base.storable import storable_check, time_is_storable
 from memory.models import MemoryRecord
 from memory.selectors import CORE_WRITTEN_TYPES, store_known_types
 from stores.models import KnowledgeIndex

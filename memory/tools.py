@@ -22,9 +22,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.utils import timezone as django_timezone
 from rest_framework import serializers
 
-from core_memory.api.errors import ApplicationError, InvalidRequest
-from core_memory.api.exceptions import first_error
-from core_memory.api.serializers import OffsetDateTimeField, StrictSerializer
+from core_memory.base.errors import ApplicationError, InvalidRequest
+from core_memory.base.validation import first_error
+from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from core_memory.keys.models import ApiKey
 from memory.injection import confidence_percentage, data_json, episode_span
 from memory.models import MemoryRecord

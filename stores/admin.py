@@ -6,8 +6,8 @@ from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import ValidationError as DrfValidationError
 
-from core_memory.api.errors import ApplicationError
-from core_memory.api.exceptions import first_error
+from core_memory.base.errors import ApplicationError
+from core_memory.base.validation import first_error
 from core_memory.console.admin import OrganisationScopedAdmin, SoftDeleteScopedAdmin
 from stores.models import SECTION_DEFAULTS, KnowledgeIndex, MemoryStore
 from stores.services import index_create, index_delete, store_sections_validate, store_update

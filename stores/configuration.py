@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from core_memory.api.serializers import StrictSerializer, refuse_unstorable
+from core_memory.base.validation import StrictSerializer, refuse_unstorable
 
 RANKS = ("confidence", "relevance", "blend")
 MAX_TOKEN_BUDGET = 200_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from core_memory.api.errors import NotFound, PermissionDenied
+from core_memory.base.errors import NotFound, PermissionDenied
 from core_memory.keys.models import ApiKey
 from stores.models import KnowledgeIndex, MemoryStore
 

@@ -4,7 +4,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import audit_event_record
-from core_memory.api.errors import PermissionDenied
+from core_memory.base.errors import PermissionDenied
 from core_memory.organisations.models import Organisation
 from stores.configuration import store_sections_normalise
 from stores.models import KnowledgeIndex, MemoryStore

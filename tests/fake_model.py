@@ -82,6 +82,14 @@ class FakeChatModel:
     def fail(self, status: int, *, times: int | None = 1, body: dict | None = None) -> None:
         self.answer(body or {"error": {"message": f"scripted {status}"}}, status=status, times=times)
 
+    def requests_settled(self, count: int, *, timeout: float = 2.0) -> list[RecordedRequest]:
+        """The requests once `count` have arrived (or `timeout` passed): a client that gave up on
+        a slow answer may return before this server's thread has even read its last request."""
+        deadline = time.monotonic() + timeout
+        while len(self.requests) < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return list(self.requests)
+
     def _next(self) -> tuple[int, dict, float]:
         with self._lock:
             if not self._script:

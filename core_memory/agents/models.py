@@ -1,7 +1,7 @@
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from core_memory.ids import PrefixedIdField
+from core_memory.base.ids import PrefixedIdField
 
 
 class AgentQuerySet(models.QuerySet):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.db.models import F, Prefetch, QuerySet
 
 from core_memory.agents.models import Agent, AgentVersion
-from core_memory.api.errors import NotFound
+from core_memory.base.errors import NotFound
 from core_memory.organisations.models import Organisation
 
 AGENT_ID_PREFIX = "agt_"

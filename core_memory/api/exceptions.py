@@ -5,15 +5,14 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
-
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from core_memory.api.errors import ApplicationError
+from core_memory.base.errors import ApplicationError
+from core_memory.base.validation import first_error
 
 logger = logging.getLogger(__name__)
 
@@ -33,34 +32,6 @@ _TYPES = {
 
 def error_body(*, status_code: int, message: str, param: str | None, error_type: str | None = None) -> dict:
     return {"error": {"type": error_type or _TYPES.get(status_code, "api_error"), "message": message, "param": param}}
-
-
-def first_error(detail: Any, path: str = "") -> tuple[str | None, str]:
-    """The first (field path, message) in a DRF error tree: `a.b`, `tools[1]`, `tools[1].name`."""
-    if isinstance(detail, dict):
-        for key, value in detail.items():
-            if key in ("non_field_errors", drf.ErrorDetail("non_field_errors")):
-                child_path = path
-            elif isinstance(key, int):
-                # DRF's ListField reports items as {position: errors}.
-                child_path = f"{path}[{key}]"
-            else:
-                child_path = f"{path}.{key}" if path else str(key)
-            found_path, message = first_error(value, child_path)
-            if message:
-                return found_path, message
-        return None, ""
-    if isinstance(detail, list):
-        if all(isinstance(item, (str, drf.ErrorDetail)) for item in detail):
-            return (path or None), str(detail[0]) if detail else ""
-        for position, item in enumerate(detail):
-            if item in ({}, [], None, ""):
-                continue
-            found_path, message = first_error(item, f"{path}[{position}]")
-            if message:
-                return found_path, message
-        return None, ""
-    return (path or None), str(detail)
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:

@@ -4,6 +4,8 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
+from core_memory.celery import app
+
 
 def _database_ok() -> bool:
     try:
@@ -15,8 +17,6 @@ def _database_ok() -> bool:
 
 
 def _broker_ok() -> bool:
-    from core_memory.celery import app
-
     try:
         with app.connection_for_write() as broker:
             broker.ensure_connection(max_retries=1, timeout=2)

@@ -14,9 +14,9 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from core_memory.api.errors import ApplicationError, Conflict
+from core_memory.base.errors import ApplicationError, Conflict
 from core_memory.api.models import IdempotentRequest
-from core_memory.storable import UNSTORABLE_CHARACTERS
+from core_memory.base.storable import UNSTORABLE_CHARACTERS
 
 HEADER = "HTTP_IDEMPOTENCY_KEY"
 RETENTION = timedelta(hours=24)

@@ -5,7 +5,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
-from core_memory.api.errors import InvalidRequest
+from core_memory.base.errors import InvalidRequest
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -25,7 +25,7 @@ def limit_from(query_params, *, default: int = DEFAULT_LIMIT, maximum: int = MAX
 
 
 class IdCursorPagination(CursorPagination):
-    """Newest first by primary key (ids are time-ordered, core_memory.ids)."""
+    """Newest first by primary key (ids are time-ordered, core_memory.base.ids)."""
 
     ordering = "-id"
     cursor_query_param = "cursor"

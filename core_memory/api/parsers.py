@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rest_framework.parsers import JSONParser
 
-from core_memory.api.errors import InvalidRequest
-from core_memory.storable import unstorable_value
+from core_memory.base.errors import InvalidRequest
+from core_memory.base.storable import unstorable_value
 
 
 class CoreJSONParser(JSONParser):

@@ -1,6 +1,6 @@
 from rest_framework.permissions import BasePermission
 
-from core_memory.api.errors import PermissionDenied
+from core_memory.base.errors import PermissionDenied
 
 
 class HasCapabilities(BasePermission):

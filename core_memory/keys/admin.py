@@ -7,8 +7,8 @@ from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import ValidationError as DrfValidationError
 
-from core_memory.api.errors import ApplicationError
-from core_memory.api.exceptions import first_error
+from core_memory.base.errors import ApplicationError
+from core_memory.base.validation import first_error
 from core_memory.console.admin import OrganisationScopedAdmin
 from core_memory.keys.configuration import memory_config_normalise
 from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES, ApiKey

@@ -1,9 +1,9 @@
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from core_memory.api.errors import PermissionDenied
+from core_memory.base.errors import PermissionDenied
 from core_memory.api.pagination import IdCursorPagination, paginated_response
-from core_memory.api.serializers import OffsetDateTimeField, StrictSerializer
+from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from core_memory.api.views import CoreApi, validate_subject
 from core_memory.keys.configuration import MemoryConfigSerializer, memory_config_normalise
 from core_memory.keys.models import KEY_CAPABILITIES

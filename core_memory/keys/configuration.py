@@ -7,7 +7,7 @@ import re
 
 from rest_framework import serializers
 
-from core_memory.api.serializers import StrictSerializer, StringMapField
+from core_memory.base.validation import StrictSerializer, StringMapField
 
 TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 

@@ -6,7 +6,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from core_memory.ids import PrefixedIdField
+from core_memory.base.ids import PrefixedIdField
 
 KEY_CAPABILITIES = ("knowledge", "memory", "threads", "management", "trust_envelope")
 ALL_INDEXES = "*"

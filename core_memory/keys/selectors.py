@@ -6,7 +6,7 @@ from datetime import timedelta
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from core_memory.api.errors import NotFound
+from core_memory.base.errors import NotFound
 from core_memory.keys.models import ApiKey, KeyTrailEntry
 from core_memory.organisations.models import Organisation
 

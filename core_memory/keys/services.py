@@ -8,7 +8,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from audit.services import audit_event_record
-from core_memory.api.errors import Conflict, Unprocessable
+from core_memory.base.errors import Conflict, Unprocessable
 from core_memory.keys.configuration import memory_config_normalise
 from core_memory.keys.models import (
     ALL_INDEXES,

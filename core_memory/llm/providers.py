@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from core_memory.llm.models import TokenUsage
 from core_memory.organisations.models import Organisation
-from core_memory.storable import UNSTORABLE_CHARACTERS
+from core_memory.base.storable import UNSTORABLE_CHARACTERS
 
 logger = logging.getLogger(__name__)
 

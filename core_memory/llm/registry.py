@@ -5,7 +5,7 @@ import copy
 
 from django.conf import settings
 
-from core_memory.api.errors import Unprocessable
+from core_memory.base.errors import Unprocessable
 from core_memory.organisations.models import Organisation
 
 

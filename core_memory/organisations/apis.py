@@ -3,7 +3,7 @@ import zoneinfo
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from core_memory.api.serializers import StrictSerializer
+from core_memory.base.validation import StrictSerializer
 from core_memory.api.views import CoreApi
 from core_memory.organisations.models import ORGANISATION_CAPABILITIES
 from core_memory.organisations.selectors import organisation_get_own

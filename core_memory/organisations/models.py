@@ -2,7 +2,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from core_memory.ids import PrefixedIdField
+from core_memory.base.ids import PrefixedIdField
 
 ORGANISATION_CAPABILITIES = ("improvements",)
 

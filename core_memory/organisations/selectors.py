@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from core_memory.api.errors import NotFound
+from core_memory.base.errors import NotFound
 from core_memory.organisations.models import Organisation
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from audit.services import audit_event_record
-from core_memory.api.errors import Unprocessable
+from core_memory.base.errors import Unprocessable
 from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES
 from core_memory.keys.services import key_create
 from core_memory.organisations.models import Organisation

@@ -1,7 +1,7 @@
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from core_memory.api.serializers import StrictSerializer
+from core_memory.base.validation import StrictSerializer
 from core_memory.api.views import CoreApi, validate_subject
 from core_memory.persons.services import person_erase, person_update
 

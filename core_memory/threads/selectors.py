@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from core_memory.api.errors import NotFound
+from core_memory.base.errors import NotFound
 from core_memory.organisations.models import Organisation
 from core_memory.threads.models import Item, Thread
 

@@ -7,8 +7,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from core_memory.api.errors import InvalidRequest
-from core_memory.api.serializers import StrictSerializer
+from core_memory.base.errors import InvalidRequest
+from core_memory.base.validation import StrictSerializer
 from core_memory.api.views import CoreApi
 from core_memory.threads.apis import ItemOutputSerializer
 from core_memory.threads.models import Item

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from core_memory.agents.models import Agent, AgentVersion
 from core_memory.agents.selectors import agent_get_available, agent_version_latest
-from core_memory.api.errors import InvalidRequest
+from core_memory.base.errors import InvalidRequest
 from core_memory.keys.models import ApiKey
 from core_memory.llm.providers import ProviderError, TokenCount, chat_completion
 from core_memory.llm.registry import model_get

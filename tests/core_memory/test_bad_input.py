@@ -145,7 +145,7 @@ def test_a_body_nested_beyond_what_the_json_decoder_can_read_is_a_400(tenant):
 
 def test_the_check_of_a_deeply_nested_body_needs_no_recursion():
     """R-12.3: what the decoder could read, the check can walk, whatever the stack."""
-    from core_memory.storable import unstorable_value
+    from core_memory.base.storable import unstorable_value
 
     deep: object = "\u0000"
     for _ in range(5000):
@@ -187,7 +187,7 @@ def test_the_key_configuration_refuses_an_unstorable_metadata_filter_whatever_th
     serializer as the API, but without the API's parser in front of it."""
     from rest_framework.exceptions import ValidationError
 
-    from core_memory.api.exceptions import first_error
+    from core_memory.base.validation import first_error
     from core_memory.keys.configuration import memory_config_normalise
 
     with pytest.raises(ValidationError) as refused:
@@ -200,7 +200,7 @@ def test_the_store_sections_refuse_an_unstorable_label_name_whatever_the_interfa
     """R-12.3: the console's store form validates through store_sections_normalise."""
     from rest_framework.exceptions import ValidationError
 
-    from core_memory.api.exceptions import first_error
+    from core_memory.base.validation import first_error
     from stores.configuration import store_sections_normalise
 
     with pytest.raises(ValidationError) as refused:

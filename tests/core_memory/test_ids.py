@@ -1,4 +1,4 @@
-from core_memory.ids import new_id
+from core_memory.base.ids import new_id
 
 
 def test_ids_made_in_a_row_sort_in_creation_order():

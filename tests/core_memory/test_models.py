@@ -1,6 +1,6 @@
 import pytest
 
-from core_memory.api.errors import Unprocessable
+from core_memory.base.errors import Unprocessable
 from core_memory.llm.registry import helper_model_get, model_get, models_offered
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ import base64
 import pytest
 
 from audit.models import AuditEvent
-from core_memory.api.errors import InvalidRequest
+from core_memory.base.errors import InvalidRequest
 from memory.models import MemoryRecord
 from memory.services import record_update, record_write
 

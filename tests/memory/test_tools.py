@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from core_memory.api.errors import InvalidRequest
+from core_memory.base.errors import InvalidRequest
 from core_memory.keys.models import ALL_INDEXES
 from memory.models import MemoryRecord
 from memory.tools import TRUST_ENVELOPE_NOTE, memory_tool_call, memory_tools_list, memory_tools_resolve

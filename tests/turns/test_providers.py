@@ -89,7 +89,7 @@ def test_a_model_slower_than_the_timeout_is_retried_then_a_provider_error(tenant
         ask(tenant)
 
     assert raised.value.code == "model_timeout"
-    assert len(fake_model.requests) == MAX_ATTEMPTS
+    assert len(fake_model.requests_settled(MAX_ATTEMPTS + 1, timeout=0.5)) == MAX_ATTEMPTS
 
 
 def _message(**message) -> dict:

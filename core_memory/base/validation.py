@@ -1,7 +1,12 @@
-"""Serializer building blocks shared by the API's InputSerializers."""
+"""Validation building blocks: strict serializers, time and map fields, and reading a
+DRF error tree as (field path, message). The API's InputSerializers, the key and store
+configurations and the memory tools' arguments are all checked with them."""
+from typing import Any
+
+from rest_framework import exceptions as drf
 from rest_framework import serializers
 
-from core_memory.storable import time_is_storable, unstorable_value
+from core_memory.base.storable import time_is_storable, unstorable_value
 
 
 class StrictSerializer(serializers.Serializer):
@@ -44,7 +49,7 @@ def _has_offset(text: str) -> bool:
 
 
 def refuse_unstorable(value) -> None:
-    """A ValidationError at the path of what PostgreSQL cannot store (core_memory.storable).
+    """A ValidationError at the path of what PostgreSQL cannot store (core_memory.base.storable).
 
     For interfaces without the API's parser in front (the console, services fed by code).
     """
@@ -70,3 +75,31 @@ class StringMapField(serializers.DictField):
             if not isinstance(item, (str, int, float, bool)) or item is None:
                 raise serializers.ValidationError({key: ["Must be a string, number or boolean."]})
         return value
+
+
+def first_error(detail: Any, path: str = "") -> tuple[str | None, str]:
+    """The first (field path, message) in a DRF error tree: `a.b`, `tools[1]`, `tools[1].name`."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            if key in ("non_field_errors", drf.ErrorDetail("non_field_errors")):
+                child_path = path
+            elif isinstance(key, int):
+                # DRF's ListField reports items as {position: errors}.
+                child_path = f"{path}[{key}]"
+            else:
+                child_path = f"{path}.{key}" if path else str(key)
+            found_path, message = first_error(value, child_path)
+            if message:
+                return found_path, message
+        return None, ""
+    if isinstance(detail, list):
+        if all(isinstance(item, (str, drf.ErrorDetail)) for item in detail):
+            return (path or None), str(detail[0]) if detail else ""
+        for position, item in enumerate(detail):
+            if item in ({}, [], None, ""):
+                continue
+            found_path, message = first_error(item, f"{path}[{position}]")
+            if message:
+                return found_path, message
+        return None, ""
+    return (path or None), str(detail)

@@ -11,6 +11,8 @@ import math
 import re
 from datetime import datetime, timezone
 
+from core_memory.base.errors import InvalidRequest
+
 UNSTORABLE_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
 UNSTORABLE_TEXT_MESSAGE = "Text may not contain NUL characters or lone surrogates."
 UNSTORABLE_NUMBER_MESSAGE = "Numbers must be finite."
@@ -61,8 +63,6 @@ def storable_check(value, *, param: str) -> None:
     did not come through the API's parser (the write tool, extraction, thread imports):
     what `unstorable_value` finds, and JSON nested deeper than MAX_JSON_DEPTH.
     `param` is the value's path; a nested value's path is `param.key` or `param[i]`."""
-    from core_memory.api.errors import InvalidRequest
-
     found = unstorable_value(value, param)
     if found is not None:
         path, message = found
