@@ -2,6 +2,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from core_memory.base.ids import PrefixedIdField
+from core_memory.base.tenancy import TenantQuerySet
 
 
 class AuditEvent(models.Model):
@@ -15,6 +16,8 @@ class AuditEvent(models.Model):
     action = models.CharField(_("action"), max_length=64)
     target = models.CharField(_("target"), max_length=200, blank=True, default="")
     details = models.JSONField(_("details"), default=dict, blank=True)
+
+    objects = TenantQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("audit event")

@@ -6,8 +6,13 @@ from datetime import timedelta
 from django.db import connection, transaction
 from django.utils import timezone
 
+from typing import TYPE_CHECKING
+
 from audit.models import AuditEvent
-from core_memory.organisations.models import Organisation
+from core_memory.base.tenancy import organisation_id_of
+
+if TYPE_CHECKING:
+    from core_memory.organisations.models import Organisation
 
 ACTIONS = (
     "memory.write_denied",
@@ -31,7 +36,7 @@ ACTIONS = (
 
 
 def audit_event_record(*, organisation: Organisation | str, actor: str, action: str, target: str = "", details: dict | None = None) -> AuditEvent:
-    organisation_id = organisation if isinstance(organisation, str) else organisation.id
+    organisation_id = organisation_id_of(organisation)
     return AuditEvent.objects.create(
         organisation_id=organisation_id, actor=actor, action=action, target=target, details=details or {}
     )

@@ -52,7 +52,7 @@ INSTALLED_APPS = [
     "core_memory.llm",
     "core_memory.threads",
     "core_memory.agents",
-    "core_memory.turns",
+    "core_memory.flows.turns",
     "core_memory.console",
     "stores",
     "memory",

@@ -16,7 +16,7 @@ urlpatterns = [
     path("v1/", include("core_memory.llm.urls")),
     path("v1/", include("core_memory.threads.urls")),
     path("v1/", include("core_memory.agents.urls")),
-    path("v1/", include("core_memory.turns.urls")),
+    path("v1/", include("core_memory.flows.turns.urls")),
     path("v1/", include("stores.urls")),
     path("v1/", include("memory.urls")),
     path("v1/", include("extraction.urls")),

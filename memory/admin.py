@@ -36,7 +36,7 @@ from memory.console import console_read_audit
 from memory.models import MemoryRecord
 from memory.search import text_query
 from memory.selectors import effective_confidence_expression, key_half_lives, record_history
-from memory.services import COMMITMENT, UPDATABLE_FIELDS, record_delete, record_update
+from memory.services import COMMITMENT, UPDATABLE_FIELDS, record_delete_by_administrator, record_update_by_administrator
 from stores.models import KnowledgeIndex
 
 DECAY_KEY_VAR = "decay_key"
@@ -55,7 +55,7 @@ class IndexListFilter(admin.RelatedFieldListFilter):
     """Her organisation's live indexes only, also those that hold no record yet."""
 
     def field_choices(self, field, request, model_admin):
-        indexes = model_admin.scope(KnowledgeIndex.objects.live(), request).order_by("name")
+        indexes = model_admin.scoped(KnowledgeIndex, request).live().order_by("name")
         return [(index.pk, str(index)) for index in indexes]
 
 
@@ -88,7 +88,7 @@ class DecayListFilter(admin.SimpleListFilter):
     parameter_name = DECAY_KEY_VAR
 
     def lookups(self, request, model_admin):
-        keys = model_admin.scope(ApiKey.objects.order_by("name"), request)
+        keys = model_admin.scoped(ApiKey, request).order_by("name")
         return [(key.pk, f"{key.name} ({key.pk})") for key in keys if key_half_lives(key=key)]
 
     def queryset(self, request, queryset):
@@ -201,7 +201,7 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
         opened from the list), limited to her organisation's keys; none by default."""
         if not hasattr(request, "_console_half_lives"):
             key_id = request.GET.get(DECAY_KEY_VAR) or QueryDict(request.GET.get("_changelist_filters", "")).get(DECAY_KEY_VAR)
-            key = self.scope(ApiKey.objects.filter(pk=key_id), request).first() if key_id else None
+            key = self.scoped(ApiKey, request).filter(pk=key_id).first() if key_id else None
             request._console_half_lives = key_half_lives(key=key) if key else {}
         return request._console_half_lives
 
@@ -336,7 +336,10 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
     def save_model(self, request, obj, form, change):
         changes = {field: form.cleaned_data[field] for field in UPDATABLE_FIELDS if field in form.changed_data}
         try:
-            self.adopt(obj, record_update(record=obj, actor=self.actor(request), changes=changes))
+            changed = record_update_by_administrator(
+                organisation=obj.organisation_id, record_id=obj.pk, actor=self.actor(request), changes=changes
+            )
+            self.adopt(obj, changed)
         except ApplicationError as error:
             request._console_save_refused = True
             messages.error(request, error.message)
@@ -352,7 +355,7 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
         return super().response_change(request, obj)
 
     def delete_model(self, request, obj):
-        record_delete(record=obj, actor=self.actor(request))
+        record_delete_by_administrator(organisation=obj.organisation_id, record_id=obj.pk, actor=self.actor(request))
 
     # --- every read is audited (R-10.2) ----------------------------------------------------------
     def audit_read(self, request, *, page: str, records, record: MemoryRecord | None = None, details: dict | None = None):

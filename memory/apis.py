@@ -18,13 +18,16 @@ from memory.selectors import (
     record_list,
     record_search,
 )
-from memory.services import record_delete, record_update, record_write, record_write_answer, record_write_authorise
+from memory.answers import record_write_answer
+from memory.services import record_delete, record_update, record_write, records_retrieved
 from stores.selectors import index_get_available
 
 # `memory` needs `knowledge`: a key is checked for both.
 MEMORY_CAPABILITIES = ("knowledge", "memory")
 METADATA_PREFIX = "metadata."
 EFFECTIVE_CONFIDENCE_DIGITS = 4
+# 201 when a record was created or corrected, 200 when one was confirmed.
+WRITE_STATUS_CODES = {"created": 201, "corrected": 201, "confirmed": 200}
 
 
 class ProvenanceSerializer(serializers.Serializer):
@@ -122,7 +125,7 @@ class MemoryListCreateApi(CoreApi):
             replaces=data["replaces"],
             actor=self.principal.actor,
         )
-        return Response(record_write_answer(result), status=result.status_code)
+        return Response(record_write_answer(result), status=WRITE_STATUS_CODES[result.status])
 
     def _filters(self, query_params) -> dict:
         raw: dict = {}
@@ -163,21 +166,15 @@ class MemoryDetailApi(CoreApi):
     def patch(self, request, record_id: str):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        record = self._record_to_change(record_id)
-        record_update(record=record, actor=self.principal.actor, changes=serializer.validated_data)
+        record_update(
+            key=self.key, record_id=record_id, subject=self.request_subject(), actor=self.principal.actor, changes=serializer.validated_data
+        )
         changed = record_get_available(key=self.key, record_id=record_id, subject=None)
         return Response(self.OutputSerializer(changed).data)
 
     def delete(self, request, record_id: str):
-        record = self._record_to_change(record_id)
-        record_delete(record=record, actor=self.principal.actor)
+        record_delete(key=self.key, record_id=record_id, subject=self.request_subject(), actor=self.principal.actor)
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-    def _record_to_change(self, record_id: str) -> MemoryRecord:
-        # A person changes only her own records; a shared one is as absent as another's.
-        record = record_get_available(key=self.key, record_id=record_id, subject=self.request_subject(), own_only=True)
-        record_write_authorise(key=self.key, index=record.index, actor=self.principal.actor, param=None)
-        return record
 
 
 class HistoryPagination(IdCursorPagination):
@@ -255,6 +252,7 @@ class MemorySearchApi(CoreApi):
             limit=data["limit"],
             all_subjects=subject is None,
         )
+        records_retrieved(key=self.key, records=[record for record, _ in hits])
         for record, score in hits:
             record.score = round(score, EFFECTIVE_CONFIDENCE_DIGITS)
         return Response({"data": self.OutputSerializer([record for record, _ in hits], many=True).data})

@@ -61,7 +61,11 @@ _LINE_BREAK_ESCAPES = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 class InjectionResult:
     text: str
     trace: dict
-    record_ids: list[str] = field(default_factory=list)
+    records: list[MemoryRecord] = field(default_factory=list)
+
+    @property
+    def record_ids(self) -> list[str]:
+        return [record.id for record in self.records]
 
 
 def token_estimate(*, text: str) -> int:
@@ -183,7 +187,7 @@ class _Block:
         self.lines: list[str] = []
         self.byte_count = 0
         self.shared_byte_count = 0
-        self.record_ids: list[str] = []
+        self.records: list[MemoryRecord] = []
         self.sections = dict.fromkeys(SECTIONS, 0)
         self.dropped_by_budget = 0
 
@@ -207,7 +211,7 @@ class _Block:
         self.byte_count += added
         if record.subject is None:
             self.shared_byte_count += line_bytes
-        self.record_ids.append(record.id)
+        self.records.append(record)
         self.sections[section] += 1
         return True
 
@@ -246,7 +250,7 @@ def _topic_hits(
     if not topic.strip():
         return {}
     found = record_search(
-        key=key, index=index, subject=subject, query=topic, types=types, limit=limit, count_retrieval=False, now=now
+        key=key, index=index, subject=subject, query=topic, types=types, limit=limit, now=now
     )
     best = max((hit_score for _, hit_score in found), default=0.0) or 1.0
     return {record.id: hit_score / best for record, hit_score in found}
@@ -313,12 +317,12 @@ def injection_block_build(
     index_id = block_config.get("index_id") if block_config else None
     trace = _trace(source=source, index_id=index_id)
     if not block_config or not block_config.get("enabled"):
-        return InjectionResult(text="", trace=trace, record_ids=[])
+        return InjectionResult(text="", trace=trace)
     index = _readable_index(key=key, index_id=index_id)
     if index is None:
-        return InjectionResult(text="", trace=trace, record_ids=[])
+        return InjectionResult(text="", trace=trace)
     settings = _settings(block=block_config, index=index)
-    base = records_with_decay(records_visible(index=index, subject=subject), key=key, now=now)
+    base = records_with_decay(records_visible(key=key, index=index, subject=subject), key=key, now=now)
     if settings.metadata:
         base = base.filter(metadata__contains=settings.metadata)
     if settings.min_confidence > 0:
@@ -362,16 +366,14 @@ def injection_block_build(
         block.walk(section="past_sessions", candidates=candidates, cap=settings.episodes_limit)
 
     text = "\n".join(block.lines)
-    if block.record_ids:
-        MemoryRecord.objects.filter(id__in=block.record_ids).update(retrieval_count=F("retrieval_count") + 1)
     trace.update(
-        injected=len(block.record_ids),
+        injected=len(block.records),
         sections=block.sections,
         dropped_by_count=dropped_by_count,
         dropped_by_budget=block.dropped_by_budget,
         estimated_tokens=token_estimate(text=text),
     )
-    return InjectionResult(text=text, trace=trace, record_ids=list(block.record_ids))
+    return InjectionResult(text=text, trace=trace, records=list(block.records))
 
 
 def _walk_person_and_shared(

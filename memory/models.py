@@ -7,6 +7,8 @@ from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
 from core_memory.base.ids import PrefixedIdField
+from core_memory.base.tenancy import TenantQuerySet
+from stores.models import KnowledgeIndex
 
 # The text-search configurations whose lexemes make up a record's stored vector.
 SEARCH_CONFIGS = ("dutch", "english")
@@ -38,6 +40,17 @@ def history_user(request=None, **kwargs):
     """
     user = getattr(request, "user", None)
     return user if isinstance(user, AbstractBaseUser) else None
+
+
+class MemoryRecordQuerySet(TenantQuerySet):
+    def for_key(self, key):
+        """Records the key may address (R-4.2): in an index available to it, not deleted.
+        A record is exactly as absent as its index."""
+        return (
+            self.for_organisation(key.organisation_id)
+            .filter(index__in=KnowledgeIndex.objects.for_key(key).values("id"))
+            .exclude(status=MemoryRecord.Status.DELETED)
+        )
 
 
 class MemoryRecord(models.Model):
@@ -97,6 +110,8 @@ class MemoryRecord(models.Model):
     search_vector = models.GeneratedField(
         expression=search_vector_expression(), output_field=SearchVectorField(), db_persist=True
     )
+
+    objects = MemoryRecordQuerySet.as_manager()
 
     history = HistoricalRecords(excluded_fields=["search_vector", "normalised_text"], get_user=history_user)
 

@@ -10,12 +10,12 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 
-from core_memory.base.errors import NotFound
+from core_memory.base.errors import ImproperlyScoped, NotFound
 from core_memory.keys.models import ApiKey
 from memory.models import MemoryRecord
 from memory.search import fuse_rankings, text_query
 from stores.models import KnowledgeIndex
-from stores.selectors import index_get_available
+from stores.selectors import policy_right_check
 
 DEFAULT_TYPES = ("fact", "preference", "commitment", "behaviour")
 # Written only by Core (extraction and maintenance), never through the write route or tool.
@@ -89,13 +89,22 @@ def records_with_decay(queryset: QuerySet[MemoryRecord], *, key: ApiKey, now: da
     return queryset.annotate(effective_confidence=effective_confidence_expression(half_life_days=key_half_lives(key=key), now=now))
 
 
-def records_in_scope(*, index: KnowledgeIndex, subject: str | None, all_subjects: bool = False) -> QuerySet[MemoryRecord]:
+def records_in_scope(
+    *, key: ApiKey, index: KnowledgeIndex, subject: str | None, all_subjects: bool = False
+) -> QuerySet[MemoryRecord]:
     """Not-deleted records of the index a request may see (R-5.6).
 
-    A person sees hers and the shared ones; with no person, `all_subjects` decides
-    between every record (an organisation-level API request) and only the shared ones.
+    `index` must have been read for this key (`KnowledgeIndex.objects.for_key`); anything
+    else is a bug. A person sees hers and the shared ones; with no person, `all_subjects`
+    decides between every record (an organisation-level API request) and only the shared ones.
     """
-    records = MemoryRecord.objects.filter(index=index).exclude(status=MemoryRecord.Status.DELETED)
+    if not index.resolved_for(key):
+        raise ImproperlyScoped(f"index {index.pk} was not read for key {key.pk}")
+    records = (
+        MemoryRecord.objects.for_organisation(key.organisation_id)
+        .filter(index_id=index.pk)
+        .exclude(status=MemoryRecord.Status.DELETED)
+    )
     if subject is not None:
         return records.filter(Q(subject=subject) | Q(subject__isnull=True))
     if all_subjects:
@@ -103,9 +112,9 @@ def records_in_scope(*, index: KnowledgeIndex, subject: str | None, all_subjects
     return records.filter(subject__isnull=True)
 
 
-def records_visible(*, index: KnowledgeIndex, subject: str | None) -> QuerySet[MemoryRecord]:
+def records_visible(*, key: ApiKey, index: KnowledgeIndex, subject: str | None) -> QuerySet[MemoryRecord]:
     """Active records the person may see: hers and the shared ones (only shared when `subject` is None)."""
-    return records_in_scope(index=index, subject=subject).filter(status=MemoryRecord.Status.ACTIVE)
+    return records_in_scope(key=key, index=index, subject=subject).filter(status=MemoryRecord.Status.ACTIVE)
 
 
 def record_list(
@@ -117,7 +126,7 @@ def record_list(
     now: datetime | None = None,
 ) -> QuerySet[MemoryRecord]:
     """The R-5.6 list: `filters` holds the validated query parameters."""
-    records = records_with_decay(records_in_scope(index=index, subject=subject, all_subjects=True), key=key, now=now)
+    records = records_with_decay(records_in_scope(key=key, index=index, subject=subject, all_subjects=True), key=key, now=now)
     records = records.filter(status=filters.get("status") or MemoryRecord.Status.ACTIVE)
     if filters.get("type"):
         records = records.filter(type__in=filters["type"])
@@ -158,15 +167,10 @@ def record_get_available(
     person's (or, with `own_only`, a shared one: R-5.8). `right="read"` answers 403 when
     the policy names the index for writing only.
     """
-    record = (
-        records_with_decay(MemoryRecord.objects.select_related("index"), key=key, now=now)
-        .filter(pk=record_id, organisation_id=key.organisation_id)
-        .exclude(status=MemoryRecord.Status.DELETED)
-        .first()
-    )
+    record = records_with_decay(MemoryRecord.objects.for_key(key).select_related("index"), key=key, now=now).filter(pk=record_id).first()
     if record is None:
         raise NotFound("No such record.", param=param)
-    index_get_available(key=key, index_id=record.index_id, param=param, right=right)
+    policy_right_check(key=key, index_id=record.index_id, right=right, param=param)
     if subject is not None and record.subject != subject and (own_only or record.subject is not None):
         raise NotFound("No such record.", param=param)
     return record
@@ -187,18 +191,17 @@ def record_search(
     after: datetime | None = None,
     before: datetime | None = None,
     limit: int = SEARCH_DEFAULT_LIMIT,
-    count_retrieval: bool = True,
     all_subjects: bool = False,
     now: datetime | None = None,
 ) -> list[tuple[MemoryRecord, float]]:
     """Active records most relevant to `query`, best first, each with its score (R-5.10).
 
     Every signal (full text today; an embeddings signal slots in beside it) yields a
-    ranked list of ids, and `fuse_rankings` merges them. Hits' `retrieval_count`
-    rises in one UPDATE; the returned records already show the raised count.
+    ranked list of ids, and `fuse_rankings` merges them. A read only: the caller counts
+    the retrieval (memory.services.records_retrieved, R-5.10).
     """
     candidates = records_with_decay(
-        records_in_scope(index=index, subject=subject, all_subjects=all_subjects).filter(status=MemoryRecord.Status.ACTIVE),
+        records_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects).filter(status=MemoryRecord.Status.ACTIVE),
         key=key,
         now=now,
     )
@@ -214,14 +217,7 @@ def record_search(
     if not ranking:
         return []
     by_id = {record.id: record for record in candidates.filter(id__in=[record_id for record_id, _ in ranking])}
-    hits = [(by_id[record_id], score) for record_id, score in ranking if record_id in by_id]
-    if count_retrieval and hits:
-        MemoryRecord.objects.filter(id__in=[record.id for record, _ in hits]).update(
-            retrieval_count=F("retrieval_count") + 1
-        )
-        for record, _ in hits:
-            record.retrieval_count += 1
-    return hits
+    return [(by_id[record_id], score) for record_id, score in ranking if record_id in by_id]
 
 
 def _full_text_ranking(*, candidates: QuerySet[MemoryRecord], query: str, limit: int) -> list[tuple[str, float]]:

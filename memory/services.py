@@ -1,29 +1,35 @@
-"""Writing records: write (create, confirm, correct), update, delete, erase (SPEC §5).
+"""Writing records: write (create, confirm, correct), update, delete, count retrievals,
+erase (SPEC §5).
 
 Every change goes through `save()` so django-simple-history keeps the version; the
 version's `history_change_reason` says what happened and who did it
 (`change_reason`). Counters on a row whose state decides (confirmations) change
 under `select_for_update`, so a plain increment is exact; the retrieval count,
-which no version records, rises with `F()` (memory.selectors.record_search).
+which no version records, rises with `F()` (`records_retrieved`).
+
+Each service checks its own scope: it takes the key (or, in the console, the
+administrator's organisation) and reads what it changes through the matching
+scoped entry (core_memory.base.tenancy), never trusting a row it is handed.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
-from rest_framework.fields import DateTimeField
 
 from audit.services import audit_event_record
-from core_memory.base.errors import Conflict, InvalidRequest, NotFound, PermissionDenied, Unprocessable
+from core_memory.base.errors import Conflict, ImproperlyScoped, InvalidRequest, NotFound, PermissionDenied, Unprocessable
 from core_memory.keys.models import ApiKey
 from core_memory.organisations.models import Organisation
 from core_memory.base.storable import storable_check, time_is_storable
+from core_memory.base.tenancy import organisation_id_of
 from memory.models import MemoryRecord
-from memory.selectors import CORE_WRITTEN_TYPES, store_known_types
+from memory.selectors import CORE_WRITTEN_TYPES, record_get_available, store_known_types
 from stores.models import KnowledgeIndex
 
 UNIQUE_ACTIVE_TEXT = "memory_one_active_per_text"
@@ -49,37 +55,25 @@ class RecordWriteResult:
     record: MemoryRecord
     status: str  # created | confirmed | corrected
 
-    @property
-    def status_code(self) -> int:
-        return 200 if self.status == "confirmed" else 201
-
-
-def record_write_answer(result: RecordWriteResult) -> dict:
-    """The R-5.5 answer to a write; also the write tool's result (R-6.5)."""
-    record = result.record
-    return {
-        "memory_id": record.id,
-        "status": result.status,
-        "type": record.type,
-        "text": record.text,
-        "confidence": record.confidence,
-        "subject": record.subject,
-        "index_id": record.index_id,
-        "created_at": DateTimeField().to_representation(record.created_at),
-    }
-
 
 def record_write_authorise(*, key: ApiKey, index: KnowledgeIndex, actor: str, param: str | None = "index_id") -> None:
-    """404 when the index is unavailable to the key (R-4.2); 403 and a committed
-    `memory.write_denied` audit event when its policy does not allow writing (R-5.2)."""
-    if index.organisation_id != key.organisation_id or index.deleted_at is not None or not key.names_index(index.id):
-        raise NotFound("No such index.", param=param)
-    if key.may_write(index.id):
+    """403 and a committed `memory.write_denied` audit event when the key's policy does not
+    allow writing the index (R-5.2). `index` was read for this key (its availability,
+    R-4.2, is `KnowledgeIndex.objects.for_key`); anything else is a bug."""
+    if not index.resolved_for(key):
+        raise ImproperlyScoped(f"index {index.pk} was not read for key {key.pk}")
+    _write_right_check(key=key, index_id=index.id, actor=actor, param=param)
+
+
+def _write_right_check(*, key: ApiKey, index_id: str, actor: str, param: str | None) -> None:
+    """R-5.2 for an index already known to be available to the key."""
+    if key.may_write(index_id):
         return
-    # Its own transaction: the denial is recorded although the request fails.
+    # Its own transaction: the denial is recorded although the request fails (unless a
+    # caller's own transaction, around this one, rolls back).
     with transaction.atomic():
         audit_event_record(
-            organisation=key.organisation_id, actor=actor, action="memory.write_denied", target=index.id, details={"key_id": key.id}
+            organisation=key.organisation_id, actor=actor, action="memory.write_denied", target=index_id, details={"key_id": key.id}
         )
     raise PermissionDenied("This key's policy does not allow writing this index.", param=param)
 
@@ -112,7 +106,7 @@ def _text_check(text: str) -> None:
 def _active_twin(
     *, index: KnowledgeIndex, subject: str | None, type_name: str, normalised_text: str, excluding: MemoryRecord | None = None
 ) -> MemoryRecord | None:
-    twins = MemoryRecord.objects.select_for_update().filter(
+    twins = MemoryRecord.objects.for_organisation(index.organisation_id).select_for_update().filter(
         index=index, subject=subject, type=type_name, normalised_text=normalised_text, status=MemoryRecord.Status.ACTIVE
     )
     if excluding is not None:
@@ -144,7 +138,8 @@ def _is_unique_active_violation(error: IntegrityError) -> bool:
 def _replaced_lock(*, index: KnowledgeIndex, record_id: str, subject: str | None) -> MemoryRecord:
     """The record a correction ends: in the same index, and the person's own when she is named."""
     replaced = (
-        MemoryRecord.objects.select_for_update()
+        MemoryRecord.objects.for_organisation(index.organisation_id)
+        .select_for_update()
         .filter(pk=record_id, index=index)
         .exclude(status=MemoryRecord.Status.DELETED)
         .first()
@@ -174,6 +169,51 @@ def record_write(
     structured: dict | None = None,
     now: datetime | None = None,
 ) -> RecordWriteResult:
+    """Create, confirm or correct a record (R-5.1–R-5.5), in its own transaction.
+
+    The key's write right is checked first, outside it, so that a denial's
+    `memory.write_denied` event is kept although the write fails (R-5.2). A caller that
+    owns a transaction of its own (an extraction window) calls `record_write_within`.
+    """
+    record_write_authorise(key=key, index=index, actor=actor)
+    with transaction.atomic(durable=True):
+        return record_write_within(
+            key=key,
+            index=index,
+            subject=subject,
+            type=type,
+            text=text,
+            metadata=metadata,
+            confidence=confidence,
+            due_at=due_at,
+            replaces=replaces,
+            source=source,
+            provenance=provenance,
+            actor=actor,
+            trusted=trusted,
+            structured=structured,
+            now=now,
+        )
+
+
+def record_write_within(
+    *,
+    key: ApiKey,
+    index: KnowledgeIndex,
+    subject: str | None,
+    type: str,  # noqa: A002 — the record's field and the API's name
+    text: str,
+    metadata: dict | None = None,
+    confidence: float = 1.0,
+    due_at: datetime | None = None,
+    replaces: str | None = None,
+    source: str = MemoryRecord.Source.API,
+    provenance: dict | None = None,
+    actor: str,
+    trusted: bool = True,
+    structured: dict | None = None,
+    now: datetime | None = None,
+) -> RecordWriteResult:
     """Create, confirm or correct a record (R-5.1–R-5.5).
 
     Same normalised text as an active record of the same index, person and type →
@@ -183,7 +223,7 @@ def record_write(
     The type rules of R-5.3 bind the API and the write tool; extraction, promotion and
     maintenance write Core's own types (episode, lesson) and their switch's types.
     Confirming leaves the stored confidence and metadata as they were.
-    Not durable, so a turn (the write tool) may call it inside its own transaction.
+    Inside the caller's transaction: everything it writes commits or rolls back with it.
     """
     record_write_authorise(key=key, index=index, actor=actor)
     if source in (MemoryRecord.Source.API, MemoryRecord.Source.TOOL):
@@ -250,10 +290,30 @@ def record_write(
     return RecordWriteResult(record=record, status=status)
 
 
-@transaction.atomic
-def record_update(*, record: MemoryRecord, actor: str, changes: dict, now: datetime | None = None) -> MemoryRecord:
-    """PATCH (R-5.7): whitelisted fields; any change restarts the decay age. Audited."""
-    locked = MemoryRecord.objects.select_for_update().get(pk=record.pk)
+def record_update(
+    *, key: ApiKey, record_id: str, subject: str | None, actor: str, changes: dict, now: datetime | None = None
+) -> MemoryRecord:
+    """PATCH (R-5.7) by a key: a record it may address (404 otherwise; for a request naming a
+    person only her own, R-5.8), in an index it may write (403 and `memory.write_denied`).
+    Whitelisted fields; any change restarts the decay age. Audited."""
+    record = record_get_available(key=key, record_id=record_id, subject=subject, own_only=True)
+    _write_right_check(key=key, index_id=record.index_id, actor=actor, param=None)
+    return _record_change(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=actor, changes=changes, now=now)
+
+
+def record_update_by_administrator(
+    *, organisation: Organisation | str, record_id: str, actor: str, changes: dict, now: datetime | None = None
+) -> MemoryRecord:
+    """A console administrator's correction of a record of her organisation (R-10.1)."""
+    records = MemoryRecord.objects.for_organisation(organisation).exclude(status=MemoryRecord.Status.DELETED)
+    return _record_change(records=records, record_id=record_id, actor=actor, changes=changes, now=now)
+
+
+@transaction.atomic(durable=True)
+def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: str, changes: dict, now: datetime | None) -> MemoryRecord:
+    locked = records.select_for_update().filter(pk=record_id).first()
+    if locked is None:
+        raise NotFound("No such record.")
     if locked.status != MemoryRecord.Status.ACTIVE:
         raise Conflict("Only an active record can change.", param=None)
     fields = [field for field in UPDATABLE_FIELDS if field in changes]
@@ -288,12 +348,24 @@ def record_update(*, record: MemoryRecord, actor: str, changes: dict, now: datet
     return locked
 
 
-@transaction.atomic
-def record_delete(*, record: MemoryRecord, actor: str) -> None:
-    """DELETE (R-5.8): a soft delete, so its history stays readable to auditors while
-    the record is invisible everywhere. A record it ended stays ended. Audited."""
-    locked = MemoryRecord.objects.select_for_update().get(pk=record.pk)
-    if locked.status == MemoryRecord.Status.DELETED:
+def record_delete(*, key: ApiKey, record_id: str, subject: str | None, actor: str) -> None:
+    """DELETE (R-5.8) by a key, with the rights of `record_update`: a soft delete, so its
+    history stays readable to auditors while the record is invisible everywhere. A record
+    it ended stays ended. Audited."""
+    record = record_get_available(key=key, record_id=record_id, subject=subject, own_only=True)
+    _write_right_check(key=key, index_id=record.index_id, actor=actor, param=None)
+    _record_soft_delete(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=actor)
+
+
+def record_delete_by_administrator(*, organisation: Organisation | str, record_id: str, actor: str) -> None:
+    """A console administrator's deletion of a record of her organisation (R-10.1)."""
+    _record_soft_delete(records=MemoryRecord.objects.for_organisation(organisation), record_id=record_id, actor=actor)
+
+
+@transaction.atomic(durable=True)
+def _record_soft_delete(*, records: QuerySet[MemoryRecord], record_id: str, actor: str) -> None:
+    locked = records.select_for_update().filter(pk=record_id).first()
+    if locked is None or locked.status == MemoryRecord.Status.DELETED:
         return
     locked.status = MemoryRecord.Status.DELETED
     locked._change_reason = change_reason(what="deleted", actor=actor)
@@ -303,6 +375,20 @@ def record_delete(*, record: MemoryRecord, actor: str) -> None:
     )
 
 
+def records_retrieved(*, key: ApiKey, records: Sequence[MemoryRecord]) -> None:
+    """The records were shown — search hits (R-5.10), an injection block's lines (R-7.10):
+    each one's `retrieval_count` rises by one, in SQL with F() so that concurrent readers
+    never lose a count, and on the given objects so an answer shows the raised count.
+    No history version: a retrieval changes nothing a version records."""
+    if not records:
+        return
+    MemoryRecord.objects.for_organisation(key.organisation_id).filter(id__in=[record.id for record in records]).update(
+        retrieval_count=F("retrieval_count") + 1
+    )
+    for record in records:
+        record.retrieval_count += 1
+
+
 @transaction.atomic
 def person_records_erase(*, organisation: Organisation | str, subject: str) -> int:
     """Hard-deletes every record of the person, with every historical version (R-3.4).
@@ -310,8 +396,8 @@ def person_records_erase(*, organisation: Organisation | str, subject: str) -> i
     Returns the number of records removed. Other records that pointed at hers
     (`replaces`/`replaced_by`) keep living with the pointer cleared.
     """
-    organisation_id = organisation if isinstance(organisation, str) else organisation.id
-    records = MemoryRecord.objects.filter(organisation_id=organisation_id, subject=subject)
+    organisation_id = organisation_id_of(organisation)
+    records = MemoryRecord.objects.for_organisation(organisation_id).filter(subject=subject)
     record_ids = list(records.values_list("id", flat=True))
     _total, removed = records.delete()
     # After the delete, which itself adds a "-" version for each record.

@@ -29,7 +29,8 @@ from core_memory.keys.models import ApiKey
 from memory.injection import confidence_percentage, data_json, episode_span
 from memory.models import MemoryRecord
 from memory.selectors import CORE_WRITTEN_TYPES, SEARCH_DEFAULT_LIMIT, record_search, store_known_types
-from memory.services import record_write, record_write_answer
+from memory.answers import record_write_answer
+from memory.services import record_write, records_retrieved
 from stores.models import KnowledgeIndex
 from stores.selectors import index_find_available, index_list_available
 
@@ -273,6 +274,7 @@ def _search(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, argument
         limit=SEARCH_DEFAULT_LIMIT,
         now=now,
     )
+    records_retrieved(key=key, records=[record for record, _score in hits])
     return {"hits": [_hit(record) for record, _score in hits]}
 
 

@@ -83,7 +83,6 @@ class MemoryStoreAdmin(OrganisationScopedAdmin):
     is open to administrators of an organisation with `improvements`."""
 
     form = MemoryStoreForm
-    organisation_path = "index__organisation"
     list_display = ("index", "lessons_enabled", "maintenance_enabled", "promotion_enabled", "updated_at")
     list_select_related = ("index",)
     search_fields = ("index__name", "index__id")

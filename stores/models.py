@@ -1,12 +1,34 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from django.db import models
+from django.db.models import CharField, Value
 from django.utils.translation import gettext_lazy as _
 
 from core_memory.base.ids import PrefixedIdField
+from core_memory.base.tenancy import TenantQuerySet
+
+if TYPE_CHECKING:
+    from core_memory.keys.models import ApiKey
 
 
-class KnowledgeIndexQuerySet(models.QuerySet):
+class KnowledgeIndexQuerySet(TenantQuerySet):
     def live(self):
         return self.filter(deleted_at__isnull=True)
+
+    def for_key(self, key: ApiKey):
+        """The indexes available to the key (R-4.2): not deleted, of its organisation and named
+        by its policy (for reading or writing). The one place that rule is written.
+
+        Each row read this way remembers the key it was read for (`resolved_for`), so code
+        that is handed an index can check it came through here for the same key.
+        """
+        indexes = self.live().for_organisation(key.organisation_id).annotate(
+            resolved_for_key_id=Value(key.id, output_field=CharField())
+        )
+        named = key.named_index_ids()
+        return indexes if named is None else indexes.filter(id__in=named)
 
 
 class KnowledgeIndex(models.Model):
@@ -30,6 +52,10 @@ class KnowledgeIndex(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.id})"
+
+    def resolved_for(self, key: ApiKey) -> bool:
+        """True when this row was read through `KnowledgeIndex.objects.for_key(key)`."""
+        return getattr(self, "resolved_for_key_id", None) == key.id
 
 
 def default_injection() -> dict:
@@ -62,6 +88,10 @@ SECTION_DEFAULTS = {
 }
 
 
+class MemoryStoreQuerySet(TenantQuerySet):
+    organisation_lookup = "index__organisation"
+
+
 class MemoryStore(models.Model):
     """The memory settings of one index (R-4.3); each section is replaced whole."""
 
@@ -71,6 +101,8 @@ class MemoryStore(models.Model):
     promotion = models.JSONField(_("promotion"), default=default_promotion)
     maintenance = models.JSONField(_("maintenance"), default=default_maintenance)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = MemoryStoreQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("memory store")

@@ -1,26 +1,28 @@
 """Scoped access to indexes: "missing", "deleted", "another organisation's" and
-"not in your policy" are the same 404 (R-2.5, R-4.2)."""
+"not in your policy" are the same 404 (R-2.5, R-4.2). The rule itself is
+`KnowledgeIndex.objects.for_key`."""
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from django.db.models import QuerySet
 
 from core_memory.base.errors import NotFound, PermissionDenied
-from core_memory.keys.models import ApiKey
 from stores.models import KnowledgeIndex, MemoryStore
+
+if TYPE_CHECKING:
+    from core_memory.keys.models import ApiKey
 
 
 def index_list_available(*, key: ApiKey) -> QuerySet[KnowledgeIndex]:
-    indexes = KnowledgeIndex.objects.live().filter(organisation_id=key.organisation_id)
-    named = key.named_index_ids()
-    return indexes if named is None else indexes.filter(id__in=named)
+    return KnowledgeIndex.objects.for_key(key)
 
 
 def index_find_available(*, key: ApiKey, index_id, with_store: bool = False) -> KnowledgeIndex | None:
-    """The index if it is available to the key (R-4.2): live, of the key's organisation,
-    named by its policy; else None. The one place that rule is written."""
+    """The index if it is available to the key (R-4.2), else None."""
     if not isinstance(index_id, str) or not key.names_index(index_id):
         return None
-    indexes = KnowledgeIndex.objects.live().filter(organisation_id=key.organisation_id, id=index_id)
+    indexes = KnowledgeIndex.objects.for_key(key).filter(id=index_id)
     return (indexes.select_related("store") if with_store else indexes).first()
 
 
@@ -33,11 +35,16 @@ def index_get_available(*, key: ApiKey, index_id: str, param: str | None = None,
     index = index_find_available(key=key, index_id=index_id)
     if index is None:
         raise NotFound("No such index.", param=param)
+    policy_right_check(key=key, index_id=index.id, right=right, param=param)
+    return index
+
+
+def policy_right_check(*, key: ApiKey, index_id: str, right: str | None, param: str | None = None) -> None:
+    """403 when the key's policy names the index, but not for `right` (R-5.2)."""
     if right == "write" and not key.may_write(index_id):
         raise PermissionDenied("This key's policy does not allow writing this index.", param=param)
     if right == "read" and not key.may_read(index_id):
         raise PermissionDenied("This key's policy does not allow reading this index.", param=param)
-    return index
 
 
 def store_get(*, index: KnowledgeIndex) -> MemoryStore:

@@ -22,7 +22,9 @@ def index_create(*, organisation: Organisation, actor: str, name: str, embedding
 @transaction.atomic(durable=True)
 def index_delete(*, index: KnowledgeIndex, actor: str) -> None:
     """Marks the index deleted: it and everything in it are unavailable at once (R-4.1)."""
-    updated = KnowledgeIndex.objects.filter(pk=index.pk, deleted_at__isnull=True).update(deleted_at=timezone.now())
+    updated = (
+        KnowledgeIndex.objects.for_organisation(index.organisation_id).live().filter(pk=index.pk).update(deleted_at=timezone.now())
+    )
     if updated:
         audit_event_record(organisation=index.organisation_id, actor=actor, action="index.deleted", target=index.id)
 
@@ -51,7 +53,12 @@ def store_update(*, store: MemoryStore, sections: dict, actor: str, may_promote:
 
     Refused sections (store_sections_validate) write nothing, not even the other sections sent with them.
     """
-    locked = MemoryStore.objects.select_for_update().select_related("index__organisation").get(pk=store.pk)
+    locked = (
+        MemoryStore.objects.for_organisation(store.index.organisation_id)
+        .select_for_update()
+        .select_related("index__organisation")
+        .get(pk=store.pk)
+    )
     complete = store_sections_validate(organisation=locked.index.organisation, sections=sections, may_promote=may_promote)
     if not complete:
         return locked

@@ -4,12 +4,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.factories import OrganisationFactory, client_for, make_index, make_key
+from tests.factories import OrganisationFactory, client_for, make_index, make_key, resolved_for
 
 
 @dataclass
 class Tenant:
-    """An organisation with its owner key (every capability, every index) and one index."""
+    """An organisation with its owner key (every capability, every index) and one index,
+    read for the owner key (`KnowledgeIndex.objects.for_key`), as services expect it."""
 
     organisation: object
     key: object
@@ -27,7 +28,7 @@ class Tenant:
 def _tenant() -> Tenant:
     organisation = OrganisationFactory()
     key, secret = make_key(organisation, name="owner")
-    index = make_index(organisation)
+    index = resolved_for(key, make_index(organisation))
     return Tenant(organisation=organisation, key=key, secret=secret, index=index)
 
 

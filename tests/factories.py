@@ -7,6 +7,7 @@ from rest_framework.test import APIClient
 from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES
 from core_memory.keys.services import key_create
 from core_memory.organisations.models import Organisation
+from stores.models import KnowledgeIndex
 from stores.services import index_create
 
 
@@ -41,6 +42,11 @@ def make_key(
 
 def make_index(organisation: Organisation, name: str = "memory", **fields):
     return index_create(organisation=organisation, actor="test", name=name, **fields)
+
+
+def resolved_for(key, index):
+    """The index as services expect to be handed it: read for `key` (KnowledgeIndex.objects.for_key)."""
+    return KnowledgeIndex.objects.for_key(key).get(pk=index.pk)
 
 
 def client_for(secret: str | None, *, subject: str | None = None) -> APIClient:

@@ -2,9 +2,10 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from core_memory.base.ids import PrefixedIdField
+from core_memory.base.tenancy import TenantQuerySet
 
 
-class AgentQuerySet(models.QuerySet):
+class AgentQuerySet(TenantQuerySet):
     def live(self):
         return self.filter(deleted_at__isnull=True)
 
@@ -36,6 +37,10 @@ class Agent(models.Model):
         return f"{self.name} ({self.id})"
 
 
+class AgentVersionQuerySet(TenantQuerySet):
+    organisation_lookup = "agent__organisation"
+
+
 class AgentVersion(models.Model):
     """One saved configuration of an agent; a turn runs the latest (R-7.3, R-7.4)."""
 
@@ -47,6 +52,8 @@ class AgentVersion(models.Model):
     memory_injection = models.JSONField(_("memory injection"), null=True, blank=True)
     created_by = models.CharField(_("created by"), max_length=40)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = AgentVersionQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("agent version")

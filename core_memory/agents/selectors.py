@@ -10,25 +10,22 @@ from core_memory.organisations.models import Organisation
 AGENT_ID_PREFIX = "agt_"
 
 
-def _with_latest_version(agents: QuerySet[Agent]) -> QuerySet[Agent]:
-    return agents.prefetch_related(
-        Prefetch(
-            "versions", queryset=AgentVersion.objects.filter(version=F("agent__latest_version")), to_attr="latest_versions"
-        )
-    )
+def _with_latest_version(agents: QuerySet[Agent], *, organisation: Organisation) -> QuerySet[Agent]:
+    latest = AgentVersion.objects.for_organisation(organisation).filter(version=F("agent__latest_version"))
+    return agents.prefetch_related(Prefetch("versions", queryset=latest, to_attr="latest_versions"))
 
 
 def agents_list(*, organisation: Organisation) -> QuerySet[Agent]:
-    return _with_latest_version(Agent.objects.live().filter(organisation_id=organisation.id))
+    return _with_latest_version(Agent.objects.for_organisation(organisation).live(), organisation=organisation)
 
 
 def agent_get_available(*, organisation: Organisation, agent_ref: str, param: str | None = None) -> Agent:
     """A live agent of the organisation, by its id or (in a turn's `agent` field) its name."""
-    agents = Agent.objects.live().filter(organisation_id=organisation.id)
+    agents = Agent.objects.for_organisation(organisation).live()
     if not isinstance(agent_ref, str):
         raise NotFound("No such agent.", param=param)
     agents = agents.filter(id=agent_ref) if agent_ref.startswith(AGENT_ID_PREFIX) else agents.filter(name=agent_ref)
-    agent = _with_latest_version(agents).first()
+    agent = _with_latest_version(agents, organisation=organisation).first()
     if agent is None:
         raise NotFound("No such agent.", param=param)
     return agent
@@ -38,4 +35,4 @@ def agent_version_latest(*, agent: Agent) -> AgentVersion:
     latest = getattr(agent, "latest_versions", None)
     if latest:
         return latest[0]
-    return AgentVersion.objects.get(agent_id=agent.pk, version=agent.latest_version)
+    return agent.versions.get(version=agent.latest_version)

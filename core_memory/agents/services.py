@@ -34,7 +34,9 @@ def agent_memory_injection_check(*, key: ApiKey, memory_injection: dict | None) 
 def _version_add(*, agent: Agent, key: ApiKey, model: str, instructions: str, memory_injection: dict | None) -> AgentVersion:
     model_get(organisation=key.organisation, model_id=model, param="model")
     block = agent_memory_injection_check(key=key, memory_injection=memory_injection)
-    Agent.objects.filter(pk=agent.pk).update(latest_version=F("latest_version") + 1, updated_at=timezone.now())
+    Agent.objects.for_organisation(agent.organisation_id).filter(pk=agent.pk).update(
+        latest_version=F("latest_version") + 1, updated_at=timezone.now()
+    )
     agent.refresh_from_db(fields=["latest_version", "updated_at"])
     version = AgentVersion.objects.create(
         agent=agent,
@@ -70,7 +72,7 @@ def agent_version_create(
     *, agent: Agent, key: ApiKey, actor: str, model: str, instructions: str = "", memory_injection: dict | None = None
 ) -> Agent:
     """A new, complete version; turns run it from now on (R-7.3, R-7.4)."""
-    locked = Agent.objects.live().select_for_update().filter(pk=agent.pk).first()
+    locked = Agent.objects.for_organisation(agent.organisation_id).live().select_for_update().filter(pk=agent.pk).first()
     if locked is None:
         raise NotFound("No such agent.")
     version = _version_add(agent=locked, key=key, model=model, instructions=instructions, memory_injection=memory_injection)
@@ -84,22 +86,12 @@ def agent_version_create(
     return locked
 
 
-def agent_delete_check(*, agent: Agent) -> None:
-    """Refuses to delete an agent that something still relies on.
-
-    R-7.3: an extraction switch naming the agent in `filters.agent_ids` → 409 naming
-    that store. That lookup belongs to the extraction app (issue 5) and is called
-    here once it exists; until then nothing blocks.
-    """
-
-
 @transaction.atomic(durable=True)
 def agent_delete(*, agent: Agent, actor: str) -> None:
     """Marks the agent deleted: threads keep naming it, turns can no longer run it."""
-    locked = Agent.objects.live().select_for_update().filter(pk=agent.pk).first()
+    locked = Agent.objects.for_organisation(agent.organisation_id).live().select_for_update().filter(pk=agent.pk).first()
     if locked is None:
         return
-    agent_delete_check(agent=locked)
     locked.deleted_at = timezone.now()
     locked.save(update_fields=["deleted_at", "updated_at"])
     audit_event_record(organisation=locked.organisation_id, actor=actor, action="agent.deleted", target=locked.id)

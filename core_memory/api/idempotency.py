@@ -48,7 +48,7 @@ def idempotency_claim(
     if len(idempotency_key) > 255 or not idempotency_key.strip() or UNSTORABLE_CHARACTERS.search(idempotency_key):
         raise ApplicationError("Idempotency-Key must be 1 to 255 characters, none of them NUL.", param="Idempotency-Key")
     fingerprint = request_fingerprint(method=method, path=path, body=body, person=person)
-    IdempotentRequest.objects.filter(key_id=key_id, idempotency_key=idempotency_key, created_at__lt=timezone.now() - RETENTION).delete()
+    IdempotentRequest.objects.for_key(key_id).filter(idempotency_key=idempotency_key, created_at__lt=timezone.now() - RETENTION).delete()
     try:
         with transaction.atomic():
             row = IdempotentRequest.objects.create(
@@ -60,7 +60,7 @@ def idempotency_claim(
             )
         return row, False
     except IntegrityError:
-        row = IdempotentRequest.objects.get(key_id=key_id, idempotency_key=idempotency_key)
+        row = IdempotentRequest.objects.for_key(key_id).get(idempotency_key=idempotency_key)
     if row.request_hash != fingerprint:
         raise IdempotencyMismatch(
             "This Idempotency-Key was used with another request; use a new key.", param="Idempotency-Key"
@@ -87,5 +87,5 @@ def idempotency_release(*, row: IdempotentRequest) -> None:
 def idempotency_purge(*, now: datetime | None = None) -> int:
     """Forget answers older than RETENTION (beat, hourly); a claim is checked against
     RETENTION too, so an expired row never replays even before it is purged."""
-    deleted, _ = IdempotentRequest.objects.filter(created_at__lt=(now or timezone.now()) - RETENTION).delete()
+    deleted, _ = IdempotentRequest.objects.unscoped().filter(created_at__lt=(now or timezone.now()) - RETENTION).delete()
     return deleted

@@ -1,6 +1,16 @@
 from django.db import models
 
 
+class IdempotentRequestQuerySet(models.QuerySet):
+    """A key's remembered answers; another key's are never replayed (R-2.6, R-12.1)."""
+
+    def for_key(self, key_id: str):
+        return self.filter(key_id=key_id)
+
+    def unscoped(self):
+        return self.all()
+
+
 class IdempotentRequest(models.Model):
     """The first answer to a mutating request sent with an `Idempotency-Key` (R-2.6)."""
 
@@ -17,6 +27,8 @@ class IdempotentRequest(models.Model):
     status_code = models.PositiveSmallIntegerField(null=True)
     response_body = models.JSONField(null=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    objects = IdempotentRequestQuerySet.as_manager()
 
     class Meta:
         constraints = [

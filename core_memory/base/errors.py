@@ -38,3 +38,8 @@ class NotFound(ApplicationError):
 class Conflict(ApplicationError):
     status_code = 409
     error_type = "conflict_error"
+
+
+class ImproperlyScoped(Exception):
+    """A bug, not a request's fault: a function that checks tenancy was handed an object
+    read outside the scope it checks (core_memory.base.tenancy). Never caught; a 500."""

@@ -17,15 +17,12 @@ admin.site.index_title = _("Console")
 
 
 class OrganisationScopedAdmin(admin.ModelAdmin):
-    """Limits every list, object page and choice to the administrator's organisation.
+    """Limits every list, object page and choice to the administrator's organisation,
+    through each model's own scoped entry (`for_organisation`, core_memory.base.tenancy).
 
-    `organisation_path` is the lookup from the model to its organisation
-    (`"organisation"`, `"index__organisation"`, or `"pk"` for Organisation itself).
     Superusers see every organisation. Another organisation's object is a 404
     (R-2.5, R-12.1), never a redirect that would admit it exists.
     """
-
-    organisation_path = "organisation"
 
     # --- scope ------------------------------------------------------------
     def organisation_id(self, request) -> str | None:
@@ -36,14 +33,22 @@ class OrganisationScopedAdmin(admin.ModelAdmin):
     def actor(self, request) -> str:
         return console_actor(user=request.user)
 
-    def scope(self, queryset, request, path: str | None = None):
+    def scope(self, queryset, request):
+        """`queryset` within her organisation (every organisation for a superuser)."""
         organisation_id = self.organisation_id(request)
         if organisation_id is EVERY_ORGANISATION:
             return queryset
         if not organisation_id:
             return queryset.none()
-        lookup = "pk" if (path or self.organisation_path) == "pk" else f"{path or self.organisation_path}_id"
-        return queryset.filter(**{lookup: organisation_id})
+        if queryset.model is Organisation:
+            return queryset.filter(pk=organisation_id)
+        return queryset.for_organisation(organisation_id)
+
+    def scoped(self, model, request):
+        """`model`'s rows of her organisation."""
+        if model is Organisation:
+            return self.scope(Organisation.objects.all(), request)
+        return self.scope(model.objects.unscoped(), request)
 
     def get_queryset(self, request):
         return self.scope(super().get_queryset(request), request)
@@ -64,11 +69,8 @@ class OrganisationScopedAdmin(admin.ModelAdmin):
 
     # --- choices and saving -------------------------------------------------
     def _scoped_choices(self, related_model, request):
-        queryset = related_model._default_manager.all()
-        if related_model is Organisation:
-            return self.scope(queryset, request, path="pk")
-        if any(field.name == "organisation" for field in related_model._meta.get_fields()):
-            return self.scope(queryset, request, path="organisation")
+        if related_model is Organisation or hasattr(related_model.objects, "for_organisation"):
+            return self.scoped(related_model, request)
         return None
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
@@ -85,7 +87,7 @@ class OrganisationScopedAdmin(admin.ModelAdmin):
 
     def get_exclude(self, request, obj=None):
         excluded = list(super().get_exclude(request, obj) or ())
-        if self.organisation_id(request) is not EVERY_ORGANISATION and self.organisation_path == "organisation":
+        if self.organisation_id(request) is not EVERY_ORGANISATION and self._has_organisation_field():
             excluded.append("organisation")
         return excluded
 
@@ -104,9 +106,12 @@ class OrganisationScopedAdmin(admin.ModelAdmin):
         obj._state.adding = False
 
     def save_model(self, request, obj, form, change):
-        if not change and self.organisation_path == "organisation" and self.organisation_id(request):
+        if not change and self._has_organisation_field() and self.organisation_id(request):
             obj.organisation_id = self.organisation_id(request)
         super().save_model(request, obj, form, change)
+
+    def _has_organisation_field(self) -> bool:
+        return any(field.name == "organisation" for field in self.model._meta.concrete_fields)
 
     # --- permissions: a staff user bound to no organisation administers nothing ---
     def _administers(self, request) -> bool:

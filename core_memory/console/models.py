@@ -2,6 +2,8 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from core_memory.base.tenancy import TenantQuerySet
+
 
 class ConsoleAdministrator(models.Model):
     """Binds a console user to the one organisation she administers (R-10.3)."""
@@ -9,6 +11,8 @@ class ConsoleAdministrator(models.Model):
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="console_administrator")
     organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="administrators")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TenantQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("console administrator")

@@ -14,7 +14,8 @@ def administered_organisation_id(*, user) -> str | None:
     """
     if user.is_superuser:
         return EVERY_ORGANISATION
-    administrator = ConsoleAdministrator.objects.filter(user_id=user.pk).only("organisation_id").first()
+    # The user names her organisation: no scope to read it within.
+    administrator = ConsoleAdministrator.objects.unscoped().filter(user_id=user.pk).only("organisation_id").first()
     return administrator.organisation_id if administrator else ""
 
 

@@ -43,9 +43,10 @@ class ApiKeyForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        indexes = KnowledgeIndex.objects.live().order_by("name")
+        indexes = KnowledgeIndex.objects.unscoped()
         if self.organisation_id:
-            indexes = indexes.filter(organisation_id=self.organisation_id)
+            indexes = KnowledgeIndex.objects.for_organisation(self.organisation_id)
+        indexes = indexes.live().order_by("name")
         choices = [(ALL_INDEXES, _("every index, also future ones"))] + [(index.id, str(index)) for index in indexes]
         for right in ("read", "write"):
             field = self.fields[f"policy_{right}"]

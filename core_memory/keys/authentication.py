@@ -59,11 +59,13 @@ class KeyAuthentication(authentication.BaseAuthentication):
 def principal_for_secret(secret: str) -> Principal | None:
     hashed = secret_hash(secret)
     if secret.startswith(KEY_SECRET_PREFIX):
-        key = ApiKey.objects.usable().select_related("organisation").filter(secret_hash=hashed).first()
+        # The secret names the organisation: no scope to read it within.
+        key = ApiKey.objects.unscoped().usable().select_related("organisation").filter(secret_hash=hashed).first()
         return Principal(key=key) if key else None
     if secret.startswith(SUBJECT_TOKEN_PREFIX):
         token = (
-            SubjectToken.objects.select_related("key__organisation")
+            SubjectToken.objects.unscoped()
+            .select_related("key__organisation")
             .filter(secret_hash=hashed, expires_at__gt=timezone.now())
             .first()
         )

@@ -7,6 +7,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from core_memory.base.ids import PrefixedIdField
+from core_memory.base.tenancy import TenantQuerySet
 
 KEY_CAPABILITIES = ("knowledge", "memory", "threads", "management", "trust_envelope")
 ALL_INDEXES = "*"
@@ -28,7 +29,7 @@ def default_policy() -> dict:
     return {"read": [], "write": []}
 
 
-class ApiKeyQuerySet(models.QuerySet):
+class ApiKeyQuerySet(TenantQuerySet):
     def usable(self):
         now = timezone.now()
         return self.filter(revoked_at__isnull=True).filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
@@ -91,6 +92,10 @@ class ApiKey(models.Model):
         return names
 
 
+class SubjectTokenQuerySet(TenantQuerySet):
+    organisation_lookup = "key__organisation"
+
+
 class SubjectToken(models.Model):
     """A bearer token acting as its key, limited to one person (R-3.3)."""
 
@@ -100,6 +105,8 @@ class SubjectToken(models.Model):
     secret_hash = models.CharField(max_length=64, unique=True, editable=False)
     expires_at = models.DateTimeField()
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = SubjectTokenQuerySet.as_manager()
 
 
 class KeyTrailEntry(models.Model):
@@ -115,6 +122,8 @@ class KeyTrailEntry(models.Model):
     key_id = models.CharField(max_length=40, db_index=True)
     event = models.CharField(max_length=16, choices=Event.choices)
     at = models.DateTimeField(default=timezone.now)
+
+    objects = TenantQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("key trail entry")

@@ -13,11 +13,11 @@ from core_memory.organisations.models import Organisation
 
 def key_list(*, organisation: Organisation) -> QuerySet[ApiKey]:
     """Every key of the organisation, revoked ones included (R-3.2)."""
-    return ApiKey.objects.filter(organisation=organisation)
+    return ApiKey.objects.for_organisation(organisation)
 
 
 def key_get(*, organisation: Organisation, key_id: str) -> ApiKey:
-    key = ApiKey.objects.filter(organisation=organisation, id=key_id).first()
+    key = ApiKey.objects.for_organisation(organisation).filter(id=key_id).first()
     if key is None:
         raise NotFound("No such key.")
     return key
@@ -25,9 +25,11 @@ def key_get(*, organisation: Organisation, key_id: str) -> ApiKey:
 
 def key_was_issued(*, organisation: Organisation, key_id: str) -> bool:
     """True for a key of the organisation that exists, or was deleted within the retention period (R-3.5)."""
-    if ApiKey.objects.filter(organisation=organisation, id=key_id).exists():
+    if ApiKey.objects.for_organisation(organisation).filter(id=key_id).exists():
         return True
     horizon = timezone.now() - timedelta(days=organisation.audit_retention_days)
-    return KeyTrailEntry.objects.filter(
-        organisation=organisation, key_id=key_id, event=KeyTrailEntry.Event.DELETED, at__gte=horizon
-    ).exists()
+    return (
+        KeyTrailEntry.objects.for_organisation(organisation)
+        .filter(key_id=key_id, event=KeyTrailEntry.Event.DELETED, at__gte=horizon)
+        .exists()
+    )

@@ -22,6 +22,7 @@ from core_memory.keys.models import (
 )
 from core_memory.organisations.models import Organisation
 from core_memory.persons.services import person_ensure
+from stores.models import KnowledgeIndex
 
 UPDATABLE_FIELDS = ("name", "capabilities", "policy", "memory", "pii_redaction", "expires_at")
 
@@ -63,11 +64,10 @@ def _policy_whole(policy: dict) -> dict:
 
 
 def _live_index_ids(*, organisation: Organisation, index_ids: set[str]) -> set[str]:
-    from stores.models import KnowledgeIndex
-
     if not index_ids:
         return set()
-    return set(KnowledgeIndex.objects.live().filter(organisation=organisation, id__in=index_ids).values_list("id", flat=True))
+    indexes = KnowledgeIndex.objects.for_organisation(organisation).live().filter(id__in=index_ids)
+    return set(indexes.values_list("id", flat=True))
 
 
 @transaction.atomic
@@ -105,7 +105,7 @@ def key_create(
 @transaction.atomic
 def key_update(*, key: ApiKey, actor: str, changes: dict) -> ApiKey:
     """Replaces the given fields (a given `memory` or `policy` replaces the whole object)."""
-    key = ApiKey.objects.select_for_update().select_related("organisation").get(pk=key.pk)
+    key = ApiKey.objects.for_organisation(key.organisation_id).select_for_update().select_related("organisation").get(pk=key.pk)
     if key.revoked_at is not None:
         # Revocation is final (R-3.2): a revoked key is kept to be read, not to be revived.
         raise Conflict("This key is revoked; create a new key instead.", param=None)
@@ -135,7 +135,7 @@ def key_update(*, key: ApiKey, actor: str, changes: dict) -> ApiKey:
 
 @transaction.atomic
 def key_revoke(*, key: ApiKey, actor: str) -> ApiKey:
-    locked = ApiKey.objects.select_for_update().get(pk=key.pk)
+    locked = ApiKey.objects.for_organisation(key.organisation_id).select_for_update().get(pk=key.pk)
     if locked.revoked_at is None:
         locked.revoked_at = timezone.now()
         locked.save(update_fields=["revoked_at", "updated_at"])
@@ -155,9 +155,12 @@ def key_delete(*, key: ApiKey, actor: str) -> None:
 def keys_expiry_record(*, now: datetime | None = None) -> int:
     """Note each key that has expired in its organisation's key trail (beat, hourly)."""
     now = now or timezone.now()
-    expired = ApiKey.objects.filter(expires_at__lte=now).exclude(
-        id__in=KeyTrailEntry.objects.filter(event=KeyTrailEntry.Event.EXPIRED).values("key_id")
-    ).select_related("organisation")
+    expired = (
+        ApiKey.objects.unscoped()
+        .filter(expires_at__lte=now)
+        .exclude(id__in=KeyTrailEntry.objects.unscoped().filter(event=KeyTrailEntry.Event.EXPIRED).values("key_id"))
+        .select_related("organisation")
+    )
     count = 0
     for key in expired:
         with transaction.atomic():
@@ -174,7 +177,9 @@ def key_trail_purge(*, now: datetime | None = None) -> int:
     """
     now = now or timezone.now()
     horizon = now - timedelta(days=1) * F("organisation__audit_retention_days")
-    deleted, _ = KeyTrailEntry.objects.filter(at__lt=horizon).exclude(key_id__in=ApiKey.objects.values("id")).delete()
+    deleted, _ = (
+        KeyTrailEntry.objects.unscoped().filter(at__lt=horizon).exclude(key_id__in=ApiKey.objects.unscoped().values("id")).delete()
+    )
     return deleted
 
 
@@ -188,3 +193,9 @@ def subject_token_create(*, key: ApiKey, subject: str, ttl_seconds: int) -> tupl
         expires_at = min(expires_at, key.expires_at)
     token = SubjectToken.objects.create(key=key, subject=subject, secret_hash=secret_hash(secret), expires_at=expires_at)
     return token, secret
+
+
+def subject_tokens_erase(*, organisation: Organisation, subject: str) -> int:
+    """Removes every subject token of the person; part of erasing her (core_memory.flows.erasure)."""
+    deleted, _ = SubjectToken.objects.for_organisation(organisation).filter(subject=subject).delete()
+    return deleted

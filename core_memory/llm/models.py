@@ -2,11 +2,13 @@ from django.db import models
 from django.db.models import Sum
 from django.utils.translation import gettext_lazy as _
 
+from core_memory.base.tenancy import TenantQuerySet
 
-class TokenUsageQuerySet(models.QuerySet):
+
+class TokenUsageQuerySet(TenantQuerySet):
     def month_total(self, *, organisation_id: str, month) -> int:
         """Tokens an organisation used in the month that starts on `month` (R-3.6, R-8.9)."""
-        return self.filter(organisation_id=organisation_id, month=month).aggregate(total=Sum("total_tokens"))["total"] or 0
+        return self.for_organisation(organisation_id).filter(month=month).aggregate(total=Sum("total_tokens"))["total"] or 0
 
 
 class TokenUsage(models.Model):

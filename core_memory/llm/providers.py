@@ -306,7 +306,7 @@ def token_usage_record(*, organisation: Organisation, usage: TokenCount, at: dat
         "updated_at": timezone.now(),
     }
     with transaction.atomic():
-        if TokenUsage.objects.filter(organisation_id=organisation.id, month=month).update(**changes):
+        if TokenUsage.objects.for_organisation(organisation).filter(month=month).update(**changes):
             return
         try:
             with transaction.atomic():
@@ -319,4 +319,4 @@ def token_usage_record(*, organisation: Organisation, usage: TokenCount, at: dat
                     calls=1,
                 )
         except IntegrityError:  # another call created the row first
-            TokenUsage.objects.filter(organisation_id=organisation.id, month=month).update(**changes)
+            TokenUsage.objects.for_organisation(organisation).filter(month=month).update(**changes)

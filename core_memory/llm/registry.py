@@ -9,10 +9,6 @@ from core_memory.base.errors import Unprocessable
 from core_memory.organisations.models import Organisation
 
 
-def configured_model_ids() -> list[str]:
-    return [model["id"] for model in settings.CORE_MODELS]
-
-
 def models_offered(*, organisation: Organisation) -> list[dict]:
     """The organisation's offered models, each a copy of its CORE_MODELS entry (id, provider,
     base_url, api_key_env); only `id` and `provider` may be shown to a caller."""

@@ -9,7 +9,6 @@ from core_memory.organisations.services import UPDATABLE_FIELDS
 
 @admin.register(Organisation)
 class OrganisationAdmin(ReadOnlyScopedAdmin):
-    organisation_path = "pk"
     list_display = ("name", "id", "timezone", "capabilities", "audit_retention_days", "created_at")
     fields = ("id", *UPDATABLE_FIELDS, "created_at")
     readonly_fields = fields

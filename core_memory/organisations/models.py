@@ -7,6 +7,11 @@ from core_memory.base.ids import PrefixedIdField
 ORGANISATION_CAPABILITIES = ("improvements",)
 
 
+def configured_model_ids() -> list[str]:
+    """The ids of CORE_MODELS, in their configured order (R-3.6)."""
+    return [model["id"] for model in settings.CORE_MODELS]
+
+
 def default_improvements() -> dict:
     return {"enabled": False}
 
@@ -39,7 +44,7 @@ class Organisation(models.Model):
         return capability in (self.capabilities or [])
 
     def offered_model_ids(self) -> list[str]:
-        configured = [model["id"] for model in settings.CORE_MODELS]
+        configured = configured_model_ids()
         if self.offered_models is None:
             return configured
         return [model_id for model_id in configured if model_id in self.offered_models]

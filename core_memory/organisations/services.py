@@ -4,29 +4,7 @@ from django.db import transaction
 
 from audit.services import audit_event_record
 from core_memory.base.errors import Unprocessable
-from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES
-from core_memory.keys.services import key_create
-from core_memory.organisations.models import Organisation
-
-
-@transaction.atomic(durable=True)
-def organisation_create(*, name: str, timezone: str = "UTC", capabilities: list[str] | None = None) -> tuple[Organisation, object, str]:
-    """An organisation and its first key: every capability, every index (R-1.3).
-
-    Returns (organisation, key, secret); the secret is never stored.
-    """
-    organisation = Organisation(name=name, timezone=timezone, capabilities=sorted(set(capabilities or [])))
-    organisation.full_clean()
-    organisation.save()
-    key, secret = key_create(
-        organisation=organisation,
-        actor="createorg",
-        name="owner",
-        capabilities=list(KEY_CAPABILITIES),
-        policy={"read": [ALL_INDEXES], "write": [ALL_INDEXES]},
-    )
-    return organisation, key, secret
-
+from core_memory.organisations.models import Organisation, configured_model_ids
 
 UPDATABLE_FIELDS = (
     "name",
@@ -48,8 +26,6 @@ def organisation_update(*, organisation: Organisation, actor: str, changes: dict
     and a PATCH of either must leave the helper model, when set, offered. Raises Unprocessable
     naming the field.
     """
-    from core_memory.llm.registry import configured_model_ids
-
     organisation = Organisation.objects.select_for_update().get(pk=organisation.pk)
     fields = [field for field in UPDATABLE_FIELDS if field in changes]
     configured = configured_model_ids()

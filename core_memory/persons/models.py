@@ -1,6 +1,8 @@
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from core_memory.base.tenancy import TenantQuerySet
+
 
 class Person(models.Model):
     """A person (subject) of one organisation and her rules (R-3.4); exists once named."""
@@ -10,6 +12,8 @@ class Person(models.Model):
     helper_model_may_read = models.BooleanField(_("the helper model may read her records"), default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TenantQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("person")

@@ -2,6 +2,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from core_memory.base.ids import PrefixedIdField
+from core_memory.base.tenancy import TenantQuerySet
 
 
 class Thread(models.Model):
@@ -22,6 +23,8 @@ class Thread(models.Model):
     redacting_key_wrote_at = models.DateTimeField(_("first written by a redacting key"), null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = TenantQuerySet.as_manager()
+
     class Meta:
         verbose_name = _("thread")
         verbose_name_plural = _("threads")
@@ -32,6 +35,10 @@ class Thread(models.Model):
 
     def __str__(self) -> str:
         return self.id
+
+
+class ItemQuerySet(TenantQuerySet):
+    organisation_lookup = "thread__organisation"
 
 
 class Item(models.Model):
@@ -60,6 +67,8 @@ class Item(models.Model):
     sealed = models.BooleanField(_("sealed"), default=False)
     response_id = models.CharField(_("response"), max_length=40, null=True, blank=True, db_index=True)
     created_at = models.DateTimeField(_("created at"))
+
+    objects = ItemQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("item")

@@ -14,7 +14,7 @@ HISTORY_LIMIT = 200
 def thread_get_available(
     *, organisation: Organisation, thread_id: str, subject: str | None, param: str | None = None
 ) -> Thread:
-    threads = Thread.objects.filter(organisation_id=organisation.id, id=thread_id)
+    threads = Thread.objects.for_organisation(organisation).filter(id=thread_id)
     if subject is not None:
         threads = threads.filter(subject=subject)
     thread = threads.prefetch_related("agents").first() if isinstance(thread_id, str) else None
@@ -24,14 +24,13 @@ def thread_get_available(
 
 
 def thread_items(*, thread: Thread) -> QuerySet[Item]:
-    return Item.objects.filter(thread_id=thread.pk)
+    return thread.items.all()
 
 
 def thread_history(*, thread: Thread, limit: int = HISTORY_LIMIT) -> list[Item]:
     """The thread's last `limit` items a model may read (no reasoning), oldest first."""
     recent = (
-        Item.objects.filter(thread_id=thread.pk)
-        .exclude(kind=Item.Kind.REASONING)
+        thread.items.exclude(kind=Item.Kind.REASONING)
         .order_by("-position")[:limit]
     )
     return list(reversed(recent))

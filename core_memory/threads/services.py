@@ -40,7 +40,8 @@ def thread_items_append(
     if not drafts:
         return []
     now = now or timezone.now()
-    locked = Thread.objects.select_for_update().only("id", "item_count", "last_item_at", "redacting_key_wrote_at").get(pk=thread.pk)
+    threads = Thread.objects.for_organisation(thread.organisation_id)
+    locked = threads.select_for_update().only("id", "item_count", "last_item_at", "redacting_key_wrote_at").get(pk=thread.pk)
     items = [
         Item(
             thread_id=thread.pk,
@@ -63,7 +64,7 @@ def thread_items_append(
         changes["last_item_at"] = newest
     if key.pii_redaction and locked.redacting_key_wrote_at is None:
         changes["redacting_key_wrote_at"] = now
-    Thread.objects.filter(pk=thread.pk).update(**changes)
+    threads.filter(pk=thread.pk).update(**changes)
     thread.item_count = locked.item_count + len(items)
     return items
 

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection, connections, transaction
 
 from memory.models import MemoryRecord
-from memory.services import record_write
+from memory.services import record_write, record_write_within
 
 LOCK_WAIT_SECONDS = 10
 
@@ -43,7 +43,7 @@ def test_a_write_racing_an_uncommitted_identical_write_confirms_it(tenant, subje
 
     def first():
         with transaction.atomic():
-            result = record_write(key=tenant.key, index=tenant.index, subject=subject, type="fact", text="Acme betaalt per maand", actor="a")
+            result = record_write_within(key=tenant.key, index=tenant.index, subject=subject, type="fact", text="Acme betaalt per maand", actor="a")
             written.set()
             release.wait(LOCK_WAIT_SECONDS)
         return result

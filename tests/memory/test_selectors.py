@@ -1,8 +1,10 @@
 """The selectors other apps build on (docs/contracts.md): scoping and search without the API."""
 import pytest
 
+from core_memory.base.errors import ImproperlyScoped
 from memory.models import MemoryRecord
 from memory.selectors import record_search, records_visible, store_known_types
+from stores.models import KnowledgeIndex
 
 pytestmark = pytest.mark.django_db
 
@@ -18,12 +20,12 @@ def records(write):
 
 
 def test_records_visible_to_a_person_are_her_active_ones_and_the_shared_ones(tenant, records):
-    visible = set(records_visible(index=tenant.index, subject="anna").values_list("text", flat=True))
+    visible = set(records_visible(key=tenant.key, index=tenant.index, subject="anna").values_list("text", flat=True))
     assert visible == {"Anna wil facturen per e-mail", "Facturen gaan per e-mail", "Facturen per brief"}
 
 
 def test_records_visible_to_nobody_are_only_the_shared_ones(tenant, records):
-    assert list(records_visible(index=tenant.index, subject=None)) == [records["shared"]]
+    assert list(records_visible(key=tenant.key, index=tenant.index, subject=None)) == [records["shared"]]
 
 
 def test_search_for_nobody_finds_only_shared_records_unless_all_subjects(tenant, records):
@@ -35,11 +37,21 @@ def test_search_for_nobody_finds_only_shared_records_unless_all_subjects(tenant,
     assert records["ended"].id not in {record.id for record, _ in everyone}
 
 
-def test_search_without_counting_leaves_retrieval_counts_alone(tenant, records):
-    hits = record_search(key=tenant.key, index=tenant.index, subject="anna", query="facturen", count_retrieval=False)
+def test_search_itself_only_reads(tenant, records):
+    """Counting the hits (R-5.10) is memory.services.records_retrieved, the callers' write."""
+    hits = record_search(key=tenant.key, index=tenant.index, subject="anna", query="facturen")
 
     assert len(hits) == 3
-    assert set(MemoryRecord.objects.values_list("retrieval_count", flat=True)) == {0}
+    assert set(MemoryRecord.objects.unscoped().values_list("retrieval_count", flat=True)) == {0}
+
+
+def test_record_selectors_refuse_an_index_not_read_for_the_key(tenant, other_tenant, records):
+    """Tenancy in the structure: an index handed in must come from KnowledgeIndex.objects.for_key
+    for the same key, or the selector stops (a bug, never a quiet read of another's records)."""
+    with pytest.raises(ImproperlyScoped):
+        records_visible(key=other_tenant.key, index=tenant.index, subject=None)
+    with pytest.raises(ImproperlyScoped):
+        records_visible(key=tenant.key, index=KnowledgeIndex.objects.unscoped().get(pk=tenant.index.pk), subject=None)
 
 
 def test_search_scores_are_best_first_between_zero_and_one(tenant, records):

@@ -7,7 +7,7 @@ import pytest
 
 from core_memory.agents.models import Agent
 from core_memory.threads.models import Item, Thread
-from core_memory.turns.models import Response
+from core_memory.flows.turns.models import Response
 
 pytestmark = pytest.mark.django_db
 

@@ -6,11 +6,11 @@ from core_memory.agents.models import Agent
 from core_memory.llm.models import TokenUsage
 from core_memory.llm.providers import MAX_ATTEMPTS
 from core_memory.threads.models import Item, Thread
-from core_memory.turns.models import Response
-from core_memory.turns.services import MAX_MODEL_CALLS
+from core_memory.flows.turns.models import Response
+from core_memory.flows.turns.services import MAX_MODEL_CALLS
 from memory.models import MemoryRecord
 from memory.services import record_write
-from tests.factories import client_for
+from tests.factories import client_for, resolved_for
 from tests.fake_model import FakeChatModel, completion
 
 pytestmark = pytest.mark.django_db
@@ -213,7 +213,7 @@ def test_another_organisations_thread_is_a_404_and_nothing_is_written(tenant, ot
 def test_the_memory_block_reaches_the_model_as_a_system_message(tenant, fake_model):
     """R-7.4 the key's block; R-13.5 text in a system message; R-7.9 trace.memory."""
     client, key = tenant.key_client(memory={"injection": {"enabled": True, "index_id": tenant.index.id}})
-    record_write(key=key, index=tenant.index, subject=None, type="fact", text="Kantoor sluit om 17:00.", actor="test")
+    written = record_write(key=key, index=resolved_for(key, tenant.index), subject=None, type="fact", text="Kantoor sluit om 17:00.", actor="test")
 
     body = turn(client, instructions="Antwoord in het Nederlands.").json()
 
@@ -222,6 +222,21 @@ def test_the_memory_block_reaches_the_model_as_a_system_message(tenant, fake_mod
     assert system[1]["content"] == '[organisation]\n{"type":"fact","confidence":"100%","text":"Kantoor sluit om 17:00."}'
     assert body["trace"]["memory"]["source"] == "key"
     assert body["trace"]["memory"]["injected"] == 1
+
+
+def test_a_turn_raises_the_retrieval_count_of_each_injected_record_only(tenant, fake_model):
+    """R-7.10: by one per turn, for the records the block holds and no other."""
+    client, key = tenant.key_client(memory={"injection": {"enabled": True, "index_id": tenant.index.id, "limit": 1}})
+    index = resolved_for(key, tenant.index)
+    injected = record_write(key=key, index=index, subject=None, type="fact", text="Kantoor sluit om 17:00.", confidence=0.9, actor="t").record
+    left_out = record_write(key=key, index=index, subject=None, type="fact", text="Parkeren achter.", confidence=0.1, actor="t").record
+
+    turn(client)
+    turn(client)
+
+    injected.refresh_from_db()
+    left_out.refresh_from_db()
+    assert (injected.retrieval_count, left_out.retrieval_count) == (2, 0)
 
 
 def test_a_key_without_memory_gets_no_block(tenant, fake_model):

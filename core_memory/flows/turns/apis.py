@@ -13,7 +13,7 @@ from core_memory.api.views import CoreApi
 from core_memory.threads.apis import ItemOutputSerializer
 from core_memory.threads.models import Item
 from core_memory.threads.services import ItemDraft
-from core_memory.turns.services import turn_plan, turn_run
+from core_memory.flows.turns.services import turn_plan, turn_run
 from memory.tools import memory_tools_list
 
 # What a request may call a message's role, and the role the thread stores.

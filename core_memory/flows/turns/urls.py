@@ -1,6 +1,6 @@
 from django.urls import path
 
-from core_memory.turns import apis
+from core_memory.flows.turns import apis
 
 urlpatterns = [
     path("responses", apis.ResponseCreateApi.as_view(), name="response-create"),

@@ -2,6 +2,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from core_memory.base.ids import PrefixedIdField
+from core_memory.base.tenancy import TenantQuerySet
 
 
 class Response(models.Model):
@@ -29,6 +30,8 @@ class Response(models.Model):
     model_calls = models.PositiveSmallIntegerField(_("model calls"), default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(_("completed at"), null=True, blank=True)
+
+    objects = TenantQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("response")

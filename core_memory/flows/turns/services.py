@@ -29,9 +29,10 @@ from core_memory.llm.registry import model_get
 from core_memory.threads.models import Item, Thread
 from core_memory.threads.selectors import thread_get_available, thread_history
 from core_memory.threads.services import ItemDraft, thread_agent_record, thread_create, thread_items_append
-from core_memory.turns.conversation import items_to_messages
-from core_memory.turns.models import Response
+from core_memory.flows.turns.conversation import items_to_messages
+from core_memory.flows.turns.models import Response
 from memory.injection import injection_block_build
+from memory.services import records_retrieved
 from memory.tools import TRUST_ENVELOPE_NOTE, memory_tool_call, memory_tools_resolve
 
 logger = logging.getLogger(__name__)
@@ -180,6 +181,7 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
         block = injection_block_build(
             key=plan.key, agent_version=plan.agent_version, subject=plan.subject, topic=_topic(plan.input), now=now
         )
+        records_retrieved(key=plan.key, records=block.records)
         trace = {"memory": block.trace}
         system = _system_messages(plan=plan, memory_block=block.text)
         conversation = thread_history(thread=thread)
