@@ -37,7 +37,8 @@ class ProvenanceSerializer(serializers.Serializer):
 
 
 class RecordFieldsSerializer(serializers.Serializer):
-    """The stored fields of R-5.6's record shape; a record and each historical version have them."""
+    """The stored fields of R-5.6's record shape that every historical version has too
+    (not the retrieval count: a retrieval is no change, history leaves it out)."""
 
     id = serializers.CharField()
     index_id = serializers.CharField()
@@ -50,7 +51,6 @@ class RecordFieldsSerializer(serializers.Serializer):
     status = serializers.CharField()
     confirmations = serializers.IntegerField()
     last_confirmed_at = serializers.DateTimeField(allow_null=True)
-    retrieval_count = serializers.IntegerField()
     source = serializers.CharField()
     trusted = serializers.BooleanField()
     provenance = ProvenanceSerializer(source="*")
@@ -66,6 +66,7 @@ class RecordFieldsSerializer(serializers.Serializer):
 class RecordOutputSerializer(RecordFieldsSerializer):
     """The record shape of R-5.6 (querysets carry the `effective_confidence` annotation)."""
 
+    retrieval_count = serializers.IntegerField()
     effective_confidence = serializers.SerializerMethodField()
 
     def get_effective_confidence(self, record: MemoryRecord) -> float:

@@ -113,7 +113,10 @@ class MemoryRecord(models.Model):
 
     objects = MemoryRecordQuerySet.as_manager()
 
-    history = HistoricalRecords(excluded_fields=["search_vector", "normalised_text"], get_user=history_user)
+    # A retrieval is not a change: the count rises with F() outside any version.
+    history = HistoricalRecords(
+        excluded_fields=["search_vector", "normalised_text", "retrieval_count"], get_user=history_user
+    )
 
     class Meta:
         verbose_name = _("record")

@@ -1,0 +1,16 @@
+"""The house's direction (docs/decisions.md "Layers", README "Architecture"): the
+contracts in pyproject.toml, checked by import-linter over the real import graph."""
+import subprocess
+import sys
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def test_every_import_points_down_the_layers_and_no_domain_module_imports_an_interface():
+    linter = Path(sys.executable).parent / "lint-imports"
+
+    result = subprocess.run([str(linter), "--no-cache"], cwd=PROJECT, capture_output=True, text=True, timeout=120)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Contracts: 3 kept, 0 broken." in result.stdout
