@@ -3,8 +3,8 @@ from rest_framework import serializers
 
 from audit.selectors import audit_event_list
 from core_memory.api.pagination import IdCursorPagination, paginated_response
-from core_memory.base.validation import OffsetDateTimeField
 from core_memory.api.views import CoreApi
+from core_memory.base.validation import OffsetDateTimeField
 
 
 class AuditEventListApi(CoreApi):

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db.models import QuerySet
 
 from audit.filters import AuditEventFilter
 from audit.models import AuditEvent
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from core_memory.organisations.models import Organisation

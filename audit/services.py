@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from django.db import connection, transaction
 from django.utils import timezone
-
-from typing import TYPE_CHECKING
 
 from audit.models import AuditEvent
 from core_memory.base.tenancy import organisation_id_of

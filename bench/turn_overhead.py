@@ -28,7 +28,7 @@ import logging  # noqa: E402
 import django  # noqa: E402
 
 django.setup()
-for noisy in ("httpx", "core_memory.llm.providers"):
+for noisy in ("httpx", "core_memory.llm.providers", "core_memory.llm.openai"):
     logging.getLogger(noisy).setLevel(logging.WARNING)
 
 from django.conf import settings  # noqa: E402

@@ -4,8 +4,8 @@ Parsing is strict: a malformed value stops the process at start-up rather than
 surfacing as odd behaviour later.
 """
 import json
-from urllib.parse import unquote
 from pathlib import Path
+from urllib.parse import unquote
 
 import environ
 from django.core.exceptions import ImproperlyConfigured

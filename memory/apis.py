@@ -5,10 +5,11 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound as DrfNotFound
 from rest_framework.response import Response
 
-from core_memory.base.errors import InvalidRequest
 from core_memory.api.pagination import IdCursorPagination, paginated_response
-from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from core_memory.api.views import CoreApi
+from core_memory.base.errors import InvalidRequest
+from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
+from memory.answers import record_write_answer
 from memory.models import MemoryRecord
 from memory.selectors import (
     SEARCH_DEFAULT_LIMIT,
@@ -18,7 +19,6 @@ from memory.selectors import (
     record_list,
     record_search,
 )
-from memory.answers import record_write_answer
 from memory.services import record_delete, record_update, record_write, records_retrieved
 from stores.selectors import index_get_available
 

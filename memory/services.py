@@ -23,11 +23,18 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from audit.services import audit_event_record
-from core_memory.base.errors import Conflict, ImproperlyScoped, InvalidRequest, NotFound, PermissionDenied, Unprocessable
-from core_memory.keys.models import ApiKey
-from core_memory.organisations.models import Organisation
+from core_memory.base.errors import (
+    Conflict,
+    ImproperlyScoped,
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+    Unprocessable,
+)
 from core_memory.base.storable import storable_check, time_is_storable
 from core_memory.base.tenancy import organisation_id_of
+from core_memory.keys.models import ApiKey
+from core_memory.organisations.models import Organisation
 from memory.models import MemoryRecord
 from memory.selectors import CORE_WRITTEN_TYPES, record_get_available, store_known_types
 from stores.models import KnowledgeIndex

@@ -2,8 +2,8 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from core_memory.api.pagination import IdCursorPagination, paginated_response
-from core_memory.base.validation import StrictSerializer
 from core_memory.api.views import CoreApi
+from core_memory.base.validation import StrictSerializer
 from stores.configuration import StoreSectionsSerializer
 from stores.selectors import index_get_available, index_list_available, store_get
 from stores.services import index_create, index_delete, store_update

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from core_memory.base.validation import StrictSerializer, refuse_unstorable
+from core_memory.base.validation import StrictSerializer, refuse_unstorable, serializer_defaults
 
 RANKS = ("confidence", "relevance", "blend")
 MAX_TOKEN_BUDGET = 200_000
@@ -32,7 +32,7 @@ class InjectionSectionSerializer(StrictSerializer):
     organisation_share = serializers.FloatField(min_value=0.0, max_value=MAX_ORGANISATION_SHARE, default=MAX_ORGANISATION_SHARE)
     rank = serializers.ChoiceField(choices=RANKS, default="confidence")
     episodes_limit = serializers.IntegerField(min_value=0, max_value=500, default=0)
-    commitments = CommitmentsSectionSerializer(default=lambda: {"inject_limit": 5})
+    commitments = CommitmentsSectionSerializer(default=lambda: serializer_defaults(CommitmentsSectionSerializer))
 
 
 class LessonsSectionSerializer(StrictSerializer):
@@ -78,6 +78,11 @@ class StoreSectionsSerializer(StrictSerializer):
     lessons = LessonsSectionSerializer(required=False)
     promotion = PromotionSectionSerializer(required=False)
     maintenance = MaintenanceSectionSerializer(required=False)
+
+
+def section_defaults(name: str) -> dict:
+    """A section as it is before anything is sent (R-4.3): its serializer's defaults."""
+    return serializer_defaults(SECTION_SERIALIZERS[name])
 
 
 def _plain(value):

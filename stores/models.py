@@ -8,6 +8,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core_memory.base.ids import PrefixedIdField
 from core_memory.base.tenancy import TenantQuerySet
+from stores.configuration import section_defaults
 
 if TYPE_CHECKING:
     from core_memory.keys.models import ApiKey
@@ -58,26 +59,22 @@ class KnowledgeIndex(models.Model):
         return getattr(self, "resolved_for_key_id", None) == key.id
 
 
+# The sections' defaults are their serializers' (stores.configuration); these name them
+# for the model fields and migrations.
 def default_injection() -> dict:
-    return {
-        "token_budget": None,
-        "organisation_share": 0.4,
-        "rank": "confidence",
-        "episodes_limit": 0,
-        "commitments": {"inject_limit": 5},
-    }
+    return section_defaults("injection")
 
 
 def default_lessons() -> dict:
-    return {"enabled": False, "min_episodes": 3}
+    return section_defaults("lessons")
 
 
 def default_promotion() -> dict:
-    return {"enabled": False, "labels": {}}
+    return section_defaults("promotion")
 
 
 def default_maintenance() -> dict:
-    return {"enabled": True}
+    return section_defaults("maintenance")
 
 
 SECTION_DEFAULTS = {

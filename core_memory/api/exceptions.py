@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import logging
+
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, JsonResponse
 from django.views import defaults

@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from core_memory.base.errors import ApplicationError, Conflict
 from core_memory.api.models import IdempotentRequest
+from core_memory.base.errors import ApplicationError, Conflict
 from core_memory.base.storable import UNSTORABLE_CHARACTERS
 
 HEADER = "HTTP_IDEMPOTENCY_KEY"

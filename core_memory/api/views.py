@@ -11,12 +11,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core_memory.api import idempotency
-from core_memory.base.errors import InvalidRequest, PermissionDenied
 from core_memory.api.parsers import CoreJSONParser
+from core_memory.base.errors import InvalidRequest, PermissionDenied
+from core_memory.base.storable import UNSTORABLE_CHARACTERS, unstorable_value
 from core_memory.keys.authentication import Principal
 from core_memory.keys.models import ApiKey
 from core_memory.organisations.models import Organisation
-from core_memory.base.storable import UNSTORABLE_CHARACTERS, unstorable_value
 
 SUBJECT_HEADER = "HTTP_X_CORE_SUBJECT"
 MAX_SUBJECT_LENGTH = 255

@@ -9,6 +9,20 @@ from rest_framework import serializers
 from core_memory.base.storable import time_is_storable, unstorable_value
 
 
+def serializer_defaults(serializer_class: type[serializers.Serializer]) -> dict:
+    """Every field's default, nested serializers' too: a configuration's defaults are written
+    once, in its serializer, and read from there. A nested serializer's own default (for
+    example a switched-off block) is completed with the nested fields' defaults."""
+    defaults: dict = {}
+    for name, field in serializer_class().fields.items():
+        if isinstance(field, serializers.Serializer):
+            own = field.get_default() if field.default is not serializers.empty else {}
+            defaults[name] = {**serializer_defaults(type(field)), **own}
+        elif field.default is not serializers.empty:
+            defaults[name] = field.get_default()
+    return defaults
+
+
 class StrictSerializer(serializers.Serializer):
     """Refuses fields it does not know, so a typo is a 400 naming it, not a silent default."""
 

@@ -1,10 +1,10 @@
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from core_memory.base.errors import PermissionDenied
 from core_memory.api.pagination import IdCursorPagination, paginated_response
-from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from core_memory.api.views import CoreApi, validate_subject
+from core_memory.base.errors import PermissionDenied
+from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from core_memory.keys.configuration import MemoryConfigSerializer, memory_config_normalise
 from core_memory.keys.models import KEY_CAPABILITIES
 from core_memory.keys.selectors import key_get, key_list

@@ -7,7 +7,7 @@ import re
 
 from rest_framework import serializers
 
-from core_memory.base.validation import StrictSerializer, StringMapField
+from core_memory.base.validation import StrictSerializer, StringMapField, serializer_defaults
 
 TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
@@ -50,6 +50,16 @@ class MemoryConfigSerializer(StrictSerializer):
     write_tool = serializers.BooleanField(default=False)
     injection = InjectionConfigSerializer(default=lambda: {"enabled": False, "index_id": None})
     decay = DecayConfigSerializer(default=lambda: {"half_life_days": {}})
+
+
+def injection_block_defaults() -> dict:
+    """An injection block's defaults (R-3.2, R-7.3), for blocks stored before a field existed."""
+    return serializer_defaults(InjectionConfigSerializer)
+
+
+def memory_config_defaults() -> dict:
+    """A key's `memory` configuration when nothing is set (R-3.2)."""
+    return serializer_defaults(MemoryConfigSerializer)
 
 
 def memory_config_normalise(raw: dict | None) -> dict:

@@ -3,8 +3,8 @@ import zoneinfo
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from core_memory.base.validation import StrictSerializer
 from core_memory.api.views import CoreApi
+from core_memory.base.validation import StrictSerializer
 from core_memory.organisations.models import ORGANISATION_CAPABILITIES
 from core_memory.organisations.selectors import organisation_get_own
 from core_memory.organisations.services import organisation_update

@@ -1,8 +1,8 @@
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from core_memory.base.validation import StrictSerializer
 from core_memory.api.views import CoreApi, validate_subject
+from core_memory.base.validation import StrictSerializer
 from core_memory.flows.erasure import person_erase
 from core_memory.persons.services import person_update
 

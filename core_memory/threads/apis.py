@@ -3,9 +3,9 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from core_memory.api.pagination import IdCursorPagination, paginated_response
-from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from core_memory.api.views import CoreApi
 from core_memory.base.storable import storable_check
+from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from core_memory.threads.models import Item
 from core_memory.threads.selectors import thread_get_available, thread_items
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append

@@ -2,9 +2,9 @@ import pytest
 from django.utils import timezone
 
 from audit.models import AuditEvent
+from core_memory.flows.erasure import person_erase
 from core_memory.keys.models import SubjectToken
 from core_memory.persons.models import Person
-from core_memory.flows.erasure import person_erase
 from memory.models import MemoryRecord
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,8 @@ import pytest
 from django.utils import timezone
 
 from core_memory.keys.models import ALL_INDEXES
-from memory.injection import injection_block_build, token_estimate
+from memory.injection.lines import token_estimate
+from memory.injection.walk import injection_block_build
 from memory.models import MemoryRecord
 from stores.models import MemoryStore, default_injection
 from stores.services import index_delete

@@ -11,7 +11,8 @@ from audit.models import AuditEvent
 from core_memory.base.errors import InvalidRequest
 from core_memory.keys.models import ALL_INDEXES
 from memory.models import MemoryRecord
-from memory.tools import TRUST_ENVELOPE_NOTE, memory_tool_call, memory_tools_list, memory_tools_resolve
+from memory.tools.calls import memory_tool_call
+from memory.tools.catalogue import TRUST_ENVELOPE_NOTE, memory_tools_list, memory_tools_resolve
 from stores.services import index_delete
 from tests.factories import make_index, make_key
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from core_memory.agents.models import Agent
-from core_memory.threads.models import Item, Thread
 from core_memory.flows.turns.models import Response
+from core_memory.threads.models import Item, Thread
 
 pytestmark = pytest.mark.django_db
 

@@ -1,7 +1,10 @@
 import pytest
 
+from core_memory.llm.metering import usage_month
 from core_memory.llm.models import TokenUsage
-from core_memory.llm.providers import MAX_ATTEMPTS, ProviderError, chat_completion, usage_month
+from core_memory.llm.openai import MAX_ATTEMPTS
+from core_memory.llm.protocol import ProviderError
+from core_memory.llm.providers import chat_completion
 from tests.fake_model import completion
 
 pytestmark = pytest.mark.django_db

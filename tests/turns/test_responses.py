@@ -3,11 +3,11 @@ import json
 import pytest
 
 from core_memory.agents.models import Agent
-from core_memory.llm.models import TokenUsage
-from core_memory.llm.providers import MAX_ATTEMPTS
-from core_memory.threads.models import Item, Thread
 from core_memory.flows.turns.models import Response
 from core_memory.flows.turns.services import MAX_MODEL_CALLS
+from core_memory.llm.models import TokenUsage
+from core_memory.llm.openai import MAX_ATTEMPTS
+from core_memory.threads.models import Item, Thread
 from memory.models import MemoryRecord
 from memory.services import record_write
 from tests.factories import client_for, resolved_for
@@ -213,7 +213,7 @@ def test_another_organisations_thread_is_a_404_and_nothing_is_written(tenant, ot
 def test_the_memory_block_reaches_the_model_as_a_system_message(tenant, fake_model):
     """R-7.4 the key's block; R-13.5 text in a system message; R-7.9 trace.memory."""
     client, key = tenant.key_client(memory={"injection": {"enabled": True, "index_id": tenant.index.id}})
-    written = record_write(key=key, index=resolved_for(key, tenant.index), subject=None, type="fact", text="Kantoor sluit om 17:00.", actor="test")
+    record_write(key=key, index=resolved_for(key, tenant.index), subject=None, type="fact", text="Kantoor sluit om 17:00.", actor="test")
 
     body = turn(client, instructions="Antwoord in het Nederlands.").json()
 

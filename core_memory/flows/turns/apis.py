@@ -7,14 +7,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from core_memory.api.views import CoreApi
 from core_memory.base.errors import InvalidRequest
 from core_memory.base.validation import StrictSerializer
-from core_memory.api.views import CoreApi
+from core_memory.flows.turns.services import turn_plan, turn_run
 from core_memory.threads.apis import ItemOutputSerializer
 from core_memory.threads.models import Item
 from core_memory.threads.services import ItemDraft
-from core_memory.flows.turns.services import turn_plan, turn_run
-from memory.tools import memory_tools_list
+from memory.tools.catalogue import memory_tools_list
 
 # What a request may call a message's role, and the role the thread stores.
 INPUT_ROLES = {"user": Item.Role.USER, "assistant": Item.Role.ASSISTANT, "system": Item.Role.SYSTEM, "developer": Item.Role.SYSTEM}

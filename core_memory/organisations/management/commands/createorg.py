@@ -4,8 +4,8 @@ import zoneinfo
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from core_memory.organisations.models import ORGANISATION_CAPABILITIES
 from core_memory.flows.onboarding import organisation_create
+from core_memory.organisations.models import ORGANISATION_CAPABILITIES
 
 
 class Command(BaseCommand):

@@ -1,28 +1,15 @@
-"""The memory block a turn gets before the model starts (SPEC R-7.4–R-7.10, R-12.2).
+"""The walk (R-7.5, R-7.7, R-7.8, R-7.9): the block's sections in order, under the count and
+the token budget, and the trace of what was injected and dropped.
 
-`injection_block_build` is the one entry point; the turns app calls it once per turn.
-
-The block is data, never instructions: each record is one line of compact JSON whose
-text is only ever a JSON string value (R-12.2), under labels only Core writes.
-
-Token estimator (R-7.9, the one used everywhere): `token_estimate(text=...)` is the
-text's UTF-8 byte length divided by four, rounded up. It needs no model files (so it
-works offline), is exact to compute, never under-counts badly for Dutch or English
-prose (roughly four bytes per token), and is additive enough that the walk can keep
-a running byte count and stay equal to the estimate of the final text.
-
-Bounded cost (R-12.5): every section reads its candidates in SQL, ordered and
-LIMITed (a page of the section's cap plus a small margin); a further page is read
-only when budget skips used the page up and budget is left, and at most
-`MAX_PAGES` pages per section. A person's records are never all loaded.
-`dropped_by_budget` counts the candidates the walk tried and skipped;
-`dropped_by_count` counts (up to `COUNT_CAP`) the candidates left when `limit`
-stopped the walk.
+Bounded cost (R-12.5): every section reads its candidates in SQL, ordered and LIMITed (a
+page of the section's cap plus a small margin); a further page is read only when budget
+skips used the page up and budget is left, and at most `MAX_PAGES` pages per section. A
+person's records are never all loaded. `dropped_by_budget` counts the candidates the walk
+tried and skipped; `dropped_by_count` counts (up to `COUNT_CAP`) the candidates left when
+`limit` stopped the walk.
 """
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,17 +17,16 @@ from datetime import datetime
 from django.db.models import Case, F, IntegerField, QuerySet, Value, When
 
 from core_memory.keys.models import ApiKey
+from memory.injection.lines import record_line, token_estimate, tokens_of_bytes
+from memory.injection.settings import BlockSettings, block_settings, governing_block, readable_index
 from memory.models import MemoryRecord
 from memory.selectors import TIE_BREAKERS, record_search, records_visible, records_with_decay
-from stores.models import KnowledgeIndex, MemoryStore, default_injection
-from stores.selectors import index_find_available
+from stores.models import KnowledgeIndex
 
 SECTIONS = ("commitments", "behaviour", "about_this_person", "organisation", "past_sessions")
 BEHAVIOUR_LIMIT = 10
 # Types that have their own section and never appear under about_this_person/organisation.
 OWN_SECTION_TYPES = ("commitment", "behaviour", "episode")
-EPISODE_SPAN_FIELDS = ("from", "to", "thread_id", "first_item_id")
-BYTES_PER_TOKEN = 4
 PAGE_MARGIN = 10
 MAX_PAGES = 3
 COUNT_CAP = 1_000
@@ -48,13 +34,6 @@ COUNT_CAP = 1_000
 MIN_LINE_TOKENS = 10
 # Episodes: relevance to the topic, weighted so that a session this old counts half.
 EPISODE_RECENCY_HALF_LIFE_DAYS = 30.0
-
-# The key's block defaults (core_memory.keys.configuration), for agent blocks stored sparse.
-BLOCK_DEFAULTS = {"enabled": True, "types": [], "metadata": {}, "min_confidence": 0.0, "limit": 20, "token_budget": 1500}
-
-# Characters JSON leaves unescaped that some readers take for line breaks: escaped so
-# a record's text can never start a line of its own (R-12.2).
-_LINE_BREAK_ESCAPES = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 
 @dataclass(frozen=True)
@@ -66,104 +45,6 @@ class InjectionResult:
     @property
     def record_ids(self) -> list[str]:
         return [record.id for record in self.records]
-
-
-def token_estimate(*, text: str) -> int:
-    """The documented estimator: ceil(UTF-8 bytes / 4)."""
-    return _tokens(len(text.encode("utf-8")))
-
-
-def _tokens(byte_count: int) -> int:
-    return -(-byte_count // BYTES_PER_TOKEN)
-
-
-def data_json(value) -> str:
-    """Compact JSON in which every record text stays a string value on one line (R-12.2)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).translate(_LINE_BREAK_ESCAPES)
-
-
-def confidence_percentage(value: float) -> str:
-    """A whole percentage string of a 0..1 value, rounded half up: 0.825 → "83%" (R-6.4, R-7.6)."""
-    whole = math.floor(round(float(value) * 100, 6) + 0.5)
-    return f"{min(100, max(0, whole))}%"
-
-
-def episode_span(record: MemoryRecord) -> dict:
-    """An episode's `from`, `to`, `thread_id`, `first_item_id` (those it has; older episodes have none)."""
-    if record.type != "episode":
-        return {}
-    structured = record.structured or {}
-    return {name: structured[name] for name in EPISODE_SPAN_FIELDS if structured.get(name) is not None}
-
-
-def record_line(record: MemoryRecord) -> str:
-    """One line of the block (R-7.6): type, confidence (effective), [episode span], text, contested, due."""
-    payload: dict = {
-        "type": record.type,
-        "confidence": confidence_percentage(record.effective_confidence),
-        **episode_span(record),
-        "text": record.text,
-    }
-    if record.contested:
-        payload["contested"] = True
-    if record.type == "commitment" and record.due_at is not None:
-        payload["due"] = record.due_at.isoformat()
-    return data_json(payload)
-
-
-@dataclass(frozen=True)
-class _Settings:
-    types: frozenset[str]
-    metadata: dict
-    min_confidence: float
-    limit: int
-    budget: int
-    organisation_share: float
-    rank: str
-    episodes_limit: int
-    commitments_limit: int
-
-    def names(self, type_name: str) -> bool:
-        return not self.types or type_name in self.types
-
-
-def _governing_block(*, key: ApiKey, agent_version) -> tuple[dict | None, str | None]:
-    """R-7.4: the agent version's block wholesale when it has one, else the key's."""
-    if not key.has_capability("memory"):
-        return None, None
-    agent_block = getattr(agent_version, "memory_injection", None) if agent_version is not None else None
-    if agent_block is not None:
-        return {**BLOCK_DEFAULTS, **agent_block}, "agent"
-    key_block = (key.memory or {}).get("injection")
-    return ({**BLOCK_DEFAULTS, **key_block} if key_block is not None else None), "key"
-
-
-def _readable_index(*, key: ApiKey, index_id) -> KnowledgeIndex | None:
-    """The block's index when the calling key may read it; None silently otherwise (R-7.4)."""
-    if not isinstance(index_id, str) or not key.may_read(index_id):
-        return None
-    return index_find_available(key=key, index_id=index_id, with_store=True)
-
-
-def _settings(*, block: dict, index: KnowledgeIndex) -> _Settings:
-    try:
-        store_injection = {**default_injection(), **index.store.injection}
-    except MemoryStore.DoesNotExist:
-        store_injection = default_injection()
-    budget = int(block["token_budget"])
-    if store_injection.get("token_budget") is not None:
-        budget = min(budget, int(store_injection["token_budget"]))
-    return _Settings(
-        types=frozenset(block.get("types") or ()),
-        metadata=dict(block.get("metadata") or {}),
-        min_confidence=float(block.get("min_confidence") or 0.0),
-        limit=int(block["limit"]),
-        budget=budget,
-        organisation_share=float(store_injection["organisation_share"]),
-        rank=store_injection["rank"],
-        episodes_limit=int(store_injection["episodes_limit"]),
-        commitments_limit=int(store_injection["commitments"]["inject_limit"]),
-    )
 
 
 def _trace(*, source: str | None, index_id: str | None) -> dict:
@@ -193,7 +74,7 @@ class _Block:
 
     @property
     def exhausted(self) -> bool:
-        return self.budget - _tokens(self.byte_count) < MIN_LINE_TOKENS
+        return self.budget - tokens_of_bytes(self.byte_count) < MIN_LINE_TOKENS
 
     def offer(self, *, section: str, record: MemoryRecord) -> bool:
         """Add the record's line if it fits the budget (and the shared share); else count the skip."""
@@ -202,8 +83,8 @@ class _Block:
         added = sum(len(each.encode("utf-8")) for each in new_lines) + len(new_lines) - (0 if self.lines else 1)
         line_bytes = len(line.encode("utf-8"))
         is_limited_share = self.shared_budget is not None and record.subject is None
-        if _tokens(self.byte_count + added) > self.budget or (
-            is_limited_share and _tokens(self.shared_byte_count + line_bytes) > self.shared_budget
+        if tokens_of_bytes(self.byte_count + added) > self.budget or (
+            is_limited_share and tokens_of_bytes(self.shared_byte_count + line_bytes) > self.shared_budget
         ):
             self.dropped_by_budget += 1
             return False
@@ -313,15 +194,15 @@ def injection_block_build(
     Nothing is injected — silently — without the `memory` capability, with a
     disabled block, or when the calling key may not read the block's index.
     """
-    block_config, source = _governing_block(key=key, agent_version=agent_version)
+    block_config, source = governing_block(key=key, agent_version=agent_version)
     index_id = block_config.get("index_id") if block_config else None
     trace = _trace(source=source, index_id=index_id)
     if not block_config or not block_config.get("enabled"):
         return InjectionResult(text="", trace=trace)
-    index = _readable_index(key=key, index_id=index_id)
+    index = readable_index(key=key, index_id=index_id)
     if index is None:
         return InjectionResult(text="", trace=trace)
-    settings = _settings(block=block_config, index=index)
+    settings = block_settings(block=block_config, index=index)
     base = records_with_decay(records_visible(key=key, index=index, subject=subject), key=key, now=now)
     if settings.metadata:
         base = base.filter(metadata__contains=settings.metadata)
@@ -383,7 +264,7 @@ def _walk_person_and_shared(
     subject: str | None,
     topic: str,
     base: QuerySet,
-    settings: _Settings,
+    settings: BlockSettings,
     block: _Block,
     now: datetime,
 ) -> int:

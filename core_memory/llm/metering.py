@@ -1,0 +1,45 @@
+"""Metering (R-3.6, R-8.9): every model call's tokens, per organisation and calendar month."""
+from __future__ import annotations
+
+from datetime import date, datetime
+from datetime import timezone as dt_timezone
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from core_memory.llm.models import TokenUsage
+from core_memory.llm.protocol import TokenCount
+from core_memory.organisations.models import Organisation
+
+
+def usage_month(at: datetime | None = None) -> date:
+    at = (at or timezone.now()).astimezone(dt_timezone.utc)
+    return at.date().replace(day=1)
+
+
+def token_usage_record(*, organisation: Organisation, usage: TokenCount, at: datetime | None = None) -> None:
+    """Adds one call's tokens to the organisation's row for the month (R-3.6)."""
+    month = usage_month(at)
+    changes = {
+        "input_tokens": F("input_tokens") + usage.input_tokens,
+        "output_tokens": F("output_tokens") + usage.output_tokens,
+        "total_tokens": F("total_tokens") + usage.total_tokens,
+        "calls": F("calls") + 1,
+        "updated_at": timezone.now(),
+    }
+    with transaction.atomic():
+        if TokenUsage.objects.for_organisation(organisation).filter(month=month).update(**changes):
+            return
+        try:
+            with transaction.atomic():
+                TokenUsage.objects.create(
+                    organisation_id=organisation.id,
+                    month=month,
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    total_tokens=usage.total_tokens,
+                    calls=1,
+                )
+        except IntegrityError:  # another call created the row first
+            TokenUsage.objects.for_organisation(organisation).filter(month=month).update(**changes)

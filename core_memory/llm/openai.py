@@ -1,0 +1,168 @@
+"""The OpenAI Chat Completions protocol (R-3.6): `POST {base_url}/chat/completions`, which
+OpenAI, vLLM, llama.cpp's server, Ollama and most gateways serve. Retries with backoff on
+429, 5xx and timeouts; answers parsed to what Core can store (R-12.3)."""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+
+import httpx
+
+from core_memory.base.storable import UNSTORABLE_CHARACTERS
+from core_memory.llm.protocol import ChatCompletion, ProviderError, TokenCount, ToolCall
+
+logger = logging.getLogger(__name__)
+
+# Bounded and small: a turn waits at most about BACKOFF_SECONDS * (2 ** MAX_ATTEMPTS) for retries.
+MAX_ATTEMPTS = 3
+BACKOFF_SECONDS = 0.25
+MAX_BACKOFF_SECONDS = 2.0
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+_client_lock = threading.Lock()
+_client: httpx.Client | None = None
+
+
+def _http_client() -> httpx.Client:
+    """One pooled client for the process (httpx clients are thread-safe)."""
+    global _client
+    with _client_lock:
+        if _client is None:
+            _client = httpx.Client(limits=httpx.Limits(max_connections=50, max_keepalive_connections=10))
+        return _client
+
+
+def _retry_delay(*, attempt: int, response: httpx.Response | None) -> float:
+    delay = BACKOFF_SECONDS * (2 ** (attempt - 1))
+    if response is not None:
+        try:
+            delay = max(delay, float(response.headers.get("retry-after", "")))
+        except ValueError:
+            pass
+    return min(delay, MAX_BACKOFF_SECONDS)
+
+
+class OpenAIChatProvider:
+    """The OpenAI Chat Completions protocol: `POST {base_url}/chat/completions`."""
+
+    def __init__(self, *, model_id: str, base_url: str, api_key: str | None, timeout: float):
+        self.model_id = model_id
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.api_key = api_key
+        self.timeout = timeout
+
+    def complete(
+        self, *, messages: list[dict], tools: list[dict] | None = None, response_format: dict | None = None
+    ) -> ChatCompletion:
+        body: dict = {"model": self.model_id, "messages": messages}
+        if tools:
+            body["tools"] = tools
+        if response_format is not None:
+            body["response_format"] = response_format
+        return self._parse(self._post(body))
+
+    def _post(self, body: dict) -> dict:
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            response = None
+            try:
+                response = _http_client().post(self.url, json=body, headers=headers, timeout=self.timeout)
+            except httpx.TimeoutException:
+                error = ProviderError("model_timeout", f"The model did not answer within {self.timeout:g} seconds.")
+            except httpx.HTTPError as exc:
+                error = ProviderError("model_unreachable", f"The model could not be reached ({type(exc).__name__}).")
+            else:
+                if response.status_code < 400:
+                    try:
+                        return response.json()
+                    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser follows
+                        raise ProviderError("invalid_model_response", "The model's answer is not JSON.") from None
+                error = ProviderError(
+                    "model_rate_limited" if response.status_code == 429 else "model_error",
+                    f"The model answered HTTP {response.status_code}.",
+                    status_code=response.status_code,
+                )
+                if response.status_code not in RETRYABLE_STATUS:
+                    raise error
+            logger.warning(
+                "llm.call.retry", extra={"model": self.model_id, "attempt": attempt, "code": error.code, "status": error.status_code}
+            )
+            if attempt == MAX_ATTEMPTS:
+                raise error
+            time.sleep(_retry_delay(attempt=attempt, response=response))
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _parse(answer: dict) -> ChatCompletion:
+        """The answer as Core stores it; anything it could not store (R-12.3) is not a chat completion."""
+        try:
+            choice = answer["choices"][0]
+            message = choice["message"]
+            calls = message.get("tool_calls") or []
+            if not isinstance(calls, list):
+                raise TypeError("tool_calls")
+            tool_calls = [
+                ToolCall(
+                    id=_storable_name(call["id"]),
+                    name=_storable_name(call["function"]["name"]),
+                    arguments=_arguments_text(call["function"].get("arguments")),
+                )
+                for call in calls
+            ]
+            content = message.get("content")
+            if content is not None:
+                _storable_text(content)
+            finish_reason = choice.get("finish_reason")
+            usage = answer.get("usage") or {}
+            prompt_tokens = _token_count(usage.get("prompt_tokens"))
+            completion_tokens = _token_count(usage.get("completion_tokens"))
+            total_tokens = _token_count(usage.get("total_tokens")) or prompt_tokens + completion_tokens
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+            raise ProviderError("invalid_model_response", "The model's answer is not a chat completion.") from None
+        return ChatCompletion(
+            content=content,
+            tool_calls=tool_calls,
+            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+            usage=TokenCount(input_tokens=prompt_tokens, output_tokens=completion_tokens, total_tokens=total_tokens),
+        )
+
+
+# A tool call's id and name are stored on its thread item (CharField(max_length=200)).
+MAX_NAME_LENGTH = 200
+# A token count must fit the metering's bigint columns, summed over a month.
+MAX_TOKEN_COUNT = 2**40
+
+
+def _storable_text(value) -> str:
+    if not isinstance(value, str):
+        raise TypeError("not text")
+    if UNSTORABLE_CHARACTERS.search(value):
+        raise ValueError("unstorable character")
+    return value
+
+
+def _storable_name(value) -> str:
+    text = _storable_text(value)
+    if not text or len(text) > MAX_NAME_LENGTH:
+        raise ValueError("empty or too long")
+    return text
+
+
+def _arguments_text(value) -> str:
+    """A tool call's arguments as JSON text; some servers send the object itself."""
+    if value is None:
+        return "{}"
+    if isinstance(value, dict):
+        value = json.dumps(value, ensure_ascii=False)
+    return _storable_text(value) or "{}"
+
+
+def _token_count(value) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
+        raise ValueError("not a token count")
+    return value

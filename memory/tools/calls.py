@@ -1,0 +1,147 @@
+"""Running a model's call of a memory tool (R-6.4, R-6.5): the answer is the tool result's
+text; every refusal is inside it."""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from rest_framework import serializers
+
+from core_memory.base.errors import ApplicationError
+from core_memory.base.validation import OffsetDateTimeField, StrictSerializer, first_error
+from core_memory.keys.models import ApiKey
+from memory.answers import record_write_answer
+from memory.injection.lines import confidence_percentage, data_json, episode_span
+from memory.models import MemoryRecord
+from memory.selectors import SEARCH_DEFAULT_LIMIT, record_search
+from memory.services import record_write, records_retrieved
+from memory.tools.catalogue import SEARCH, WRITE, tool_index, writable_types
+from stores.models import KnowledgeIndex
+
+
+class SearchArguments(StrictSerializer):
+    query = serializers.CharField(max_length=2000)
+    types = serializers.ListField(child=serializers.CharField(max_length=40), required=False, max_length=20)
+    after = OffsetDateTimeField(required=False)
+    before = OffsetDateTimeField(required=False)
+
+
+class WriteArguments(StrictSerializer):
+    type = serializers.CharField(max_length=40)
+    text = serializers.CharField(max_length=20_000)
+    metadata = serializers.DictField(required=False)
+    confidence = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
+    due_at = OffsetDateTimeField(required=False, allow_null=True)
+
+
+class _Refusal(Exception):
+    def __init__(self, *, status: int, message: str, param: str | None, error_type: str = "invalid_request_error"):
+        super().__init__(message)
+        self.body = {"status": status, "type": error_type, "message": message, "param": param}
+
+
+def _arguments(serializer_class: type[serializers.Serializer], arguments: str) -> dict:
+    try:
+        parsed = json.loads(arguments or "{}")
+    except (ValueError, RecursionError):  # a model may nest deeper than the parser follows
+        raise _Refusal(status=400, message="The arguments are not a JSON object.", param=None) from None
+    if not isinstance(parsed, dict):
+        raise _Refusal(status=400, message="The arguments are not a JSON object.", param=None)
+    serializer = serializer_class(data=parsed)
+    if not serializer.is_valid():
+        param, message = first_error(serializer.errors)
+        raise _Refusal(status=400, message=f"{param}: {message}" if param else message, param=param)
+    return dict(serializer.validated_data)
+
+
+def _hit(record: MemoryRecord) -> dict:
+    """A search hit (R-6.4): confidence as a whole percentage of the effective value."""
+    hit: dict = {
+        "id": record.id,
+        "type": record.type,
+        "confidence": confidence_percentage(record.effective_confidence),
+        **episode_span(record),
+        "text": record.text,
+        "metadata": record.metadata or {},
+        "shared": record.subject is None,
+    }
+    if record.type == "commitment":
+        hit["due_at"] = record.due_at.isoformat() if record.due_at else None
+        hit["done"] = record.done
+    hit["created_at"] = record.created_at.isoformat()
+    if record.contested:
+        hit["contested"] = True
+    return hit
+
+
+def _search(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, arguments: str, now: datetime) -> dict:
+    values = _arguments(SearchArguments, arguments)
+    hits = record_search(
+        key=key,
+        index=index,
+        subject=subject,
+        query=values["query"],
+        types=values.get("types") or None,
+        after=values.get("after"),
+        before=values.get("before"),
+        limit=SEARCH_DEFAULT_LIMIT,
+        now=now,
+    )
+    records_retrieved(key=key, records=[record for record, _score in hits])
+    return {"hits": [_hit(record) for record, _score in hits]}
+
+
+def _write(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, arguments: str, provenance: dict) -> dict:
+    allowed = writable_types(index=index)
+    try:
+        values = _arguments(WriteArguments, arguments)
+        # record_write's own type rules (R-5.3) refuse `episode`, `lesson` and unknown types.
+        result = record_write(
+            key=key,
+            index=index,
+            subject=subject,
+            type=values["type"],
+            text=values["text"],
+            metadata=values.get("metadata"),
+            confidence=values.get("confidence", 1.0),
+            due_at=values.get("due_at"),
+            source=MemoryRecord.Source.TOOL,
+            provenance=provenance,
+            actor=key.id,
+        )
+    except _Refusal as refusal:
+        refusal.body["allowed_types"] = allowed
+        raise
+    except ApplicationError as error:
+        refusal = _Refusal(status=error.status_code, message=error.message, param=error.param, error_type=error.error_type)
+        refusal.body["allowed_types"] = allowed
+        raise refusal from None
+    return record_write_answer(result)
+
+
+def memory_tool_call(
+    *, key: ApiKey, tool_name: str, arguments: str, subject: str | None, provenance: dict, now: datetime
+) -> str:
+    """Run one call of a memory tool; the answer is the tool result's text (R-6.4, R-6.5).
+
+    With the key's `trust_envelope` capability a search result (hits or a refusal) is
+    wrapped as `{"trust": "data", "source": <tool name>, "content": …}` (R-6.4). A write's
+    result is the R-5.5 object itself, or its refusal, wrapped never (R-6.5: the same text
+    as the answer to `POST /v1/memory`). The caller adds TRUST_ENVELOPE_NOTE to every
+    tool message.
+    """
+    kind = WRITE if tool_name.endswith(f"__{WRITE}") else SEARCH
+    try:
+        index, kind = tool_index(key=key, name=tool_name, param=None)
+        if kind == SEARCH:
+            result = _search(key=key, index=index, subject=subject, arguments=arguments, now=now)
+        else:
+            result = _write(key=key, index=index, subject=subject, arguments=arguments, provenance=provenance)
+    except _Refusal as refusal:
+        result = {"error": refusal.body}
+    except ApplicationError as error:
+        # Every refusal, whichever service raised it, is a result the model reads (R-6.5).
+        result = {"error": _Refusal(status=error.status_code, message=error.message, param=error.param, error_type=error.error_type).body}
+    if kind == SEARCH and key.has_capability("trust_envelope"):
+        result = {"trust": "data", "source": tool_name, "content": result}
+    return data_json(result)
