@@ -22,6 +22,7 @@ from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect, QueryDict
 from django.template.defaultfilters import yesno
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import formats, timezone
@@ -304,15 +305,12 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
                 cells += [moment(version.due_at), yesno(version.done)]
             cells += [self.record_link(version.replaces_id), self.record_link(version.replaced_by_id)]
             rows.append(cells)
-        more = ""
+        more_url = None
         if limit and len(versions) > limit:
-            url = reverse(f"{self.admin_site.name}:memory_memoryrecord_history", args=[quote(record.pk)])
-            more = format_html('<p><a href="{}">{}</a></p>', url, _("Every version"))
-        return format_html(
-            '<table class="memory-versions"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>{}',
-            format_html_join("", "<th>{}</th>", ((header,) for header in headers)),
-            format_html_join("", "<tr>{}</tr>", ((format_html_join("", "<td>{}</td>", ((cell,) for cell in cells)),) for cells in rows)),
-            more,
+            more_url = reverse(f"{self.admin_site.name}:memory_memoryrecord_history", args=[quote(record.pk)])
+        return render_to_string(
+            "admin/memory/memoryrecord/versions_table.html",
+            {"headers": headers, "rows": rows, "more_url": more_url, "more_label": _("Every version")},
         )
 
     # --- permissions -------------------------------------------------------------------------------

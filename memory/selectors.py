@@ -6,12 +6,12 @@ from datetime import datetime
 
 from django.contrib.postgres.search import SearchRank
 from django.db.models import Case, DateTimeField, F, FloatField, Func, Q, QuerySet, Value, When
-from django.db.models.fields.json import KeyTextTransform
 from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 
 from core_memory.base.errors import ImproperlyScoped, NotFound
 from core_memory.keys.models import ApiKey
+from memory.filters import MemoryRecordFilter
 from memory.models import MemoryRecord
 from memory.search import fuse_rankings, text_query
 from stores.models import KnowledgeIndex
@@ -125,29 +125,9 @@ def record_list(
     filters: dict,
     now: datetime | None = None,
 ) -> QuerySet[MemoryRecord]:
-    """The R-5.6 list: `filters` holds the validated query parameters."""
+    """The R-5.6 list: `filters` holds the validated query parameters (memory.filters)."""
     records = records_with_decay(records_in_scope(key=key, index=index, subject=subject, all_subjects=True), key=key, now=now)
-    records = records.filter(status=filters.get("status") or MemoryRecord.Status.ACTIVE)
-    if filters.get("type"):
-        records = records.filter(type__in=filters["type"])
-    if filters.get("subject") is not None:
-        records = records.filter(subject=filters["subject"])
-    if filters.get("min_confidence") is not None:
-        records = records.filter(effective_confidence__gte=filters["min_confidence"])
-    if filters.get("after") is not None:
-        records = records.filter(created_at__gt=filters["after"])
-    if filters.get("before") is not None:
-        records = records.filter(created_at__lt=filters["before"])
-    if filters.get("contested") is not None:
-        records = records.filter(contested=filters["contested"])
-    # Compared as text, so `metadata.priority=2` matches the number 2 and `=true` the boolean.
-    for position, (name, value) in enumerate(sorted((filters.get("metadata") or {}).items())):
-        alias = f"metadata_filter_{position}"
-        records = records.alias(**{alias: KeyTextTransform(name, "metadata")}).filter(**{alias: value})
-    if filters.get("q"):
-        query = text_query(filters["q"], match_all=True)
-        records = records.filter(search_vector=query) if query is not None else records.none()
-    return records
+    return MemoryRecordFilter({**filters, "status": filters.get("status") or MemoryRecord.Status.ACTIVE}, queryset=records).qs
 
 
 def record_get_available(
