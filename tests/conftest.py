@@ -4,6 +4,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from memory.models import MemoryRecord
+from memory.services import record_write
 from tests.factories import OrganisationFactory, client_for, make_index, make_key, resolved_for
 
 
@@ -45,3 +47,15 @@ def other_tenant(db) -> Tenant:
 @pytest.fixture
 def anonymous():
     return client_for(None)
+
+
+@pytest.fixture
+def write(tenant):
+    """write(text, type="fact", subject=None, **fields) -> MemoryRecord, as the owner key, through the record service."""
+
+    def _write(text: str, *, type: str = "fact", subject: str | None = None, index=None, **fields) -> MemoryRecord:
+        return record_write(
+            key=tenant.key, index=resolved_for(tenant.key, index or tenant.index), subject=subject, type=type, text=text, actor="test", **fields
+        ).record
+
+    return _write

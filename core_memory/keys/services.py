@@ -173,7 +173,7 @@ def key_trail_purge(*, now: datetime | None = None) -> int:
     """Forget trail entries older than the organisation's retention: such ids count as never issued (R-3.5).
 
     Entries of keys that still exist stay: the key itself still shows it was issued.
-    `interval * integer` runs on PostgreSQL (tests/core_memory/test_key_trail.py).
+    `interval * integer` runs on PostgreSQL (tests/core_memory/keys/test_trail.py).
     """
     now = now or timezone.now()
     horizon = now - timedelta(days=1) * F("organisation__audit_retention_days")

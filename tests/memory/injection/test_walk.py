@@ -401,7 +401,7 @@ def test_shared_records_use_at_most_the_organisation_share_of_the_budget_for_a_p
 
 def test_building_the_block_only_reads(tenant):
     """The block names the records it holds; counting them (R-7.10) is the turn's write
-    (tests/turns/test_responses.py), so building a block for a preview changes nothing."""
+    (tests/core_memory/flows/turns/test_responses.py), so building a block for a preview changes nothing."""
     injected = record(tenant.index, "in", subject="anna", confidence=0.9)
     record(tenant.index, "out", subject="anna", confidence=0.1)
 
