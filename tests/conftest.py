@@ -3,10 +3,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from django.contrib.auth import get_user_model
 
+from core_memory.console.services import console_administrator_create
 from memory.models import MemoryRecord
 from memory.services import record_write
-from tests.factories import OrganisationFactory, client_for, make_index, make_key, resolved_for
+from tests.factories import (
+    CONSOLE_PASSWORD,
+    OrganisationFactory,
+    client_for,
+    console_client,
+    make_index,
+    make_key,
+    resolved_for,
+)
 
 
 @dataclass
@@ -59,3 +69,26 @@ def write(tenant):
         ).record
 
     return _write
+
+
+@pytest.fixture
+def fast_password_hashing(settings):
+    """Console users hash their passwords in microseconds: the console tests are about who sees what."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def administrator(tenant, fast_password_hashing):
+    """A console administrator of `tenant`'s organisation, made as `createadmin` makes one."""
+    return console_administrator_create(organisation=tenant.organisation, username="anna", password=CONSOLE_PASSWORD).user
+
+
+@pytest.fixture
+def console(administrator):
+    """Logged in as anna, console administrator of `tenant`'s organisation."""
+    return console_client(administrator)
+
+
+@pytest.fixture
+def superuser(db, fast_password_hashing):
+    return get_user_model().objects.create_superuser(username="root", password=CONSOLE_PASSWORD)

@@ -1,9 +1,17 @@
 """factory_boy factories and small builders shared by every test package."""
 from __future__ import annotations
 
+import json
+from io import StringIO
+
 import factory
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.core.management import call_command
+from django.test import Client
 from rest_framework.test import APIClient
 
+from core_memory.console.services import CONSOLE_APP_LABELS
 from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES
 from core_memory.keys.services import key_create
 from core_memory.organisations.models import Organisation
@@ -40,6 +48,13 @@ def make_key(
     )
 
 
+def createorg(*arguments) -> dict:
+    """What `createorg … --json` prints: an organisation and its owner key, made by the command."""
+    out = StringIO()
+    call_command("createorg", *arguments, "--json", stdout=out, stderr=StringIO())
+    return json.loads(out.getvalue())
+
+
 def make_index(organisation: Organisation, name: str = "memory", **fields):
     return index_create(organisation=organisation, actor="test", name=name, **fields)
 
@@ -56,3 +71,21 @@ def client_for(secret: str | None, *, subject: str | None = None) -> APIClient:
     elif subject:
         client.credentials(HTTP_X_CORE_SUBJECT=subject)
     return client
+
+
+CONSOLE_PASSWORD = "a long enough password"
+
+
+def console_client(user) -> Client:
+    """A browser logged in to the console as `user`."""
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def staff_without_organisation(*, with_permissions: bool):
+    """A staff user bound to no organisation, with every console permission or none."""
+    user = get_user_model().objects.create_user(username="loose", password=CONSOLE_PASSWORD, is_staff=True)
+    if with_permissions:
+        user.user_permissions.set(Permission.objects.filter(content_type__app_label__in=CONSOLE_APP_LABELS))
+    return user

@@ -91,3 +91,15 @@ def test_audit_needs_management_and_a_credential(tenant, anonymous, events):
 
     assert client.get("/v1/audit").status_code == 403
     assert anonymous.get("/v1/audit").status_code == 401
+
+
+# Valid ISO 8601 with an offset, but outside the years Python can read back in every zone.
+UNREADABLE_TIMES = ["9999-12-31T23:00:00-14:00", "0001-01-01T00:00:00+14:00", "9999-12-31T12:00:00Z"]
+
+
+@pytest.mark.parametrize("after", UNREADABLE_TIMES)
+def test_an_audit_bound_outside_the_readable_years_is_a_400(tenant, after):
+    """R-12.3, R-11.3."""
+    response = tenant.client().get("/v1/audit", {"after": after})
+
+    assert (response.status_code, response.json()["error"]["param"]) == (400, "after")

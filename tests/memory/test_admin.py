@@ -6,36 +6,18 @@ import json
 
 import pytest
 from django.contrib.admin.utils import quote
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.db import DatabaseError
 from django.test import Client
 
 from audit.models import AuditEvent
-from core_memory.console.services import CONSOLE_APP_LABELS, console_administrator_create
 from memory.models import MemoryRecord
 from memory.services import record_write
-from tests.factories import make_index
+from tests.factories import console_client, make_index, staff_without_organisation
 from tests.memory.conftest import age
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_password_hashing")]
 
-PASSWORD = "a long enough password"
 RECORDS = "/console/memory/memoryrecord/"
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
-def console(tenant) -> Client:
-    """Logged in as anna, console administrator of `tenant`'s organisation."""
-    user = console_administrator_create(organisation=tenant.organisation, username="anna", password=PASSWORD).user
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def record_url(record: MemoryRecord, page: str = "change") -> str:
@@ -276,13 +258,11 @@ def test_a_failed_audit_write_shows_no_data(console, write, monkeypatch):
             console.get(url)
 
 
-def test_a_superusers_list_read_is_logged_in_each_organisation_it_showed(tenant, other_tenant, write, other_write):
+def test_a_superusers_list_read_is_logged_in_each_organisation_it_showed(tenant, other_tenant, write, other_write, superuser):
     """R-10.2, R-11.1: each organisation's log names only its own records."""
     own = write("Anna drinkt koffie")
     foreign = other_write("Bert drinkt thee")
-    root = get_user_model().objects.create_superuser(username="root", password=PASSWORD)
-    client = Client()
-    client.force_login(root)
+    client = console_client(superuser)
 
     client.get(RECORDS)
 
@@ -296,22 +276,13 @@ def test_a_superusers_list_read_is_logged_in_each_organisation_it_showed(tenant,
 # --- isolation (R-12.1) ------------------------------------------------------------------------------
 
 
-def staff_without_organisation(with_permissions: bool) -> Client:
-    user = get_user_model().objects.create_user(username="loose", password=PASSWORD, is_staff=True)
-    if with_permissions:
-        user.user_permissions.set(Permission.objects.filter(content_type__app_label__in=CONSOLE_APP_LABELS))
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 @pytest.mark.parametrize(
     ("who", "list_status", "record_status"),
     [
         (lambda: Client(), 302, 302),  # to the login page
         # A record page is a 404 for whoever administers no organisation: it admits nothing exists.
-        (lambda: staff_without_organisation(with_permissions=False), 403, 404),
-        (lambda: staff_without_organisation(with_permissions=True), 403, 404),
+        (lambda: console_client(staff_without_organisation(with_permissions=False)), 403, 404),
+        (lambda: console_client(staff_without_organisation(with_permissions=True)), 403, 404),
     ],
 )
 @pytest.mark.parametrize("page", ["list", "change", "history", "delete"])

@@ -1,7 +1,5 @@
-import os
-
+"""One error body for every API error (core_memory.api.exceptions, R-2.3)."""
 import pytest
-from django.test import Client
 
 pytestmark = pytest.mark.django_db
 
@@ -46,27 +44,6 @@ def test_malformed_json_is_a_400(tenant):
     assert_error_shape(response, status=400, error_type="invalid_request_error", param=None)
 
 
-def test_healthz_reports_database_and_broker(settings):
-    """R-1.5: `/healthz` answers 200 when the database and the broker (Redis when REDIS_URL is set) are reachable."""
-    response = Client().get("/healthz")
-
-    assert response.status_code == 200
-    assert response.json()["checks"] == {"database": True, "broker": True}
-    assert response.json()["broker"] == ("redis" if os.environ.get("REDIS_URL") else "filesystem")
-
-
-def test_healthz_is_a_503_when_the_broker_is_unreachable(monkeypatch):
-    """R-1.5: a health check that cannot fail is no check."""
-    from core_memory.celery import app
-
-    monkeypatch.setattr(app.conf, "broker_write_url", "redis://127.0.0.1:1/0")
-
-    response = Client().get("/healthz")
-
-    assert response.status_code == 503
-    assert response.json()["checks"] == {"database": True, "broker": False}
-
-
 @pytest.mark.parametrize("path", ["/v1/nope", "/v1/indexes/", "/v1"])
 def test_an_address_under_v1_without_a_route_is_a_json_404(tenant, path):
     """R-2.3: errors are JSON, also where no view answers."""
@@ -93,3 +70,14 @@ def test_the_console_keeps_its_own_not_found_page(admin_client):
 
     assert response.status_code == 404
     assert response["Content-Type"].startswith("text/html")
+
+
+def test_api_errors_are_english_even_when_the_browser_asks_for_dutch(tenant):
+    """R-2.3: the error body is the API's contract; the console alone is Dutch by default (R-10.4)."""
+    response = tenant.client().post(
+        "/v1/indexes", {"name": "x", "embeddings": "misschien"}, format="json", HTTP_ACCEPT_LANGUAGE="nl"
+    )
+
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "embeddings"
+    assert "valid boolean" in response.json()["error"]["message"]

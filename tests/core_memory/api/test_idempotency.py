@@ -96,3 +96,33 @@ def test_answers_kept_longer_than_a_day_are_purged_by_the_scheduled_task(tenant)
     assert idempotency_purge_task() == {"purged": 1}
     assert list(IdempotentRequest.objects.values_list("idempotency_key", flat=True)) == ["new"]
     assert "core_memory.api.tasks.idempotency_purge_task" in {entry["task"] for entry in BEAT_SCHEDULE.values()}
+
+
+def test_an_idempotent_request_with_a_long_query_string_is_kept_and_replayed(tenant):
+    """R-2.6: the retry of any mutating request replays, however long its address."""
+    path = "/v1/indexes?" + "note=" + "x" * 600
+    first = tenant.client().post(path, {"name": "long"}, format="json", HTTP_IDEMPOTENCY_KEY="long-1")
+    again = tenant.client().post(path, {"name": "long"}, format="json", HTTP_IDEMPOTENCY_KEY="long-1")
+
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json()
+    assert KnowledgeIndex.objects.filter(name="long").count() == 1
+
+
+def test_a_request_that_fails_unexpectedly_releases_its_idempotency_key(tenant, monkeypatch):
+    """R-2.6: a failed answer is not kept, so the corrected retry runs instead of a 409 for a day."""
+    from stores import apis
+
+    def broken(**kwargs):
+        raise RuntimeError("boom")
+
+    client = tenant.client()
+    client.raise_request_exception = False
+    monkeypatch.setattr(apis, "index_create", broken)
+    assert client.post("/v1/indexes", {"name": "retried"}, format="json", HTTP_IDEMPOTENCY_KEY="retry-1").status_code == 500
+    monkeypatch.undo()
+
+    retry = client.post("/v1/indexes", {"name": "retried"}, format="json", HTTP_IDEMPOTENCY_KEY="retry-1")
+
+    assert retry.status_code == 201
+    assert IdempotentRequest.objects.filter(idempotency_key="retry-1", state="completed").count() == 1

@@ -21,14 +21,3 @@ def test_browsable_docs_are_served(anonymous):
 
     assert response.status_code == 200
     assert b"swagger" in response.content.lower()
-
-
-def test_api_errors_are_english_even_when_the_browser_asks_for_dutch(tenant):
-    """R-2.3: the error body is the API's contract; the console alone is Dutch by default (R-10.4)."""
-    response = tenant.client().post(
-        "/v1/indexes", {"name": "x", "embeddings": "misschien"}, format="json", HTTP_ACCEPT_LANGUAGE="nl"
-    )
-
-    assert response.status_code == 400
-    assert response.json()["error"]["param"] == "embeddings"
-    assert "valid boolean" in response.json()["error"]["message"]

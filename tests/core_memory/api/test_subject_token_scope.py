@@ -3,6 +3,7 @@ but not change what the whole organisation gets (docs/decisions.md)."""
 import pytest
 
 from core_memory.agents.models import Agent
+from core_memory.keys.models import ApiKey
 from stores.models import KnowledgeIndex, MemoryStore
 
 pytestmark = pytest.mark.django_db
@@ -52,3 +53,17 @@ def test_a_subject_token_still_reads_the_store_and_writes_her_memory(tenant, tok
 
     assert written.status_code == 201
     assert written.json()["subject"] == "anna"
+
+
+def test_a_subject_token_cannot_manage_the_organisation(tenant):
+    """A subject token acts for one person (R-3.3); keys and tenants are not hers to manage."""
+    token = tenant.client().post("/v1/subject-tokens", {"subject": "anna"}, format="json").json()["token"]
+    client = tenant.client()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+
+    response = client.post(
+        f"/v1/tenants/{tenant.organisation.id}/keys", {"name": "escalate", "capabilities": []}, format="json"
+    )
+
+    assert response.status_code == 403
+    assert not ApiKey.objects.filter(name="escalate").exists()

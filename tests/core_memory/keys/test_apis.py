@@ -298,3 +298,19 @@ def test_a_revoked_key_cannot_be_changed_again(tenant):
     other_key.refresh_from_db()
     assert other_key.name == "old"
     assert other_key.revoked_at is not None
+
+
+# Valid ISO 8601 with an offset, but outside the years Python can read back in every zone.
+UNREADABLE_TIMES = ["9999-12-31T23:00:00-14:00", "0001-01-01T00:00:00+14:00", "9999-12-31T12:00:00Z"]
+
+
+@pytest.mark.parametrize("expires_at", UNREADABLE_TIMES)
+def test_a_key_expiry_outside_the_readable_years_is_a_400_and_no_key_is_made(tenant, expires_at):
+    """R-12.3: such a key was stored, its answer was a 400, and every later key list a 500."""
+    url = f"/v1/tenants/{tenant.organisation.id}/keys"
+
+    response = tenant.client().post(url, {"name": "far", "expires_at": expires_at}, format="json")
+
+    assert (response.status_code, response.json()["error"]["param"]) == (400, "expires_at")
+    assert not tenant.organisation.keys.filter(name="far").exists()
+    assert tenant.client().get(url).status_code == 200

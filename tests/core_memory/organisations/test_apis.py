@@ -117,3 +117,15 @@ def test_another_organisation_is_a_404_and_unchanged(tenant, other_tenant):
     assert tenant.client().get(url).status_code == 404
     assert tenant.client().patch(url, {"name": "taken over"}, format="json").status_code == 404
     assert Organisation.objects.get(pk=other_tenant.organisation.pk).name == other_tenant.organisation.name
+
+
+def test_a_token_limit_beyond_what_can_be_stored_is_a_400_and_changes_nothing(tenant):
+    """R-12.3, R-3.1: a huge number is bad input, not a 500."""
+    response = tenant.client().patch(
+        f"/v1/tenants/{tenant.organisation.id}", {"name": "Renamed", "monthly_token_limit": 10**30}, format="json"
+    )
+
+    assert (response.status_code, response.json()["error"]["param"]) == (400, "monthly_token_limit")
+    tenant.organisation.refresh_from_db()
+    assert tenant.organisation.monthly_token_limit is None
+    assert tenant.organisation.name != "Renamed"

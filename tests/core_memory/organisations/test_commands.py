@@ -1,22 +1,12 @@
-import json
-from io import StringIO
 
 import pytest
-from django.contrib.auth import authenticate
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 
-from core_memory.console.models import ConsoleAdministrator
 from core_memory.keys.models import KEY_CAPABILITIES, ApiKey
 from core_memory.organisations.models import Organisation
-from tests.factories import client_for
+from tests.factories import client_for, createorg
 
 pytestmark = pytest.mark.django_db
-
-
-def createorg(*arguments) -> dict:
-    out = StringIO()
-    call_command("createorg", *arguments, "--json", stdout=out, stderr=StringIO())
-    return json.loads(out.getvalue())
 
 
 def test_createorg_prints_json_with_a_working_owner_key():
@@ -50,20 +40,3 @@ def test_createorg_refuses_a_name_it_cannot_keep_with_a_message(name):
         createorg(name)
 
     assert not Organisation.objects.exists()
-
-
-def test_createadmin_makes_an_administrator_of_that_organisation():
-    """R-1.3."""
-    organisation_id = createorg("Acme")["organisation_id"]
-
-    call_command("createadmin", "--org", organisation_id, "--username", "beheer", "--password", "l4ng-en-geheim!", stdout=StringIO())
-
-    user = authenticate(username="beheer", password="l4ng-en-geheim!")
-    assert user is not None and user.is_staff
-    assert ConsoleAdministrator.objects.get(user=user).organisation_id == organisation_id
-
-
-def test_createadmin_refuses_an_unknown_organisation():
-    """R-1.3."""
-    with pytest.raises(CommandError):
-        call_command("createadmin", "--org", "org_nope", "--username", "beheer", "--password", "l4ng-en-geheim!")
