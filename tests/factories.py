@@ -9,12 +9,14 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from core_memory.console.services import CONSOLE_APP_LABELS
 from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES
 from core_memory.keys.services import key_create
 from core_memory.organisations.models import Organisation
+from memory.models import MemoryRecord
 from stores.models import KnowledgeIndex
 from stores.services import index_create
 
@@ -57,6 +59,26 @@ def createorg(*arguments) -> dict:
 
 def make_index(organisation: Organisation, name: str = "memory", **fields):
     return index_create(organisation=organisation, actor="test", name=name, **fields)
+
+
+def make_record(index, text: str, *, type: str = "fact", subject: str | None = None, **fields) -> MemoryRecord:
+    """A record made directly, not through the record service: no confirmation, no history
+    reason, no audit; `created_at` and `changed_at` as given (changed_at defaults to now)."""
+    created_at = fields.pop("created_at", None)
+    record = MemoryRecord.objects.create(
+        organisation_id=index.organisation_id,
+        index=index,
+        subject=subject,
+        type=type,
+        text=text,
+        normalised_text=text.lower(),
+        changed_at=fields.pop("changed_at", None) or timezone.now(),
+        **fields,
+    )
+    if created_at is not None:
+        MemoryRecord.objects.filter(pk=record.pk).update(created_at=created_at)
+        record.created_at = created_at
+    return record
 
 
 def resolved_for(key, index):

@@ -1,17 +1,14 @@
 import pytest
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from memory.models import MemoryRecord
+from tests.factories import make_record
 
 pytestmark = pytest.mark.django_db
 
 
-def _record(tenant, **fields):
-    values = {"organisation": tenant.organisation, "index": tenant.index, "type": "fact", "text": "Acme wil facturen per e-mail",
-              "normalised_text": "acme wil facturen per e-mail", "changed_at": timezone.now()}
-    values.update(fields)
-    return MemoryRecord.objects.create(**values)
+def _record(tenant, *, text: str = "Acme wil facturen per e-mail", **fields):
+    return make_record(tenant.index, text, **fields)
 
 
 def test_shared_records_with_the_same_text_collide_although_their_subject_is_null(tenant):

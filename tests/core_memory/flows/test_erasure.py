@@ -1,8 +1,14 @@
-"""`person_records_erase` (R-3.4): her records and every version of them are gone for good."""
+"""Erasing a person (core_memory.flows.erasure, R-3.4): her records and every version of them,
+her subject tokens and her rules are gone for good; what others hold stays."""
 import pytest
 
+from audit.models import AuditEvent
+from core_memory.flows.erasure import person_erase
+from core_memory.keys.models import SubjectToken
+from core_memory.persons.models import Person
 from memory.models import MemoryRecord
 from memory.services import person_records_erase
+from tests.factories import make_record
 
 pytestmark = pytest.mark.django_db
 
@@ -38,3 +44,47 @@ def test_a_shared_record_that_corrected_hers_loses_only_the_pointer(tenant, writ
     correction.refresh_from_db()
     assert correction.replaces_id is None
     assert correction.status == "active"
+
+
+def test_erasing_a_person_removes_her_records_tokens_and_rules_only(tenant, other_tenant):
+    """R-3.4: her records go, shared ones and other persons' stay; audited as person.erased (R-11.2)."""
+    make_record(tenant.index, "Anna likes tea.", subject="anna")
+    make_record(tenant.index, "Anna lives in Utrecht.", subject="anna")
+    kept = [
+        make_record(tenant.index, "Bert likes coffee.", subject="bert"),
+        make_record(tenant.index, "The office opens at nine.", subject=None),
+        make_record(other_tenant.index, "Another organisation's Anna.", subject="anna"),
+    ]
+    tenant.client().patch("/v1/persons/anna", {"helper_model_may_read": False}, format="json")
+    tenant.client().post("/v1/subject-tokens", {"subject": "anna"}, format="json")
+
+    answer = person_erase(organisation=tenant.organisation, subject="anna", actor=tenant.key.id)
+
+    assert answer == {"subject": "anna", "erased": {"records": 2, "subject_tokens": 1}}
+    assert set(MemoryRecord.objects.values_list("id", flat=True)) == {record.id for record in kept}
+    assert not Person.objects.filter(organisation=tenant.organisation, subject="anna").exists()
+    assert not SubjectToken.objects.exists()
+    event = AuditEvent.objects.get(action="person.erased")
+    assert (event.organisation_id, event.actor, event.target) == (tenant.organisation.id, tenant.key.id, "anna")
+
+
+def test_delete_person_route_erases_her(tenant):
+    """R-3.4: `DELETE /v1/persons/{subject}` erases her records and answers what was erased."""
+    make_record(tenant.index, "Anna likes tea.", subject="anna")
+    shared = make_record(tenant.index, "The office opens at nine.", subject=None)
+    tenant.client().post("/v1/subject-tokens", {"subject": "anna"}, format="json")
+
+    response = tenant.client().delete("/v1/persons/anna")
+
+    assert response.status_code == 200
+    assert response.json() == {"subject": "anna", "erased": {"records": 1, "subject_tokens": 1}}
+    assert list(MemoryRecord.objects.values_list("id", flat=True)) == [shared.id]
+    assert AuditEvent.objects.filter(action="person.erased", target="anna", actor=tenant.key.id).count() == 1
+
+
+def test_erasing_a_person_never_named_is_not_an_error(tenant):
+    """R-3.4: afterwards she is gone either way."""
+    response = tenant.client().delete("/v1/persons/nobody")
+
+    assert response.status_code == 200
+    assert response.json()["erased"] == {"records": 0, "subject_tokens": 0}

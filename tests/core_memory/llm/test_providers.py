@@ -1,6 +1,6 @@
+"""Calling a chat model (core_memory.llm.providers and its OpenAI client, R-3.6, R-13)."""
 import pytest
 
-from core_memory.llm.metering import usage_month
 from core_memory.llm.models import TokenUsage
 from core_memory.llm.openai import MAX_ATTEMPTS
 from core_memory.llm.protocol import ProviderError
@@ -34,21 +34,6 @@ def test_a_missing_api_key_variable_is_a_provider_error_before_any_call(tenant, 
 
     assert raised.value.code == "model_unavailable"
     assert fake_model.requests == []
-
-
-def test_tokens_add_up_per_organisation_and_month(tenant, other_tenant, fake_model):
-    """R-3.6, R-8.9: metered per organisation per month."""
-    fake_model.reply("a", usage=(100, 20))
-    fake_model.reply("b", usage=(50, 5))
-    fake_model.reply("c", usage=(7, 1))
-
-    ask(tenant)
-    ask(tenant)
-    ask(other_tenant)
-
-    row = TokenUsage.objects.get(organisation=tenant.organisation)
-    assert (row.month, row.input_tokens, row.output_tokens, row.total_tokens, row.calls) == (usage_month(), 150, 25, 175, 2)
-    assert TokenUsage.objects.month_total(organisation_id=other_tenant.organisation.id, month=usage_month()) == 8
 
 
 def test_a_client_error_is_not_retried(tenant, fake_model):
