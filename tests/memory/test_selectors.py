@@ -3,7 +3,7 @@ import pytest
 
 from core_memory.base.errors import ImproperlyScoped
 from memory.models import MemoryRecord
-from memory.selectors import record_search, records_visible, store_known_types
+from memory.selectors import record_search, records_visible
 from stores.models import KnowledgeIndex
 
 pytestmark = pytest.mark.django_db
@@ -61,8 +61,3 @@ def test_search_scores_are_best_first_between_zero_and_one(tenant, records):
     assert hits[0][0].id == records["anna"].id
     assert scores == sorted(scores, reverse=True)
     assert all(0 < score < 1 for score in scores)
-
-
-def test_a_store_without_an_extraction_switch_knows_the_four_default_types(tenant):
-    """R-5.3."""
-    assert store_known_types(index=tenant.index) == ["fact", "preference", "commitment", "behaviour"]

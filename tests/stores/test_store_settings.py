@@ -50,7 +50,6 @@ def test_get_answers_the_whole_store_with_every_default(tenant):
     assert body["lessons"] == {"enabled": False, "min_episodes": 3}
     assert body["promotion"] == {"enabled": False, "labels": {}}
     assert body["maintenance"] == {"enabled": True}
-    assert body["extraction"] is None
 
 
 def test_patch_answers_the_whole_store_and_audits_the_sections_sent(tenant):
