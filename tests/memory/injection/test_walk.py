@@ -342,7 +342,7 @@ def test_rank_blend_mixes_topic_and_confidence(tenant):
 
 
 @pytest.mark.parametrize("rank", ["confidence", "blend"])
-def test_building_the_block_costs_the_same_queries_for_20_and_2000_records(tenant, django_assert_max_num_queries, rank):
+def test_building_the_block_costs_the_same_queries_for_20_and_2000_records(tenant, django_assert_num_queries, rank):
     """R-12.5: a small fixed number of queries whatever the store's size."""
     store_injection(tenant.index, episodes_limit=3, rank=rank)
     key = injecting_key(tenant, limit=5, token_budget=400)
@@ -358,11 +358,15 @@ def test_building_the_block_costs_the_same_queries_for_20_and_2000_records(tenan
             for number in range(start, start + count)
         )
 
+    # `blend` reads the topic's hits besides the sections' pages.
+    queries = {"confidence": 10, "blend": 13}[rank]
+
     fill(20, 0)
-    with django_assert_max_num_queries(14) as small:
+    with django_assert_num_queries(queries):
         build(key, topic="invoices")
     fill(1980, 20)
-    with django_assert_max_num_queries(14) as large:
+    with django_assert_num_queries(queries):
         result = build(key, topic="invoices")
-    assert len(large.captured_queries) == len(small.captured_queries)
-    assert result.trace["sections"]["about_this_person"] + result.trace["sections"]["organisation"] == 5
+    assert result.trace["sections"] == {
+        "commitments": 5, "behaviour": 0, "about_this_person": 5, "organisation": 0, "past_sessions": 0
+    }
