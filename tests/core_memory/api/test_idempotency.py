@@ -74,7 +74,11 @@ def test_a_retry_while_the_first_request_still_runs_is_a_409_and_writes_nothing(
     response = tenant.client().post("/v1/indexes", {"name": "slow"}, format="json", HTTP_IDEMPOTENCY_KEY="running")
 
     assert response.status_code == 409
-    assert response.json()["error"]["param"] == "Idempotency-Key"
+    assert response.json()["error"] == {
+        "type": "conflict_error",
+        "message": "A request with this Idempotency-Key is still running.",
+        "param": "Idempotency-Key",
+    }
     assert not KnowledgeIndex.objects.filter(name="slow").exists()
 
 

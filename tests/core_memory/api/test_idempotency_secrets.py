@@ -29,6 +29,7 @@ def test_replayed_subject_token_does_not_keep_the_token(tenant):
     first = tenant.client().post("/v1/subject-tokens", body, format="json", HTTP_IDEMPOTENCY_KEY="token-anna")
     again = tenant.client().post("/v1/subject-tokens", body, format="json", HTTP_IDEMPOTENCY_KEY="token-anna")
 
+    assert first.status_code == again.status_code == 201
     assert first.json()["token"].startswith("core_st_")
     assert again.json()["token"] is None
     assert first.json()["token"] not in str(IdempotentRequest.objects.get(idempotency_key="token-anna").response_body)
