@@ -31,5 +31,5 @@ def test_a_helper_model_or_embedding_backend_that_would_be_ignored_stops_start_u
     """R-1.2: strict parsing; nothing documented is silently ignored."""
     result = start(**variables)
 
-    assert result.returncode != 0
+    assert result.returncode == 1
     assert message in result.stderr

@@ -47,7 +47,7 @@ def test_an_invalid_store_section_is_a_form_error_naming_the_field(console, tena
     )
 
     assert response.status_code == 200
-    assert "rank" in str(response.context["adminform"].form.errors["injection"])
+    assert response.context["adminform"].form.errors == {"injection": ['rank: "newest" is een ongeldige keuze.']}
     store.refresh_from_db()
     assert store.lessons == {"enabled": False, "min_episodes": 3}
     assert not AuditEvent.objects.filter(action="store.updated").exists()
@@ -62,7 +62,7 @@ def test_promotion_in_the_console_needs_the_organisations_improvements(console, 
     refused = console.post(url, store_form(store, promotion=wanted, lessons={"enabled": True}))
 
     assert refused.status_code == 200
-    assert "promotion" in refused.context["adminform"].form.errors
+    assert refused.context["adminform"].form.errors == {"promotion": ["The organisation lacks the capability 'improvements'."]}
     store.refresh_from_db()
     assert (store.promotion, store.lessons["enabled"]) == (default_promotion(), False)
 
@@ -82,7 +82,7 @@ def test_an_index_made_in_the_console_belongs_to_her_organisation_and_has_a_stor
     index = KnowledgeIndex.objects.get(name="klanten")
     assert index.organisation_id == tenant.organisation.id
     assert MemoryStore.objects.filter(index=index).exists()
-    assert AuditEvent.objects.filter(action="index.created", target=index.id, actor="console:anna").exists()
+    assert AuditEvent.objects.filter(action="index.created", target=index.id, actor="console:anna").count() == 1
 
 
 def test_deleting_an_index_in_the_console_marks_it_deleted(console, tenant):
@@ -94,6 +94,6 @@ def test_deleting_an_index_in_the_console_marks_it_deleted(console, tenant):
 
     assert response.status_code == 302
     assert KnowledgeIndex.objects.get(pk=tenant.index.pk).deleted_at is not None
-    assert AuditEvent.objects.filter(action="index.deleted", target=tenant.index.id, actor="console:anna").exists()
+    assert AuditEvent.objects.filter(action="index.deleted", target=tenant.index.id, actor="console:anna").count() == 1
     assert console.get(f"/console/stores/memorystore/{tenant.index.id}/change/").status_code == 404
     assert tenant.client().get(f"/v1/memory/stores/{tenant.index.id}").status_code == 404

@@ -38,5 +38,8 @@ def test_createadmin_makes_an_administrator_of_that_organisation():
 
 def test_createadmin_refuses_an_unknown_organisation():
     """R-1.3."""
-    with pytest.raises(CommandError):
+    with pytest.raises(CommandError, match=r"^No organisation 'org_nope'\.$"):
         call_command("createadmin", "--org", "org_nope", "--username", "beheer", "--password", "l4ng-en-geheim!")
+
+    assert not get_user_model().objects.filter(username="beheer").exists()
+    assert not ConsoleAdministrator.objects.exists()

@@ -30,7 +30,7 @@ def test_erasing_a_person_removes_her_records_and_their_history_only(tenant, oth
     assert set(MemoryRecord.objects.values_list("id", flat=True)) == {shared.id, brams.id, elsewhere.id}
     assert not MemoryRecord.history.filter(id__in=[old.id, new.id]).exists()
     assert MemoryRecord.history.filter(id=shared.id).count() == 1
-    assert MemoryRecord.history.filter(subject="anna", organisation_id=other_tenant.organisation.id).exists()
+    assert MemoryRecord.history.filter(subject="anna", organisation_id=other_tenant.organisation.id).count() == 1
 
 
 def test_a_shared_record_that_corrected_hers_loses_only_the_pointer(tenant, write):
@@ -87,4 +87,4 @@ def test_erasing_a_person_never_named_is_not_an_error(tenant):
     response = tenant.client().delete("/v1/persons/nobody")
 
     assert response.status_code == 200
-    assert response.json()["erased"] == {"records": 0, "subject_tokens": 0}
+    assert response.json() == {"subject": "nobody", "erased": {"records": 0, "subject_tokens": 0}}

@@ -26,8 +26,20 @@ def test_creating_a_key_answers_its_secret_once_and_it_works(tenant):
     assert body["key"].startswith("core_sk_")
     assert body["capabilities"] == ["knowledge", "memory"]
     assert body["policy"] == {"read": [tenant.index.id], "write": []}
-    assert body["memory"]["retrieval_tool"] is True
-    assert body["memory"]["injection"]["limit"] == 20
+    assert body["memory"] == {
+        "retrieval_tool": True,
+        "write_tool": False,
+        "injection": {
+            "enabled": False,
+            "index_id": None,
+            "types": [],
+            "metadata": {},
+            "min_confidence": 0.0,
+            "limit": 20,
+            "token_budget": 1500,
+        },
+        "decay": {"half_life_days": {}},
+    }
     assert body["revoked_at"] is None
     assert client_for(body["key"]).get("/v1/indexes").status_code == 200
     assert AuditEvent.objects.filter(action="key.created", target=body["id"], actor=tenant.key.id).count() == 1
@@ -63,7 +75,8 @@ def test_deleting_a_key_revokes_it_and_it_stays_listed(tenant):
     response = tenant.client().delete(keys_url(tenant, other_key.id))
 
     assert response.status_code == 200
-    assert response.json()["revoked_at"] is not None
+    other_key.refresh_from_db()
+    assert response.json()["revoked_at"] == other_key.revoked_at.isoformat().replace("+00:00", "Z")
     listed = {row["id"]: row for row in tenant.client().get(keys_url(tenant)).json()["data"]}
     assert listed[other_key.id]["revoked_at"] == response.json()["revoked_at"]
     assert other_client.get("/v1/indexes").status_code == 401
@@ -291,13 +304,19 @@ def test_a_revoked_key_cannot_be_changed_again(tenant):
     """R-3.2: DELETE revokes for good; the revoked key stays listed as it was."""
     _, other_key = tenant.key_client(name="old")
     assert tenant.client().delete(keys_url(tenant, other_key.id)).status_code == 200
+    other_key.refresh_from_db()
+    revoked_at = other_key.revoked_at
 
     response = tenant.client().patch(keys_url(tenant, other_key.id), {"name": "revived", "expires_at": None}, format="json")
 
     assert response.status_code == 409
+    assert response.json()["error"] == {
+        "type": "conflict_error",
+        "message": "This key is revoked; create a new key instead.",
+        "param": None,
+    }
     other_key.refresh_from_db()
-    assert other_key.name == "old"
-    assert other_key.revoked_at is not None
+    assert (other_key.name, other_key.revoked_at) == ("old", revoked_at)
 
 
 # Valid ISO 8601 with an offset, but outside the years Python can read back in every zone.

@@ -26,7 +26,7 @@ def test_models_lists_only_what_the_organisation_offers(tenant, other_tenant):
     tenant.client().patch(f"/v1/tenants/{tenant.organisation.id}", {"offered_models": ["helper"]}, format="json")
 
     assert [row["id"] for row in tenant.client().get("/v1/models").json()["data"]] == ["helper"]
-    assert len(other_tenant.client().get("/v1/models").json()["data"]) == 2
+    assert [row["id"] for row in other_tenant.client().get("/v1/models").json()["data"]] == ["jouw-chatmodel", "helper"]
 
 
 def test_a_model_dropped_from_core_models_is_no_longer_offered(tenant, settings):
@@ -61,14 +61,18 @@ def test_the_helper_model_is_the_organisations_own_when_it_names_one(tenant, set
     settings.CORE_HELPER_MODEL = "jouw-chatmodel"
     tenant.organisation.helper_model = "helper"
 
-    assert helper_model_get(organisation=tenant.organisation)["id"] == "helper"
+    assert helper_model_get(organisation=tenant.organisation) == {
+        "id": "helper", "provider": "openai", "base_url": "http://helper.invalid/v1", "api_key_env": None
+    }
 
 
 def test_the_helper_model_falls_back_to_core_helper_model(tenant, settings):
     """R-1.2: CORE_HELPER_MODEL serves an organisation that names none."""
     settings.CORE_HELPER_MODEL = "jouw-chatmodel"
 
-    assert helper_model_get(organisation=tenant.organisation)["base_url"] == "http://models.invalid/v1"
+    assert helper_model_get(organisation=tenant.organisation) == {
+        "id": "jouw-chatmodel", "provider": "openai", "base_url": "http://models.invalid/v1", "api_key_env": "SECRET_ENV_NAME"
+    }
 
 
 def test_there_is_no_helper_model_when_none_is_named_or_it_is_not_offered(tenant, settings):
