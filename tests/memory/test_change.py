@@ -14,22 +14,24 @@ def test_patch_changes_the_whitelisted_fields_and_restarts_the_decay_age(tenant,
     """R-5.7, R-5.9: a PATCH is a change; the decay clock restarts."""
     record = age(write("Offerte sturen", type="commitment", subject="anna"), days=30)
     due = (timezone.now() + timedelta(days=3)).isoformat()
+    before = timezone.now()
 
     response = tenant.client(subject="anna").patch(
         f"/v1/memory/{record.id}",
         {"text": "Offerte sturen aan Acme", "metadata": {"klant": "acme"}, "confidence": 0.6, "due_at": due, "done": True},
         format="json",
     )
+    after = timezone.now()
 
     assert response.status_code == 200
     body = response.json()
     assert (body["text"], body["metadata"], body["confidence"], body["done"]) == ("Offerte sturen aan Acme", {"klant": "acme"}, 0.6, True)
     record.refresh_from_db()
     assert record.normalised_text == "offerte sturen aan acme"
-    assert timezone.now() - record.changed_at < timedelta(days=1)
+    assert before <= record.changed_at <= after
     event = AuditEvent.objects.get(action="memory.updated")
     assert (event.actor, event.target) == (tenant.key.id, record.id)
-    assert sorted(event.details["fields"]) == ["confidence", "done", "due_at", "metadata", "text"]
+    assert event.details == {"fields": ["text", "metadata", "confidence", "due_at", "done"]}
 
 
 def test_patch_refuses_fields_outside_the_whitelist(tenant, write):
@@ -49,7 +51,7 @@ def test_done_is_only_for_commitments(tenant, write):
 
     assert response.status_code == 400
     assert response.json()["error"]["param"] == "done"
-    assert not MemoryRecord.objects.get(pk=record.pk).done
+    assert MemoryRecord.objects.get(pk=record.pk).done is False
     assert not AuditEvent.objects.filter(action="memory.updated").exists()
 
 
@@ -60,6 +62,11 @@ def test_patching_to_the_text_of_another_active_record_is_a_409(tenant, write):
     response = tenant.client().patch(f"/v1/memory/{thee.id}", {"text": "Koffie."}, format="json")
 
     assert response.status_code == 409
+    assert response.json()["error"] == {
+        "type": "conflict_error",
+        "message": "An active record of this person and type already has that text.",
+        "param": "text",
+    }
     assert MemoryRecord.objects.get(pk=thee.pk).text == "thee"
 
 
@@ -138,7 +145,7 @@ def test_history_shows_every_version_newest_first(tenant, write):
     assert response.status_code == 200
     versions = response.json()["data"]
     assert [version["change"] for version in versions] == ["ended", "updated", "confirmed", "created"]
-    assert {version["actor"] for version in versions} == {tenant.key.id}
+    assert [version["actor"] for version in versions] == [tenant.key.id] * 4
     assert [version["confirmations"] for version in versions] == [1, 1, 1, 0]
     assert versions[0]["status"] == "ended"
     assert versions[0]["replaced_by"] == correction

@@ -39,7 +39,7 @@ def test_a_record_is_shown_in_the_r_5_6_shape(tenant, write):
     assert (body["type"], body["subject"], body["confidence"], body["effective_confidence"]) == ("commitment", "anna", 0.9, 0.9)
     assert (body["status"], body["source"], body["trusted"], body["done"], body["contested"]) == ("active", "api", True, False, False)
     assert body["metadata"] == {"klant": "acme"}
-    assert body["due_at"].endswith(("Z", "+00:00", "+01:00"))
+    assert body["due_at"] == record.due_at.isoformat().replace("+00:00", "Z")
 
 
 def test_index_id_is_required_to_list(tenant):
@@ -61,8 +61,8 @@ def test_a_person_sees_her_records_and_the_shared_ones(tenant, write):
     shared = write("s")
     brams = write("b", subject="bram")
 
-    assert set(_ids(_list(tenant.client(subject="anna"), tenant.index))) == {annas.id, shared.id}
-    assert set(_ids(_list(tenant.client(), tenant.index))) == {annas.id, shared.id, brams.id}
+    assert _ids(_list(tenant.client(subject="anna"), tenant.index)) == [shared.id, annas.id]
+    assert _ids(_list(tenant.client(), tenant.index)) == [brams.id, shared.id, annas.id]
 
 
 def test_a_persons_subject_filter_cannot_reach_another_person(tenant, write):
@@ -78,8 +78,8 @@ def test_filters_type_subject_contested_and_metadata(tenant, write):
     MemoryRecord.objects.filter(pk=behaviour.pk).update(contested=True)
     client = tenant.client()
 
-    assert set(_ids(_list(client, tenant.index, "&type=fact&type=preference"))) == {fact.id, preference.id}
-    assert set(_ids(_list(client, tenant.index, "&subject=anna"))) == {fact.id, preference.id}
+    assert _ids(_list(client, tenant.index, "&type=fact&type=preference")) == [preference.id, fact.id]
+    assert _ids(_list(client, tenant.index, "&subject=anna")) == [preference.id, fact.id]
     assert _ids(_list(client, tenant.index, "&contested=true")) == [behaviour.id]
     assert _ids(_list(client, tenant.index, "&metadata.klant=acme")) == [fact.id]
     assert _ids(_list(client, tenant.index, "&metadata.prioriteit=2")) == [fact.id]
@@ -133,10 +133,10 @@ def test_min_confidence_filters_on_the_effective_value(tenant, write):
     fresh = write("vers", type="preference", confidence=0.7)
     fact = age(write("feit", confidence=0.6), days=1000)
 
-    assert set(_ids(_list(client, tenant.index, "&min_confidence=0.55"))) == {fresh.id, fact.id}
-    assert set(_ids(_list(client, tenant.index, "&min_confidence=0.45"))) == {fresh.id, fact.id, old.id}
+    assert _ids(_list(client, tenant.index, "&min_confidence=0.55")) == [fact.id, fresh.id]
+    assert _ids(_list(client, tenant.index, "&min_confidence=0.45")) == [fact.id, fresh.id, old.id]
     # the owner key has no half-lives: nothing decays for it
-    assert set(_ids(_list(tenant.client(), tenant.index, "&min_confidence=0.65"))) == {fresh.id, old.id}
+    assert _ids(_list(tenant.client(), tenant.index, "&min_confidence=0.65")) == [fresh.id, old.id]
 
 
 def test_q_filters_on_full_text_with_every_word(tenant, write):

@@ -31,19 +31,18 @@ def test_a_dutch_question_finds_the_record_with_some_of_its_words_first(tenant, 
     """R-5.10: "hoe wil Acme de facturen" finds "Acme wil facturen per e-mail"."""
     hits = _search(tenant.client(), tenant.index, query="hoe wil Acme de facturen")
 
-    assert hits[0]["id"] == corpus["acme_invoices"].id
-    found = [hit["id"] for hit in hits]
     # Sharing only some words makes a candidate (OR), ranked below the better match.
-    assert corpus["bolt_invoices"].id in found
-    assert corpus["acme_meetings"].id in found
-    assert corpus["coffee"].id not in found
-    assert hits[0]["score"] > hits[-1]["score"] > 0
+    assert [(hit["id"], hit["score"]) for hit in hits] == [
+        (corpus["acme_invoices"].id, 0.2857),
+        (corpus["acme_meetings"].id, 0.1667),
+        (corpus["bolt_invoices"].id, 0.0909),
+    ]
 
 
 def test_an_english_question_finds_english_inflections(tenant, corpus):
     """R-5.10: "how does Globex want its invoices" → "Globex wants its invoices as PDF"."""
     hits = _search(tenant.client(), tenant.index, query="How does Globex want its invoice?")
-    assert hits[0]["id"] == corpus["english_invoices"].id
+    assert [hit["id"] for hit in hits] == [corpus["english_invoices"].id]
 
 
 def test_stop_words_of_either_language_do_not_make_candidates(tenant, corpus):
@@ -57,26 +56,24 @@ def test_search_hits_carry_the_record_shape_plus_score(tenant, corpus):
     from tests.memory.test_read import RECORD_FIELDS
 
     assert set(hit) == RECORD_FIELDS | {"score"}
-    assert 0 < hit["score"] <= 1
+    assert hit["score"] == 0.1667
 
 
 def test_search_is_scoped_like_the_list(tenant, corpus):
     """R-5.10 "with the same scoping as R-5.6": a person sees hers and the shared ones."""
     found_by_anna = [hit["id"] for hit in _search(tenant.client(subject="anna"), tenant.index, query="koffie facturen")]
-    assert corpus["coffee"].id not in found_by_anna
-    assert corpus["acme_invoices"].id in found_by_anna
-    assert corpus["bolt_invoices"].id in found_by_anna
+    assert found_by_anna == [corpus["acme_invoices"].id, corpus["bolt_invoices"].id]
 
 
 def test_types_limit_after_and_before(tenant, corpus):
     """R-5.10 filters; `limit` default 10, max 50."""
     client = tenant.client()
     assert [hit["id"] for hit in _search(client, tenant.index, query="acme", types=["preference"])] == [corpus["acme_meetings"].id]
-    assert len(_search(client, tenant.index, query="acme facturen", limit=1)) == 1
+    assert [hit["id"] for hit in _search(client, tenant.index, query="acme facturen", limit=1)] == [corpus["acme_invoices"].id]
     MemoryRecord.objects.filter(pk=corpus["acme_invoices"].pk).update(created_at=timezone.now() - timedelta(days=10))
     cut = (timezone.now() - timedelta(days=5)).isoformat()
     assert [hit["id"] for hit in _search(client, tenant.index, query="acme", before=cut)] == [corpus["acme_invoices"].id]
-    assert corpus["acme_invoices"].id not in [hit["id"] for hit in _search(client, tenant.index, query="acme", after=cut)]
+    assert [hit["id"] for hit in _search(client, tenant.index, query="acme", after=cut)] == [corpus["acme_meetings"].id]
 
 
 @pytest.mark.parametrize("field", ["after", "before"])

@@ -56,10 +56,11 @@ def test_unknown_type_is_a_422_listing_the_allowed_types(tenant):
     response = _post(tenant.client(), tenant.index, type="recipe", text="pannenkoeken")
 
     assert response.status_code == 422
-    error = response.json()["error"]
-    assert error["param"] == "type"
-    for allowed in ("fact", "preference", "commitment", "behaviour"):
-        assert allowed in error["message"]
+    assert response.json()["error"] == {
+        "type": "invalid_request_error",
+        "message": "Unknown type 'recipe'. Allowed types: fact, preference, commitment, behaviour.",
+        "param": "type",
+    }
     assert not MemoryRecord.objects.exists()
 
 

@@ -21,7 +21,7 @@ def test_the_lower_of_the_store_and_block_budget_applies(tenant):
 
     result = build(key)
 
-    assert result.trace["estimated_tokens"] <= 40
+    assert result.trace["estimated_tokens"] == 35  # within the store's 40
     assert result.trace["sections"]["about_this_person"] == 2
     assert result.trace["dropped_by_budget"] == 3
 
@@ -37,7 +37,7 @@ def test_an_agent_block_replaces_the_keys_block_wholesale(tenant):
 
     result = build(key, agent_version=agent)
 
-    assert sorted(texts(result.text, "about_this_person")) == ["billing fact", "billing preference"]
+    assert texts(result.text, "about_this_person") == ["billing fact", "billing preference"]
     assert result.trace["source"] == "agent"
     assert result.trace["index_id"] == billing.id
 

@@ -157,7 +157,7 @@ def test_metadata_filter_requires_every_pair_in_every_section(tenant):
 
     assert texts(result.text, "commitments") == ["acme commitment"]
     assert texts(result.text, "behaviour") == ["acme rule"]
-    assert "about_this_person" not in sections(result.text)
+    assert list(sections(result.text)) == ["commitments", "behaviour"]
 
 
 def test_lessons_are_her_records_unless_the_block_names_only_other_types(tenant):
@@ -215,9 +215,9 @@ def test_limit_caps_her_and_shared_records_together_and_reports_dropped_by_count
 
     result = build(injecting_key(tenant, limit=3))
 
-    assert result.trace["sections"]["commitments"] == 1
-    assert result.trace["sections"]["about_this_person"] == 2
-    assert result.trace["sections"]["organisation"] == 1
+    assert result.trace["sections"] == {
+        "commitments": 1, "behaviour": 0, "about_this_person": 2, "organisation": 1, "past_sessions": 0
+    }
     assert result.trace["dropped_by_count"] == 2
     assert result.trace["dropped_by_budget"] == 0
 
@@ -248,7 +248,7 @@ def test_reaching_the_count_in_her_section_stops_the_walk_before_the_shared_ones
     result = build(injecting_key(tenant, limit=1))
 
     assert texts(result.text, "about_this_person") == ["hers 0"]
-    assert "organisation" not in sections(result.text)
+    assert list(sections(result.text)) == ["about_this_person"]
     assert result.trace["dropped_by_count"] == 4
 
 
@@ -263,8 +263,7 @@ def test_a_record_that_does_not_fit_the_budget_is_skipped_and_the_next_one_tried
     assert texts(result.text, "about_this_person") == ["short one", "short two"]
     assert result.trace["dropped_by_budget"] == 1
     assert result.trace["dropped_by_count"] == 0
-    assert result.trace["estimated_tokens"] == token_estimate(text=result.text)
-    assert result.trace["estimated_tokens"] <= 40
+    assert result.trace["estimated_tokens"] == token_estimate(text=result.text) == 32  # within the budget of 40
 
 
 def test_shared_records_use_at_most_the_organisation_share_of_the_budget_for_a_person(tenant):
@@ -325,7 +324,9 @@ def test_rank_relevance_puts_records_close_to_the_topic_first(tenant):
 
     assert texts(result.text, "about_this_person") == ["Anna wants invoices by e-mail", "Anna likes long walks"]
     store_injection(tenant.index, rank="confidence")
-    assert texts(build(injecting_key(tenant), topic="send the invoices").text, "about_this_person")[0] == "Anna likes long walks"
+    assert texts(build(injecting_key(tenant), topic="send the invoices").text, "about_this_person") == [
+        "Anna likes long walks", "Anna wants invoices by e-mail"
+    ]
 
 
 def test_rank_blend_mixes_topic_and_confidence(tenant):
@@ -337,8 +338,9 @@ def test_rank_blend_mixes_topic_and_confidence(tenant):
 
     result = build(injecting_key(tenant), topic="invoices by e-mail")
 
-    assert texts(result.text, "about_this_person")[0] == "Anna wants invoices by e-mail"
-    assert texts(result.text, "about_this_person")[-1] == "Anna once asked about invoices"
+    assert texts(result.text, "about_this_person") == [
+        "Anna wants invoices by e-mail", "Anna likes long walks", "Anna once asked about invoices"
+    ]
 
 
 @pytest.mark.parametrize("rank", ["confidence", "blend"])

@@ -14,6 +14,14 @@ from tests.memory.tools.builders import NOW, search_name, tool_key, write_name
 pytestmark = pytest.mark.django_db
 
 
+def write_description(index, *, today: str) -> str:
+    return (
+        f'Remember something learnt in this conversation in memory index {index.id} ("{index.name}"), '
+        "for the person this conversation is for (shared when it names nobody). "
+        f"Allowed types: fact, preference, commitment, behaviour. Today is {today}; give due_at as ISO 8601 with an offset."
+    )
+
+
 def test_tools_list_names_both_tools_of_every_index_the_policy_names(tenant, other_tenant):
     """R-6.1, R-6.2: names after the index id, JSON-Schema parameters, `offered` from the key's configuration."""
     named = make_index(tenant.organisation, name="named")
@@ -23,9 +31,10 @@ def test_tools_list_names_both_tools_of_every_index_the_policy_names(tenant, oth
     listed = memory_tools_list(key=key, now=NOW, timezone_name="UTC")
 
     by_name = {tool["name"]: tool for tool in listed}
-    assert sorted(by_name) == sorted(
-        [search_name(tenant.index), write_name(tenant.index), search_name(named), write_name(named)]
-    )
+    # By index id, so in the order the indexes were made; search before write.
+    assert [tool["name"] for tool in listed] == [
+        search_name(tenant.index), write_name(tenant.index), search_name(named), write_name(named)
+    ]
     assert by_name[search_name(named)]["offered"] is True
     assert by_name[write_name(named)]["offered"] is False  # the policy does not allow writing
     assert by_name[search_name(named)]["parameters"]["required"] == ["query"]
@@ -128,9 +137,8 @@ def test_write_tool_description_states_today_in_the_turns_time_zone(tenant):
     (far,) = memory_tools_resolve(key=key, requested=[(0, write_name(tenant.index))], timezone_name="Pacific/Kiritimati", now=moment)
     (utc,) = memory_tools_resolve(key=key, requested=[(0, write_name(tenant.index))], timezone_name="UTC", now=moment)
 
-    assert "Today is 2026-12-01" in far.description
-    assert "Today is 2026-11-30" in utc.description
-    assert "Allowed types: fact, preference, commitment, behaviour." in utc.description
+    assert far.description == write_description(tenant.index, today="2026-12-01")
+    assert utc.description == write_description(tenant.index, today="2026-11-30")
     assert utc.parameters["properties"]["type"]["enum"] == ["fact", "preference", "commitment", "behaviour"]
 
 
@@ -143,4 +151,4 @@ def test_tools_list_dates_the_write_tool_in_the_organisations_time_zone_by_defau
 
     listed = memory_tools_list(key=key, now=datetime(2026, 11, 30, 11, 0, tzinfo=UTC))
 
-    assert "Today is 2026-12-01" in listed[1]["description"]
+    assert listed[1]["description"] == write_description(tenant.index, today="2026-12-01")
