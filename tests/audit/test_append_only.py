@@ -69,5 +69,5 @@ def test_raw_sql_cannot_change_or_remove_an_event(event, statement):
 def test_appending_events_stays_possible(event, tenant):
     audit_event_record(organisation=tenant.organisation, actor="test", action="key.revoked", target="key_x")
 
-    actions = AuditEvent.objects.filter(organisation_id=tenant.organisation.id, target="key_x").values_list("action", flat=True)
-    assert sorted(actions) == ["key.revoked", "key.updated"]
+    actions = AuditEvent.objects.filter(organisation_id=tenant.organisation.id, target="key_x").order_by("id").values_list("action", flat=True)
+    assert list(actions) == ["key.updated", "key.revoked"]

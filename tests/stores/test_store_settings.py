@@ -181,7 +181,11 @@ def test_a_subject_token_of_a_management_key_may_not_set_promotion(tenant):
 
     assert response.status_code == 403
     # Refused before any section is read: a subject token changes no store section at all.
-    assert "subject token" in response.json()["error"]["message"]
+    assert response.json()["error"] == {
+        "type": "permission_error",
+        "message": "A subject token acts for one person; it cannot change organisation-wide settings.",
+        "param": None,
+    }
     assert_nothing_written(tenant.index)
 
 

@@ -10,6 +10,7 @@ from core_memory.llm.openai import MAX_ATTEMPTS
 from core_memory.threads.models import Item, Thread
 from memory.models import MemoryRecord
 from memory.services import record_write
+from memory.tools.catalogue import TRUST_ENVELOPE_NOTE
 from tests.factories import client_for, resolved_for
 from tests.fake_model import FakeChatModel, completion
 
@@ -47,7 +48,15 @@ def test_a_plain_turn_answers_the_models_message_and_stores_it_on_a_new_thread(t
     assert body["status"] == "completed"
     assert [(item["role"], item["kind"], item["content"]) for item in body["output"]] == [("assistant", "message", "Goedemorgen!")]
     assert body["usage"] == {"input_tokens": 12, "output_tokens": 3, "total_tokens": 15}
-    assert body["trace"]["memory"]["injected"] == 0
+    assert body["trace"]["memory"] == {
+        "source": "key",
+        "index_id": None,
+        "injected": 0,
+        "sections": {"commitments": 0, "behaviour": 0, "about_this_person": 0, "organisation": 0, "past_sessions": 0},
+        "dropped_by_count": 0,
+        "dropped_by_budget": 0,
+        "estimated_tokens": 0,
+    }
     sent = fake_model.requests[0].body
     assert sent["model"] == "fake-chat"
     assert sent["messages"] == [{"role": "user", "content": "Hallo"}]
@@ -64,7 +73,7 @@ def test_every_item_of_the_turn_is_stored_on_the_thread_with_the_response_id(ten
 
     items = list(Item.objects.filter(thread_id=body["thread_id"]).order_by("position"))
     assert [(item.role, item.content) for item in items] == [("system", "Wees kort."), ("user", "Vraag"), ("assistant", "Antwoord")]
-    assert {item.response_id for item in items} == {body["id"]}
+    assert [item.response_id for item in items] == [body["id"]] * 3
     assert body["output"][0]["id"] == items[-1].id
 
 
@@ -89,7 +98,8 @@ def test_a_tool_loop_runs_the_memory_search_and_gives_the_model_its_result(tenan
     assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "call_1"
     result = json.loads(body["output"][1]["content"])
     assert [hit["text"] for hit in result["content"]["hits"]] == ["Acme pays invoices monthly."]  # owner key has trust_envelope
-    assert tool_message["content"].endswith(body["output"][1]["content"])
+    # The owner key has `trust_envelope`: the note that the content is data opens the tool message.
+    assert tool_message["content"] == f"{TRUST_ENVELOPE_NOTE}\n{body['output'][1]['content']}"
 
 
 def test_a_record_written_by_the_write_tool_points_at_its_thread_items_and_response(tenant, fake_model):
@@ -220,8 +230,15 @@ def test_the_memory_block_reaches_the_model_as_a_system_message(tenant, fake_mod
     system = [message for message in fake_model.requests[0].body["messages"] if message["role"] == "system"]
     assert system[0] == {"role": "system", "content": "Antwoord in het Nederlands."}
     assert system[1]["content"] == '[organisation]\n{"type":"fact","confidence":"100%","text":"Kantoor sluit om 17:00."}'
-    assert body["trace"]["memory"]["source"] == "key"
-    assert body["trace"]["memory"]["injected"] == 1
+    assert body["trace"]["memory"] == {
+        "source": "key",
+        "index_id": tenant.index.id,
+        "injected": 1,
+        "sections": {"commitments": 0, "behaviour": 0, "about_this_person": 0, "organisation": 1, "past_sessions": 0},
+        "dropped_by_count": 0,
+        "dropped_by_budget": 0,
+        "estimated_tokens": 21,
+    }
 
 
 def test_a_turn_raises_the_retrieval_count_of_each_injected_record_only(tenant, fake_model):
@@ -397,7 +414,10 @@ def test_an_agents_memory_injection_governs_its_turns_instead_of_the_keys(tenant
     without_agent = turn(client).json()
 
     assert (with_agent["trace"]["memory"]["source"], with_agent["trace"]["memory"]["injected"]) == ("agent", 1)
-    assert "Facturen gaan per mail." in fake_model.requests[0].body["messages"][0]["content"]
+    assert fake_model.requests[0].body["messages"][0] == {
+        "role": "system",
+        "content": '[organisation]\n{"type":"fact","confidence":"100%","text":"Facturen gaan per mail."}',
+    }
     assert without_agent["trace"]["memory"]["injected"] == 0
 
 
@@ -447,7 +467,7 @@ def test_a_retry_while_the_stream_still_runs_is_a_409(tenant, fake_model):
     during = client.post("/v1/responses", request, format="json", HTTP_IDEMPOTENCY_KEY="s-2")
     rest = list(chunks)
 
-    assert opening.startswith(b"event: response.created")
+    assert [name for name, _ in sse_events([opening])] == ["response.created"]
     assert (during.status_code, during.json()["error"]["param"]) == (409, "Idempotency-Key")
     assert sse_events([opening, *rest])[-1][1]["status"] == "completed"
     assert Response.objects.count() == 1
