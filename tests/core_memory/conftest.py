@@ -14,6 +14,24 @@ MODELS = [
     {"id": "helper", "provider": "openai", "base_url": "http://helper.invalid/v1", "api_key_env": None},
 ]
 
+# A memory injection block with nothing set, as keys and agents store it.
+INJECTION_BLOCK_DEFAULTS = {
+    "enabled": False,
+    "index_id": None,
+    "types": [],
+    "metadata": {},
+    "min_confidence": 0.0,
+    "limit": 20,
+    "token_budget": 1500,
+}
+# A key's memory configuration with nothing set.
+KEY_MEMORY_DEFAULTS = {
+    "retrieval_tool": True,
+    "write_tool": False,
+    "injection": INJECTION_BLOCK_DEFAULTS,
+    "decay": {"half_life_days": {}},
+}
+
 
 @pytest.fixture(autouse=True)
 def core_models(settings):

@@ -1,7 +1,7 @@
 import pytest
 
 from audit.models import AuditEvent
-from stores.models import KnowledgeIndex, MemoryStore
+from stores.models import KnowledgeIndex, MemoryStore, default_injection
 from tests.factories import make_index
 
 pytestmark = pytest.mark.django_db
@@ -17,13 +17,7 @@ def test_creating_an_index_makes_a_memory_store_with_default_sections(tenant):
     assert body["pipeline"] == "memory"
     assert body["embeddings"] is False
     store = MemoryStore.objects.get(index_id=body["id"])
-    assert store.injection == {
-        "token_budget": None,
-        "organisation_share": 0.4,
-        "rank": "confidence",
-        "episodes_limit": 0,
-        "commitments": {"inject_limit": 5},
-    }
+    assert store.injection == default_injection()
     assert store.promotion == {"enabled": False, "labels": {}}
 
 

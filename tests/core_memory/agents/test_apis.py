@@ -2,6 +2,7 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.agents.models import Agent, AgentVersion
+from tests.core_memory.conftest import INJECTION_BLOCK_DEFAULTS
 from tests.factories import make_index
 
 pytestmark = pytest.mark.django_db
@@ -23,10 +24,7 @@ def test_an_agent_is_created_at_version_one_and_each_new_version_replaces_it_who
     assert created.status_code == 201
     agent = created.json()
     assert (agent["version"], agent["instructions"]) == (1, "Wees beleefd.")
-    assert agent["memory_injection"] == {
-        "enabled": True, "index_id": tenant.index.id, "types": ["fact"], "metadata": {},
-        "min_confidence": 0.0, "limit": 20, "token_budget": 1500,
-    }
+    assert agent["memory_injection"] == {**INJECTION_BLOCK_DEFAULTS, "enabled": True, "index_id": tenant.index.id, "types": ["fact"]}
 
     second = tenant.client().post(f"/v1/agents/{agent['id']}/versions", {"model": "fake-chat"}, format="json")
 
@@ -114,10 +112,7 @@ def test_memory_injection_on_an_index_the_policy_names_only_for_reading_is_saved
     response = create(client, memory_injection={"enabled": False, "index_id": tenant.index.id})
 
     assert response.status_code == 201
-    assert response.json()["memory_injection"] == {
-        "enabled": False, "index_id": tenant.index.id, "types": [], "metadata": {},
-        "min_confidence": 0.0, "limit": 20, "token_budget": 1500,
-    }
+    assert response.json()["memory_injection"] == {**INJECTION_BLOCK_DEFAULTS, "index_id": tenant.index.id}
 
 
 def test_a_new_version_is_checked_against_the_saving_keys_policy(tenant, offered):

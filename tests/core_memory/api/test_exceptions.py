@@ -19,41 +19,22 @@ def test_every_error_has_the_same_body(tenant, other_tenant, anonymous):
     keys = f"/v1/tenants/{tenant.organisation.id}/keys"
     no_management, _ = tenant.key_client(capabilities=("knowledge",))
 
-    assert_error_shape(
-        tenant.client().post(keys, {"name": ""}, format="json"),
-        status=400,
-        error_type="invalid_request_error",
-        message="name: This field may not be blank.",
-        param="name",
-    )
-    assert_error_shape(
-        anonymous.get(keys),
-        status=401,
-        error_type="authentication_error",
-        message="Authentication credentials were not provided.",
-        param=None,
-    )
-    assert_error_shape(
-        no_management.get(keys),
-        status=403,
-        error_type="permission_error",
-        message="This key lacks the capability 'management'.",
-        param=None,
-    )
-    assert_error_shape(
-        tenant.client().get(f"/v1/tenants/{other_tenant.organisation.id}"),
-        status=404,
-        error_type="not_found_error",
-        message="No such organisation.",
-        param=None,
-    )
-    assert_error_shape(
-        tenant.client().post(keys, {"name": "x", "capabilities": ["memory"]}, format="json"),
-        status=422,
-        error_type="invalid_request_error",
-        message="The capability 'memory' needs 'knowledge'.",
-        param="capabilities",
-    )
+    answers = [
+        (tenant.client().post(keys, {"name": ""}, format="json"), 400, "invalid_request_error", "name: This field may not be blank.", "name"),
+        (anonymous.get(keys), 401, "authentication_error", "Authentication credentials were not provided.", None),
+        (no_management.get(keys), 403, "permission_error", "This key lacks the capability 'management'.", None),
+        (tenant.client().get(f"/v1/tenants/{other_tenant.organisation.id}"), 404, "not_found_error", "No such organisation.", None),
+        (
+            tenant.client().post(keys, {"name": "x", "capabilities": ["memory"]}, format="json"),
+            422,
+            "invalid_request_error",
+            "The capability 'memory' needs 'knowledge'.",
+            "capabilities",
+        ),
+    ]
+
+    for response, status, error_type, message, param in answers:
+        assert_error_shape(response, status=status, error_type=error_type, message=message, param=param)
 
 
 def test_malformed_json_is_a_400(tenant):

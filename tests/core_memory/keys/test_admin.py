@@ -7,6 +7,7 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.keys.models import ApiKey, KeyTrailEntry, secret_hash
+from tests.core_memory.conftest import INJECTION_BLOCK_DEFAULTS, KEY_MEMORY_DEFAULTS
 from tests.factories import console_client
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_password_hashing")]
@@ -36,20 +37,7 @@ def test_creating_a_key_shows_its_secret_once_and_audits_it(console, tenant):
     key = ApiKey.objects.get(secret_hash=secret_hash(secrets[0]))
     assert (key.organisation_id, key.name, key.capabilities) == (tenant.organisation.id, "support desk", ["knowledge", "memory"])
     assert key.policy == {"read": ["*"], "write": []}
-    assert key.memory == {
-        "retrieval_tool": True,
-        "write_tool": False,
-        "injection": {
-            "enabled": False,
-            "index_id": None,
-            "types": [],
-            "metadata": {},
-            "min_confidence": 0.0,
-            "limit": 20,
-            "token_budget": 1500,
-        },
-        "decay": {"half_life_days": {}},
-    }
+    assert key.memory == KEY_MEMORY_DEFAULTS
     assert AuditEvent.objects.filter(action="key.created", target=key.id, actor="console:anna").count() == 1
     again = console.get(f"/console/keys/apikey/{key.id}/change/").content.decode()
     assert secrets[0] not in again
@@ -94,15 +82,7 @@ def test_changing_a_key_goes_through_the_key_service(console, tenant):
     assert response.status_code == 302
     key = ApiKey.objects.get(pk=tenant.key.pk)
     assert key.policy == {"read": [tenant.index.id], "write": [tenant.index.id]}
-    assert key.memory["injection"] == {
-        "enabled": True,
-        "index_id": tenant.index.id,
-        "types": [],
-        "metadata": {},
-        "min_confidence": 0.0,
-        "limit": 20,
-        "token_budget": 1500,
-    }
+    assert key.memory["injection"] == {**INJECTION_BLOCK_DEFAULTS, "enabled": True, "index_id": tenant.index.id}
     event = AuditEvent.objects.get(action="key.updated", target=key.id)
     assert event.details == {"fields": ["policy", "memory"]}
 

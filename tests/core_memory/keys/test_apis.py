@@ -2,6 +2,7 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.keys.models import ApiKey, KeyTrailEntry
+from tests.core_memory.conftest import INJECTION_BLOCK_DEFAULTS, KEY_MEMORY_DEFAULTS
 from tests.factories import client_for, make_index
 
 pytestmark = pytest.mark.django_db
@@ -26,20 +27,7 @@ def test_creating_a_key_answers_its_secret_once_and_it_works(tenant):
     assert body["key"].startswith("core_sk_")
     assert body["capabilities"] == ["knowledge", "memory"]
     assert body["policy"] == {"read": [tenant.index.id], "write": []}
-    assert body["memory"] == {
-        "retrieval_tool": True,
-        "write_tool": False,
-        "injection": {
-            "enabled": False,
-            "index_id": None,
-            "types": [],
-            "metadata": {},
-            "min_confidence": 0.0,
-            "limit": 20,
-            "token_budget": 1500,
-        },
-        "decay": {"half_life_days": {}},
-    }
+    assert body["memory"] == KEY_MEMORY_DEFAULTS
     assert body["revoked_at"] is None
     assert client_for(body["key"]).get("/v1/indexes").status_code == 200
     assert AuditEvent.objects.filter(action="key.created", target=body["id"], actor=tenant.key.id).count() == 1
@@ -124,18 +112,9 @@ def test_patching_memory_replaces_it_with_defaults_filled(tenant):
     assert response.status_code == 200
     other_key.refresh_from_db()
     assert other_key.memory == {
-        "retrieval_tool": True,
+        **KEY_MEMORY_DEFAULTS,
         "write_tool": True,
-        "injection": {
-            "enabled": True,
-            "index_id": tenant.index.id,
-            "types": [],
-            "metadata": {},
-            "min_confidence": 0.0,
-            "limit": 5,
-            "token_budget": 1500,
-        },
-        "decay": {"half_life_days": {}},
+        "injection": {**INJECTION_BLOCK_DEFAULTS, "enabled": True, "index_id": tenant.index.id, "limit": 5},
     }
 
 
