@@ -9,9 +9,10 @@ WITH_DB := $(PY) -m core_memory.embedded run --
 .PHONY: install run test bench stop-db clean
 
 $(STAMP): requirements.txt requirements-dev.txt
+	@echo "==> Creating $(VENV) and installing requirements (a minute on a fresh clone)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+	bash -o pipefail -c "$(PY) -m pip install --progress-bar on -r requirements-dev.txt | { grep -v -e '^Requirement already satisfied' -e '^WARNING: Location' || true; }"
 	rm -f $(VENV)/.installed-*
 	touch $@
 

@@ -100,6 +100,7 @@ def main(argv: list[str]) -> int:
                 continue
     finally:
         if started_here:
+            print("==> Stopping the embedded database", file=sys.stderr, flush=True)
             stop()
 
 

@@ -14,9 +14,9 @@ from django.utils.translation import gettext_lazy as _
 from core_memory.beat import BEAT_SCHEDULE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = BASE_DIR / "var"
-
 env = environ.Env()
+# The embedded database, the file broker and the collected static files live here.
+DATA_DIR = Path(env.str("CORE_DATA_DIR", default=str(BASE_DIR / "var")))
 
 DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="")
@@ -158,13 +158,15 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or REDIS_URL or "fi
 CELERY_BROKER_TRANSPORT_OPTIONS = {}
 if CELERY_BROKER_URL == "filesystem://":
     # No broker configured: an embedded file-system transport under var/ (docs/decisions.md).
+    # Every folder it writes is named, or kombu writes `control/` into the working directory.
     _queue_dir = DATA_DIR / "broker"
-    for _sub in ("in", "processed"):
+    for _sub in ("in", "processed", "control"):
         (_queue_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue_dir / "in"),
         "data_folder_out": str(_queue_dir / "in"),
         "data_folder_processed": str(_queue_dir / "processed"),
+        "control_folder": str(_queue_dir / "control"),
     }
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

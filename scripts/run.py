@@ -1,27 +1,150 @@
-"""`make run`: migrate, collect static files, then web + worker + beat under honcho."""
+"""`make run`: migrate, collect static files, then run the Procfile's web, worker and beat.
+
+Stopping is this script's job (tests/scripts/test_run.py signals `make` itself):
+- make passes a SIGTERM on to `core_memory.embedded run`, which passes it to us; a
+  terminal's Ctrl-C reaches us directly. Either way each Procfile process gets one
+  SIGTERM — its main process only, so gunicorn and Celery shut down gracefully (a
+  Celery worker finishes its running task; acks_late redelivers it if it cannot).
+- We wait up to `GRACE_SECONDS` for them, then kill what is left, process group by
+  process group (each process runs in its own, so its children — gunicorn's workers,
+  Celery's pool — go too). No orphan survives us.
+- Only after we return does `core_memory.embedded run` stop the embedded database.
+A process that ends by itself stops the others too: a half-running service helps nobody.
+A second signal while stopping kills at once.
+"""
+from __future__ import annotations
+
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 BIN = Path(PYTHON).parent
+GRACE_SECONDS = float(os.environ.get("CORE_STOP_GRACE_SECONDS", "20"))
+
+
+def step(message: str) -> None:
+    print(f"==> {message}", flush=True)
+
+
+def procfile_entries(path: Path) -> list[tuple[str, str]]:
+    entries = []
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            name, _, command = line.partition(":")
+            entries.append((name.strip(), command.strip()))
+    return entries
+
+
+class Supervisor:
+    def __init__(self, entries: list[tuple[str, str]], environment: dict[str, str]):
+        self.entries = entries
+        self.environment = environment
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.stopping = threading.Event()
+        self.killing = False
+        self.width = max(len(name) for name, _ in entries)
+        self.output_lock = threading.RLock()
+
+    def say(self, name: str, line: str) -> None:
+        with self.output_lock:
+            sys.stdout.write(f"{time.strftime('%H:%M:%S')} {name.ljust(self.width)} | {line}\n")
+            sys.stdout.flush()
+
+    def start(self) -> None:
+        for name, command in self.entries:
+            process = subprocess.Popen(
+                ["/bin/sh", "-c", f"exec {command}"],
+                env=self.environment,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own process group: a Ctrl-C is ours to pass on
+                text=True,
+                errors="replace",
+            )
+            self.processes[name] = process
+            self.say("system", f"{name} started (pid {process.pid})")
+            threading.Thread(target=self._relay, args=(name, process), daemon=True).start()
+
+    def _relay(self, name: str, process: subprocess.Popen) -> None:
+        for line in process.stdout:
+            self.say(name, line.rstrip("\n"))
+
+    def on_signal(self, signum, frame) -> None:
+        if self.stopping.is_set():
+            self.say("system", f"{signal.Signals(signum).name} again: killing everything now")
+            self.killing = True
+        else:
+            self.say("system", f"{signal.Signals(signum).name} received: stopping")
+        self.stopping.set()
+
+    def run(self) -> int:
+        self.start()
+        while not self.stopping.is_set():
+            ended = [name for name, process in self.processes.items() if process.poll() is not None]
+            if ended:
+                self.say("system", f"{ended[0]} ended (exit {self.processes[ended[0]].returncode}): stopping the others")
+                break
+            self.stopping.wait(0.2)
+        return self.stop()
+
+    def stop(self) -> int:
+        for name, process in self.processes.items():
+            if process.poll() is None:
+                self.say("system", f"sending SIGTERM to {name} (pid {process.pid})")
+                self._signal_main(process, signal.SIGTERM)
+        deadline = time.monotonic() + GRACE_SECONDS
+        while time.monotonic() < deadline and not self.killing:
+            if all(process.poll() is not None for process in self.processes.values()):
+                break
+            time.sleep(0.1)
+        for name, process in self.processes.items():
+            if process.poll() is None:
+                self.say("system", f"{name} did not stop in {GRACE_SECONDS:g} s: SIGKILL")
+            # The whole group, also when its main process is gone: no child outlives it.
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+            self.say("system", f"{name} stopped (exit {process.returncode})")
+        return 0 if self.stopping.is_set() else 1
+
+    @staticmethod
+    def _signal_main(process: subprocess.Popen, signum: int) -> None:
+        try:
+            process.send_signal(signum)
+        except ProcessLookupError:
+            pass
 
 
 def main() -> int:
     os.chdir(PROJECT)
     environment = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    for command in (["migrate", "--noinput"], ["collectstatic", "--noinput", "--verbosity", "0"]):
-        subprocess.run([PYTHON, "manage.py", *command], check=True, env=environment)
+    supervisor = Supervisor(procfile_entries(PROJECT / "Procfile"), environment)
+    # Until the processes run, a signal simply ends the preparation steps.
+    step("Applying database migrations")
+    subprocess.run([PYTHON, "manage.py", "migrate", "--noinput"], check=True, env=environment)
+    step("Collecting static files (console, Swagger UI, ReDoc)")
+    subprocess.run([PYTHON, "manage.py", "collectstatic", "--noinput", "--verbosity", "1"], check=True, env=environment)
     host = environment.get("HOST", "127.0.0.1")
     port = environment.get("PORT", "8000")
+    step("Starting web, worker and beat (Ctrl-C or SIGTERM stops them all, then the database)")
     print(
-        f"\nCore Geheugen on http://{host}:{port}  (API /v1/, console /console/, docs /v1/docs, health /healthz)\n"
+        f"\nCore Geheugen on http://{host}:{port}  (API /v1/, console /console/, docs /v1/docs and /v1/redoc, "
+        f"MCP /mcp, health /healthz)\n"
         f"Next: {PYTHON} manage.py createorg \"My organisation\" --json\n",
         flush=True,
     )
-    return subprocess.call([str(BIN / "honcho"), "start", "-f", "Procfile"], env=environment)
+    signal.signal(signal.SIGTERM, supervisor.on_signal)
+    signal.signal(signal.SIGINT, supervisor.on_signal)
+    return supervisor.run()
 
 
 if __name__ == "__main__":

@@ -43,3 +43,43 @@ def test_createadmin_refuses_an_unknown_organisation():
 
     assert not get_user_model().objects.filter(username="beheer").exists()
     assert not ConsoleAdministrator.objects.exists()
+
+
+class _Terminal(StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_createadmin_asks_for_the_password_when_it_is_not_given(tenant, monkeypatch):
+    """R-1.3, issue 14: a password typed at the prompt (twice) instead of on the command line."""
+    answers = iter(["l4ng-en-geheim!", "l4ng-en-geheim!"])
+    prompts = []
+    monkeypatch.setattr("sys.stdin", _Terminal())
+    monkeypatch.setattr("getpass.getpass", lambda prompt: prompts.append(prompt) or next(answers))
+
+    call_command("createadmin", "--org", tenant.organisation.id, "--username", "beheer", stdout=StringIO())
+
+    assert prompts == ["Password: ", "Password (again): "]
+    assert authenticate(username="beheer", password="l4ng-en-geheim!") is not None
+
+
+def test_createadmin_refuses_two_different_passwords_and_makes_nobody(tenant, monkeypatch):
+    """R-1.3."""
+    answers = iter(["l4ng-en-geheim!", "l4ng-en-geheim?"])
+    monkeypatch.setattr("sys.stdin", _Terminal())
+    monkeypatch.setattr("getpass.getpass", lambda prompt: next(answers))
+
+    with pytest.raises(CommandError, match=r"^The passwords differ\.$"):
+        call_command("createadmin", "--org", tenant.organisation.id, "--username", "beheer")
+
+    assert not get_user_model().objects.filter(username="beheer").exists()
+
+
+def test_createadmin_without_a_terminal_asks_for_the_password_option(tenant, monkeypatch):
+    """R-1.3: a script with no terminal gets a clear error rather than a hanging prompt."""
+    monkeypatch.setattr("sys.stdin", StringIO())
+
+    with pytest.raises(CommandError, match=r"^Give --password, or run createadmin in a terminal to be asked for one\.$"):
+        call_command("createadmin", "--org", tenant.organisation.id, "--username", "beheer")
+
+    assert not get_user_model().objects.filter(username="beheer").exists()
