@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "core_memory.llm",
     "core_memory.threads",
     "core_memory.agents",
+    "core_memory.pii",
     "core_memory.flows.turns",
     "core_memory.console",
     "stores",

@@ -25,10 +25,12 @@ from core_memory.agents.selectors import agent_get_available, agent_version_late
 from core_memory.base.errors import InvalidRequest
 from core_memory.flows.turns.conversation import items_to_messages
 from core_memory.flows.turns.models import Response
+from core_memory.flows.turns.redaction import TurnRedaction
 from core_memory.keys.models import ApiKey
 from core_memory.llm.protocol import ProviderError, TokenCount
 from core_memory.llm.providers import chat_completion
 from core_memory.llm.registry import model_get
+from core_memory.pii.placeholders import RedactionError
 from core_memory.threads.models import Item, Thread
 from core_memory.threads.selectors import thread_get_available, thread_history
 from core_memory.threads.services import ItemDraft, thread_agent_record, thread_create, thread_items_append
@@ -189,6 +191,7 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
         conversation = thread_history(thread=thread)
         tool_definitions = [tool.definition() for tool in plan.tools] or None
         tool_result_note = _tool_result_note(key=plan.key)
+        redaction = TurnRedaction(thread=thread) if plan.key.pii_redaction else None
 
         def store(drafts: list[ItemDraft]) -> Iterator[TurnEvent]:
             items = thread_items_append(thread=thread, key=plan.key, drafts=drafts, response_id=response.id)
@@ -199,19 +202,24 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
             return items
 
         while True:
+            messages = system + items_to_messages(conversation, tool_result_note=tool_result_note)
             try:
+                if redaction is not None:
+                    messages = redaction.messages(messages)
                 answer = chat_completion(
-                    organisation=plan.key.organisation,
-                    model=plan.model,
-                    messages=system + items_to_messages(conversation, tool_result_note=tool_result_note),
-                    tools=tool_definitions,
-                    now=now,
+                    organisation=plan.key.organisation, model=plan.model, messages=messages, tools=tool_definitions, now=now
                 )
+            except RedactionError as redaction_error:
+                logger.warning("turn.pii_redaction_failed", extra={"response": response.id, "error": str(redaction_error)})
+                status, error = Response.Status.FAILED, redaction_error.as_dict()
+                break
             except ProviderError as provider_error:
                 status, error = Response.Status.FAILED, provider_error.as_dict()
                 break
             model_calls += 1
             usage += answer.usage
+            if redaction is not None:
+                answer = redaction.answer(answer)
             drafts = [ItemDraft(role=Item.Role.ASSISTANT, content=answer.content)] if answer.content else []
             drafts += [
                 ItemDraft(role=Item.Role.ASSISTANT, kind=Item.Kind.TOOL_CALL, content=call.arguments, name=call.name, call_id=call.id)

@@ -60,7 +60,7 @@ def test_erasing_a_person_removes_her_records_tokens_and_rules_only(tenant, othe
 
     answer = person_erase(organisation=tenant.organisation, subject="anna", actor=tenant.key.id)
 
-    assert answer == {"subject": "anna", "erased": {"records": 2, "subject_tokens": 1}}
+    assert answer == {"subject": "anna", "erased": {"records": 2, "subject_tokens": 1, "thread_placeholders": 0}}
     assert set(MemoryRecord.objects.values_list("id", flat=True)) == {record.id for record in kept}
     assert not Person.objects.filter(organisation=tenant.organisation, subject="anna").exists()
     assert not SubjectToken.objects.exists()
@@ -77,7 +77,7 @@ def test_delete_person_route_erases_her(tenant):
     response = tenant.client().delete("/v1/persons/anna")
 
     assert response.status_code == 200
-    assert response.json() == {"subject": "anna", "erased": {"records": 1, "subject_tokens": 1}}
+    assert response.json() == {"subject": "anna", "erased": {"records": 1, "subject_tokens": 1, "thread_placeholders": 0}}
     assert list(MemoryRecord.objects.values_list("id", flat=True)) == [shared.id]
     assert AuditEvent.objects.filter(action="person.erased", target="anna", actor=tenant.key.id).count() == 1
 
@@ -87,4 +87,4 @@ def test_erasing_a_person_never_named_is_not_an_error(tenant):
     response = tenant.client().delete("/v1/persons/nobody")
 
     assert response.status_code == 200
-    assert response.json() == {"subject": "nobody", "erased": {"records": 0, "subject_tokens": 0}}
+    assert response.json() == {"subject": "nobody", "erased": {"records": 0, "subject_tokens": 0, "thread_placeholders": 0}}
