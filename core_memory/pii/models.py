@@ -13,7 +13,11 @@ class ThreadPlaceholders(models.Model):
     """
 
     thread = models.OneToOneField(
-        "threads.Thread", on_delete=models.CASCADE, primary_key=True, related_name="placeholders", verbose_name=_("thread")
+        "threads.Thread",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="placeholders",
+        verbose_name=_("thread"),
     )
     organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="+")
     # {"<EMAIL_1>": "jan@example.nl", …}

@@ -27,7 +27,18 @@ from urllib.parse import urlsplit
 
 import phonenumbers
 
-from core_memory.pii.detection import BSN, CREDIT_CARD, EMAIL, IBAN, IP_ADDRESS, PHONE, PHONE_REGION, URL, Finding, findings_in
+from core_memory.pii.detection import (
+    BSN,
+    CREDIT_CARD,
+    EMAIL,
+    IBAN,
+    IP_ADDRESS,
+    PHONE,
+    PHONE_REGION,
+    URL,
+    Finding,
+    findings_in,
+)
 
 T = TypeVar("T")
 

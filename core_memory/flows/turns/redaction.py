@@ -69,6 +69,7 @@ class TurnRedaction:
             answer,
             content=self.placeholders.restore(answer.content),
             tool_calls=[
-                replace(call, arguments=_arguments_restored(call.arguments, self.placeholders)) for call in answer.tool_calls
+                replace(call, arguments=_arguments_restored(call.arguments, self.placeholders))
+                for call in answer.tool_calls
             ],
         )

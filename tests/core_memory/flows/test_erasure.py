@@ -1,11 +1,15 @@
 """Erasing a person (core_memory.flows.erasure, R-3.4): her records and every version of them,
-her subject tokens and her rules are gone for good; what others hold stays."""
+her subject tokens, the real values behind her threads' placeholders and her rules are gone
+for good; what others hold stays."""
 import pytest
 
 from audit.models import AuditEvent
 from core_memory.flows.erasure import person_erase
 from core_memory.keys.models import SubjectToken
 from core_memory.persons.models import Person
+from core_memory.pii.models import ThreadPlaceholders
+from core_memory.pii.services import thread_texts_redact
+from core_memory.threads.services import thread_create
 from memory.models import MemoryRecord
 from memory.services import person_records_erase
 from tests.factories import make_record
@@ -88,3 +92,17 @@ def test_erasing_a_person_never_named_is_not_an_error(tenant):
 
     assert response.status_code == 200
     assert response.json() == {"subject": "nobody", "erased": {"records": 0, "subject_tokens": 0, "thread_placeholders": 0}}
+
+
+def test_erasing_a_person_removes_the_real_values_behind_her_threads_placeholders(tenant):
+    """R-3.4, R-8.8: the placeholders hold her e-mail and phone number in clear; counted in the receipt."""
+    hers = [thread_create(organisation=tenant.organisation, key=tenant.key, subject="anna") for _ in range(2)]
+    brams = thread_create(organisation=tenant.organisation, key=tenant.key, subject="bram")
+    for thread in (*hers, brams):
+        thread_texts_redact(thread=thread, texts=["Mail anna@example.nl of bel 06-12345678"])
+
+    answer = person_erase(organisation=tenant.organisation, subject="anna", actor=tenant.key.id)
+
+    assert answer == {"subject": "anna", "erased": {"records": 0, "subject_tokens": 0, "thread_placeholders": 2}}
+    assert list(ThreadPlaceholders.objects.values_list("thread_id", flat=True)) == [brams.id]
+    assert AuditEvent.objects.get(action="person.erased").details == {"records": 0, "subject_tokens": 0, "thread_placeholders": 2}
