@@ -24,14 +24,13 @@ from core_memory.agents.models import Agent, AgentVersion
 from core_memory.agents.selectors import agent_get_available, agent_version_latest
 from core_memory.base.errors import InvalidRequest
 from core_memory.flows.turns.conversation import items_to_messages
-from core_memory.flows.turns.models import Response
 from core_memory.flows.turns.redaction import TurnRedaction
 from core_memory.keys.models import ApiKey
 from core_memory.llm.protocol import ProviderError, TokenCount
 from core_memory.llm.providers import chat_completion
 from core_memory.llm.registry import model_get
 from core_memory.pii.placeholders import RedactionError
-from core_memory.threads.models import Item, Thread
+from core_memory.threads.models import Item, Response, Thread
 from core_memory.threads.selectors import thread_get_available, thread_history
 from core_memory.threads.services import ItemDraft, thread_agent_record, thread_create, thread_items_append
 from memory.injection.walk import injection_block_build

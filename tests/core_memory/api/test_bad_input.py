@@ -11,7 +11,7 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.agents.models import Agent
-from core_memory.flows.turns.models import Response
+from core_memory.threads.models import Response
 from core_memory.threads.models import Item, Thread
 from stores.models import KnowledgeIndex
 

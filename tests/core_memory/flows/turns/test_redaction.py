@@ -6,7 +6,7 @@ import json
 import phonenumbers
 import pytest
 
-from core_memory.flows.turns.models import Response
+from core_memory.threads.models import Response
 from core_memory.pii.models import ThreadPlaceholders
 from core_memory.threads.models import Item, Thread
 from memory.models import MemoryRecord

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from core_memory.agents.models import Agent
-from core_memory.flows.turns.models import Response
+from core_memory.threads.models import Response
 from core_memory.flows.turns.services import MAX_MODEL_CALLS
 from core_memory.llm.models import TokenUsage
 from core_memory.llm.openai import MAX_ATTEMPTS
