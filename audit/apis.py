@@ -1,4 +1,3 @@
-from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 
 from audit.selectors import audit_event_list
@@ -26,8 +25,14 @@ class AuditEventListApi(CoreApi):
         target = serializers.CharField()
         details = serializers.JSONField()
 
-    @extend_schema(parameters=[FilterSerializer])
     def get(self, request):
+        """Read the audit log
+
+        The organisation's audit events, newest first: who (`actor`: a key id or
+        `console:<username>`) did what (`action`, e.g. `memory.write_denied`, `key.revoked`,
+        `person.erased`) to what (`target`), when. `after`/`before` are exclusive bounds on `at`.
+        Needs `management`.
+        """
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         return paginated_response(

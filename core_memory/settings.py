@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "simple_history",
     "django_celery_beat",
     "core_memory.api",
@@ -143,10 +144,26 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Core Geheugen API",
-    "DESCRIPTION": "Memory for assistants built on Core: records, stores, tools and injection.",
+    "DESCRIPTION": (
+        "Memory for assistants built on Core: records about the people they serve and about the "
+        "organisation, the tools and the injection block that bring them to a model, turns, threads "
+        "and agents.\n\n"
+        "Authenticate with `Authorization: Bearer <secret>` (a key secret `core_sk_…` or a subject token "
+        "`core_st_…`). Name the person a request is for with `X-Core-Subject` (a subject token names her "
+        "already). Errors are `{\"error\": {\"type\", \"message\", \"param\"}}` with `param` naming the "
+        "offending field. Lists answer `{\"data\": [...], \"next_cursor\"}`: pass `cursor` for the next "
+        "page and `limit` (1–500, default 50). Every route that changes something takes an "
+        "`Idempotency-Key`. Times are ISO 8601 with an offset."
+    ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/v1",
+    # Request and answer shapes apart: a field the client sends need not be one it gets back.
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI and ReDoc from drf-spectacular-sidecar's static files: no CDN, works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "KeyCapabilityEnum": "core_memory.keys.models.KEY_CAPABILITIES",
         "OrganisationCapabilityEnum": "core_memory.organisations.models.ORGANISATION_CAPABILITIES",

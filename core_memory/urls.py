@@ -1,15 +1,16 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from core_memory.api.docs import ApiDocumentApi, RedocPage, SwaggerPage
 from core_memory.api.health import healthz
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("console/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
-    path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
-    path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("v1/schema", ApiDocumentApi.as_view(), name="schema"),
+    path("v1/docs", SwaggerPage.as_view(url_name="schema"), name="docs"),
+    path("v1/redoc", RedocPage.as_view(url_name="schema"), name="redoc"),
     path("v1/", include("core_memory.organisations.urls")),
     path("v1/", include("core_memory.keys.urls")),
     path("v1/", include("core_memory.persons.urls")),

@@ -1,11 +1,13 @@
 """The record routes (SPEC §5): one view per resource, methods mapped to capabilities."""
 from __future__ import annotations
 
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound as DrfNotFound
 from rest_framework.response import Response
 
 from core_memory.api.pagination import IdCursorPagination, paginated_response
+from core_memory.api.schema import error_responses, list_envelope
 from core_memory.api.views import CoreApi
 from core_memory.base.errors import InvalidRequest
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
@@ -73,10 +75,27 @@ class RecordOutputSerializer(RecordFieldsSerializer):
         return round(float(record.effective_confidence), EFFECTIVE_CONFIDENCE_DIGITS)
 
 
+class WriteAnswerSerializer(serializers.Serializer):
+    """R-5.5's answer to a write, also the write tool's result (R-6.5)."""
+
+    memory_id = serializers.CharField()
+    status = serializers.ChoiceField(choices=["created", "confirmed", "corrected"])
+    type = serializers.CharField()
+    text = serializers.CharField()
+    confidence = serializers.FloatField()
+    subject = serializers.CharField(allow_null=True)
+    index_id = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+INDEX_NOT_FOUND = "No such index for this key (also: another organisation's, deleted, or not in the key's policy)."
+
+
 class MemoryListCreateApi(CoreApi):
     """`POST /v1/memory` (R-5.1–R-5.5) and `GET /v1/memory` (R-5.6)."""
 
     required_capabilities = MEMORY_CAPABILITIES
+    pagination_class = IdCursorPagination
 
     class InputSerializer(StrictSerializer):
         index_id = serializers.CharField(max_length=40)
@@ -102,13 +121,42 @@ class MemoryListCreateApi(CoreApi):
 
     OutputSerializer = RecordOutputSerializer
 
+    @extend_schema(responses={200: RecordOutputSerializer(many=True), **error_responses(404, e404=INDEX_NOT_FOUND)})
     def get(self, request):
+        """List records
+
+        The records of one index, newest first, that the request may see: with a person
+        (`X-Core-Subject` or a subject token) hers and the shared ones, without one every record.
+        `min_confidence` filters on the effective confidence (after decay). Filter on metadata with
+        `metadata.<key>=<value>` (repeatable, every pair must match). Needs the `memory` capability
+        and the policy's read right on the index.
+        """
         filters = self._filters(request.query_params)
         index = index_get_available(key=self.key, index_id=filters["index_id"], param="index_id", right="read")
         records = record_list(key=self.key, index=index, subject=self.request_subject(), filters=filters)
         return paginated_response(queryset=records, request=request, view=self, serializer_class=self.OutputSerializer)
 
+    @extend_schema(
+        responses={
+            201: OpenApiResponse(WriteAnswerSerializer, description="A record was created (`status: created`) or corrected (`status: corrected`)."),
+            200: OpenApiResponse(WriteAnswerSerializer, description="An active record had the same text: it is confirmed (`status: confirmed`)."),
+            **error_responses(404, 422, e404=INDEX_NOT_FOUND + " Or `replaces` names no record of hers in it.", e422=(
+                "The type is not one of the store's known types (the message lists them; `episode` and `lesson` "
+                "are written only by Core), or the `Idempotency-Key` was used with another body."
+            )),
+        }
+    )
     def post(self, request):
+        """Write a record
+
+        Remembers one thing in an index, for the request's person (shared when the request names
+        nobody). The same text (case, spaces and final punctuation aside) as an active record of the
+        same index, person and type **confirms** that record instead: 200 with `"status": "confirmed"`
+        and its id. With `replaces` the named record is corrected: it ends and the new one is created
+        (201, `"status": "corrected"`). Otherwise 201, `"status": "created"`. `due_at` is only for
+        commitments. A key whose policy may not write the index gets a 403 (audited as
+        `memory.write_denied`).
+        """
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -161,10 +209,21 @@ class MemoryDetailApi(CoreApi):
     OutputSerializer = RecordOutputSerializer
 
     def get(self, request, record_id: str):
+        """Read a record
+
+        One record with its effective confidence (after decay under this key's half-lives). A
+        request with a person sees only hers and shared ones.
+        """
         record = record_get_available(key=self.key, record_id=record_id, subject=self.request_subject(), right="read")
         return Response(self.OutputSerializer(record).data)
 
     def patch(self, request, record_id: str):
+        """Change a record
+
+        Sets `text`, `metadata`, `confidence`, `due_at` or `done` (the last two for commitments) of an
+        active record; any change restarts its decay age and keeps a version in its history. Needs
+        the write right; a request with a person changes only her own records.
+        """
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         record_update(
@@ -174,6 +233,12 @@ class MemoryDetailApi(CoreApi):
         return Response(self.OutputSerializer(changed).data)
 
     def delete(self, request, record_id: str):
+        """Delete a record
+
+        The record is gone from every read (its versions stay in the history for auditors). A
+        request with a person deletes only her own records; another's or a shared one is a 404.
+        Deleting a correction does not bring back the record it ended.
+        """
         record_delete(key=self.key, record_id=record_id, subject=self.request_subject(), actor=self.principal.actor)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -193,6 +258,7 @@ class MemoryHistoryApi(CoreApi):
     """`GET /v1/memory/{id}/history`: every version, newest first (R-5.4)."""
 
     required_capabilities = MEMORY_CAPABILITIES
+    pagination_class = HistoryPagination
 
     class OutputSerializer(RecordFieldsSerializer):
         """A version: the record's stored fields then, and what changed it, when, by whom."""
@@ -210,6 +276,11 @@ class MemoryHistoryApi(CoreApi):
             return (version.history_change_reason or "").rpartition(" by ")[2] or None
 
     def get(self, request, record_id: str):
+        """Read a record's history
+
+        Every version of the record, newest first: its stored fields then, what changed it
+        (`created`, `confirmed`, `corrected`, `updated`, `ended`, `deleted`), when and by whom.
+        """
         record = record_get_available(key=self.key, record_id=record_id, subject=self.request_subject(), right="read")
         return paginated_response(
             queryset=record_history(record=record),
@@ -236,7 +307,20 @@ class MemorySearchApi(CoreApi):
     class OutputSerializer(RecordOutputSerializer):
         score = serializers.FloatField()
 
+    @extend_schema(
+        responses={
+            200: list_envelope("MemorySearchAnswer", OutputSerializer, cursor=False),
+            **error_responses(404, e404=INDEX_NOT_FOUND),
+        }
+    )
     def post(self, request):
+        """Search records
+
+        The records of an index most relevant to a natural-language `query`, best first, each with
+        its `score` (0..1): a record that matches some of the query's words is a candidate. Scoped
+        like the list (a person sees hers and the shared ones). Each hit's `retrieval_count` rises by
+        one. Needs only the read right.
+        """
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

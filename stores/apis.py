@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -30,11 +31,23 @@ class IndexListCreateApi(CoreApi):
         embeddings = serializers.BooleanField(default=False)
 
     def get(self, request):
+        """List indexes
+
+        The indexes available to this key: the organisation's, not deleted, that its policy names
+        for reading or writing. Newest first.
+        """
         return paginated_response(
             queryset=index_list_available(key=self.key), request=request, view=self, serializer_class=self.OutputSerializer
         )
 
+    @extend_schema(responses={201: IndexOutputSerializer})
     def post(self, request):
+        """Create an index
+
+        A memory index (`pipeline: "memory"`) with its store, in the key's organisation. A key whose
+        policy names `"*"` can use it at once; another key needs it added to its policy. A subject
+        token cannot create indexes.
+        """
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         index = index_create(organisation=self.organisation, actor=self.principal.actor, **serializer.validated_data)
@@ -49,10 +62,19 @@ class IndexDetailApi(CoreApi):
     OutputSerializer = IndexOutputSerializer
 
     def get(self, request, index_id: str):
+        """Read an index
+
+        One index available to this key.
+        """
         index = index_get_available(key=self.key, index_id=index_id)
         return Response(IndexOutputSerializer(index).data)
 
     def delete(self, request, index_id: str):
+        """Delete an index
+
+        The index and everything in it become unavailable at once, to every key. Needs the policy's
+        write right on it; a subject token cannot delete indexes.
+        """
         index = index_get_available(key=self.key, index_id=index_id, right="write")
         index_delete(index=index, actor=self.principal.actor)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -79,14 +101,28 @@ class StoreDetailApi(CoreApi):
         extraction = serializers.SerializerMethodField()
         updated_at = serializers.DateTimeField()
 
+        @extend_schema_field({"type": "object", "nullable": True, "description": "The store's extraction switch; null when none is set."})
         def get_extraction(self, store) -> None:
             return None
 
     def get(self, request, index_id: str):
+        """Read a memory store
+
+        The memory settings of an index, every section with all its values: `injection` (budget
+        share, rank, past sessions, commitments), `lessons`, `promotion`, `maintenance`. Needs the
+        read right.
+        """
         index = index_get_available(key=self.key, index_id=index_id, right="read")
         return Response(self.OutputSerializer(store_get(index=index)).data)
 
     def patch(self, request, index_id: str):
+        """Change a memory store
+
+        Each section sent replaces that section whole (omitted fields return to their defaults);
+        sections not sent stay. `promotion` needs `management` and `memory` and an organisation with
+        the `improvements` capability (403 otherwise, nothing written). Needs the write right; a
+        subject token cannot change a store. Answers the whole store.
+        """
         index = index_get_available(key=self.key, index_id=index_id, right="write")
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -1,9 +1,10 @@
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from core_memory.agents.selectors import agent_get_available, agent_version_latest, agents_list
 from core_memory.agents.services import agent_create, agent_delete, agent_version_create
-from core_memory.api.pagination import paginated_response
+from core_memory.api.pagination import IdCursorPagination, paginated_response
 from core_memory.api.views import CoreApi
 from core_memory.base.validation import StrictSerializer
 from core_memory.keys.configuration import InjectionConfigSerializer
@@ -43,11 +44,18 @@ class AgentListCreateApi(CoreApi):
     """`GET /v1/agents` and `POST /v1/agents` (R-7.3)."""
 
     organisation_wide_methods = ("POST",)
+    pagination_class = IdCursorPagination
+    OutputSerializer = AgentOutputSerializer
 
     class InputSerializer(AgentVersionInputSerializer):
         name = serializers.CharField(max_length=200)
 
     def get(self, request):
+        """List agents
+
+        The organisation's agents, newest first, each with its latest version's model, instructions
+        and memory injection block.
+        """
         return paginated_response(
             queryset=agents_list(organisation=self.organisation),
             request=request,
@@ -55,7 +63,15 @@ class AgentListCreateApi(CoreApi):
             serializer_class=AgentOutputSerializer,
         )
 
+    @extend_schema(responses={201: AgentOutputSerializer})
     def post(self, request):
+        """Create an agent
+
+        A named assistant at version 1: its model, instructions and optionally a
+        `memory_injection` block (the key's block's shape), which then governs its turns instead of
+        the key's. The block's index must be one the saving key's policy names (422 on
+        `memory_injection.index_id`). A subject token cannot create agents.
+        """
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         agent = agent_create(key=self.key, actor=self.principal.actor, **serializer.validated_data)
@@ -66,12 +82,22 @@ class AgentDetailApi(CoreApi):
     """`GET /v1/agents/{id}` and `DELETE /v1/agents/{id}` (R-7.3)."""
 
     organisation_wide_methods = ("DELETE",)
+    OutputSerializer = AgentOutputSerializer
 
     def get(self, request, agent_id: str):
+        """Read an agent
+
+        The agent at its latest version: its model, instructions and memory injection block.
+        """
         agent = agent_get_available(organisation=self.organisation, agent_ref=agent_id)
         return Response(AgentOutputSerializer(agent).data)
 
     def delete(self, request, agent_id: str):
+        """Delete an agent
+
+        The agent and its versions go; turns that ran it keep their record. An agent that an
+        extraction switch names in `filters.agent_ids` cannot be deleted (409 naming that store).
+        """
         agent = agent_get_available(organisation=self.organisation, agent_ref=agent_id)
         agent_delete(agent=agent, actor=self.principal.actor)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -83,8 +109,15 @@ class AgentVersionCreateApi(CoreApi):
     organisation_wide_methods = ("POST",)
 
     InputSerializer = AgentVersionInputSerializer
+    OutputSerializer = AgentOutputSerializer
 
+    @extend_schema(responses={201: AgentOutputSerializer})
     def post(self, request, agent_id: str):
+        """Add an agent version
+
+        A complete new version (model, instructions, memory injection block): what it leaves out is
+        empty, nothing is taken from the previous version. Answers the agent at its new version.
+        """
         agent = agent_get_available(organisation=self.organisation, agent_ref=agent_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -1,17 +1,104 @@
-"""OpenAPI from our view convention: each APIView's nested `InputSerializer` is the
-request body and its `OutputSerializer` the answer; a view with a
-`pagination_class` answers a page of them on GET."""
+"""The OpenAPI document, from our view convention (tests/core_memory/api/test_schema.py holds it
+to the truth):
+
+- each APIView's nested `InputSerializer` is the request body and its `OutputSerializer` the
+  answer; a view with a `pagination_class` answers a page of them on GET, with `limit` and
+  `cursor`; a `FilterSerializer` gives a GET's query parameters;
+- a method's docstring is the operation's words: its first line the summary, the rest the
+  description (a view's class docstring is for developers and names requirement ids);
+- every operation documents the R-2.3 error answers it can give, the `X-Core-Subject` header
+  and, when it changes something, `Idempotency-Key`; the bearer credential is the security
+  scheme;
+- status codes and bodies other than "200 with the OutputSerializer" (a 201, R-5.5's 200/201,
+  a list envelope) are stated with `extend_schema(responses=...)` on the method.
+"""
+from __future__ import annotations
+
 import re
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, inline_serializer
+from rest_framework import serializers
+
+from core_memory.api.pagination import DEFAULT_LIMIT, MAX_LIMIT
+
+MUTATING_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+PATH_VARIABLE = re.compile(r"{[^}]+}")
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    type = serializers.CharField(
+        help_text="A stable kind: invalid_request_error, authentication_error, permission_error, "
+        "not_found_error, conflict_error, idempotency_error, …"
+    )
+    message = serializers.CharField(help_text="What went wrong, in words.")
+    param = serializers.CharField(allow_null=True, help_text="The offending field with its path (e.g. `tools[1]`), or null.")
+
+
+class ErrorSerializer(serializers.Serializer):
+    """R-2.3's error body."""
+
+    error = ErrorDetailSerializer()
+
+
+ERROR_WORDS = {
+    400: "The request is not valid: a field, a query parameter or a header is wrong or unknown; `param` names it.",
+    401: "No credential, or an unknown, revoked or expired one.",
+    403: "The credential may not do this: a capability or the policy's right is missing, or a subject "
+    "token acts for another person than `X-Core-Subject` names.",
+    404: "No such object for this key: it does not exist, belongs to another organisation, or lies in an "
+    "index the key's policy does not name (all answer alike).",
+    409: "A conflict: the object changed meanwhile, or a request with this `Idempotency-Key` is still running.",
+    415: "The body is not JSON (`Content-Type: application/json`).",
+    422: "Understood but refused: a value the rules do not allow (`param` names it), or this "
+    "`Idempotency-Key` was used with another body.",
+}
+
+
+SUCCESS_WORDS = {"200": "OK.", "201": "Created.", "204": "Done; no body."}
+
+
+def error_responses(*codes: int, **words: str) -> dict:
+    """`extend_schema(responses=...)` entries for error answers; `words` overrides a code's
+    description, keyed `e404="…"`."""
+    return {
+        code: OpenApiResponse(ErrorSerializer, description=words.get(f"e{code}", ERROR_WORDS[code])) for code in codes
+    }
+
+
+def list_envelope(name: str, item: type[serializers.Serializer] | serializers.Serializer, *, cursor: bool = True):
+    """The answer `{"data": [...], "next_cursor": null}` of a list that is not paginated
+    (R-2.4's shape; all of it fits in one answer)."""
+    fields = {"data": item(many=True) if isinstance(item, type) else item}
+    if cursor:
+        fields["next_cursor"] = serializers.CharField(allow_null=True, help_text="Always null: the whole list is here.")
+    return inline_serializer(name=name, fields=fields)
 
 
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
+def _doc_parts(function) -> tuple[str, str]:
+    doc = (getattr(function, "__doc__", None) or "").strip()
+    summary, _, rest = doc.partition("\n")
+    # Dedent the rest: docstrings are indented in the source.
+    lines = rest.splitlines()
+    indent = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
+    return summary.strip(), "\n".join(line[indent:] for line in lines).strip()
+
+
 class CoreAutoSchema(AutoSchema):
+    def _method_function(self):
+        return getattr(self.view, self.method.lower(), None)
+
+    def get_summary(self):
+        return _doc_parts(self._method_function())[0] or None
+
+    def get_description(self):
+        return _doc_parts(self._method_function())[1]
+
     def get_request_serializer(self):
         if self.method in ("GET", "DELETE", "HEAD"):
             return None
@@ -24,6 +111,74 @@ class CoreAutoSchema(AutoSchema):
         if self.method == "GET" and getattr(self.view, "pagination_class", None) is not None:
             return serializer(many=True)
         return serializer
+
+    def _get_paginator(self):
+        if self.method != "GET":
+            return None
+        pagination_class = getattr(self.view, "pagination_class", None)
+        return pagination_class() if pagination_class is not None else None
+
+    def _get_response_bodies(self, direction="response"):
+        responses = super()._get_response_bodies(direction)
+        for code, response in responses.items():
+            if code in SUCCESS_WORDS and not response.get("description"):
+                response["description"] = SUCCESS_WORDS[code]
+        for code in self._error_codes():
+            if str(code) not in responses:
+                responses[str(code)] = self._get_response_for_code(
+                    OpenApiResponse(ErrorSerializer, description=ERROR_WORDS[code]), str(code), direction=direction
+                )
+        return dict(sorted(responses.items()))
+
+    def _error_codes(self) -> list[int]:
+        codes = [400, 401, 403]
+        if PATH_VARIABLE.search(self.path):
+            codes.append(404)
+        if self.method in MUTATING_METHODS:
+            codes += [409, 422]
+        if self.get_request_serializer() is not None:
+            codes.append(415)
+        return codes
+
+    def get_override_parameters(self):
+        parameters: list = [
+            OpenApiParameter(
+                "X-Core-Subject",
+                str,
+                OpenApiParameter.HEADER,
+                description="The person this request is for (R-2.2), an opaque string of at most 255 characters. "
+                "A subject token already names its person: another value here is a 403.",
+            )
+        ]
+        if self.method in MUTATING_METHODS:
+            parameters.append(
+                OpenApiParameter(
+                    "Idempotency-Key",
+                    str,
+                    OpenApiParameter.HEADER,
+                    description="Any unique string (a UUID). A retry with the same key and body within 24 hours "
+                    "answers the first answer again (header `Idempotent-Replayed: true`) and writes nothing new.",
+                )
+            )
+        filters = getattr(self.view, "FilterSerializer", None)
+        if self.method == "GET" and filters is not None:
+            parameters.append(filters)
+        if self._get_paginator() is not None:
+            parameters += [
+                OpenApiParameter(
+                    "limit",
+                    int,
+                    OpenApiParameter.QUERY,
+                    description=f"How many per page, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}).",
+                ),
+                OpenApiParameter(
+                    "cursor",
+                    str,
+                    OpenApiParameter.QUERY,
+                    description="The `next_cursor` of the previous page; omit it for the first page.",
+                ),
+            ]
+        return parameters
 
     def get_filter_backends(self):
         return []
@@ -46,5 +201,6 @@ class KeyAuthenticationScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
-            "description": "A key secret `core_sk_…` or a subject token `core_st_…`.",
+            "description": "`Authorization: Bearer <secret>` with a key secret `core_sk_…` or a subject token "
+            "`core_st_…` (which acts as its key, for one person).",
         }

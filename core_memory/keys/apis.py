@@ -1,7 +1,9 @@
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from core_memory.api.pagination import IdCursorPagination, paginated_response
+from core_memory.api.schema import error_responses
 from core_memory.api.views import CoreApi, validate_subject
 from core_memory.base.errors import PermissionDenied
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
@@ -60,12 +62,28 @@ class KeyListCreateApi(CoreApi):
         key = serializers.CharField()
 
     def get(self, request, organisation_id: str):
+        """List keys
+
+        The organisation's keys, newest first, revoked ones included (with `revoked_at`). No answer
+        ever shows a secret. Needs `management`.
+        """
         organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
         return paginated_response(
             queryset=key_list(organisation=organisation), request=request, view=self, serializer_class=self.OutputSerializer
         )
 
+    @extend_schema(responses={201: CreatedOutputSerializer, **error_responses(422, e422=(
+        "`memory` asked for without `knowledge` (on `capabilities`), an index the organisation does not "
+        "have, or the `Idempotency-Key` used with another body."
+    ))})
     def post(self, request, organisation_id: str):
+        """Create a key
+
+        A key with its capabilities, its policy (`{"read": [...], "write": [...]}`, `"*"` meaning
+        every index, also future ones) and its memory configuration (tools, injection block, decay).
+        The answer holds its secret `key` (`core_sk_…`) this once; an idempotent replay answers it as
+        null. Needs `management`.
+        """
         organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -102,16 +120,31 @@ class KeyDetailApi(CoreApi):
         return key_get(organisation=organisation, key_id=key_id)
 
     def get(self, request, organisation_id: str, key_id: str):
+        """Read a key
+
+        One key of the organisation, without its secret. Needs `management`.
+        """
         return Response(self.OutputSerializer(self._key(organisation_id, key_id)).data)
 
     def patch(self, request, organisation_id: str, key_id: str):
+        """Change a key
+
+        Sets the given fields; a given `policy` or `memory` replaces the stored one whole (defaults
+        filled in). A revoked key cannot change (409). Audited as `key.updated`. Needs `management`.
+        """
         key = self._key(organisation_id, key_id)
         serializer = self.InputSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         key = key_update(key=key, actor=self.principal.actor, changes=dict(serializer.validated_data))
         return Response(self.OutputSerializer(key).data)
 
+    @extend_schema(responses={200: KeyOutputSerializer})
     def delete(self, request, organisation_id: str, key_id: str):
+        """Revoke a key
+
+        The key stops working at once and stays listed with `revoked_at`; the answer is the revoked
+        key. Audited as `key.revoked`. Needs `management`.
+        """
         key = key_revoke(key=self._key(organisation_id, key_id), actor=self.principal.actor)
         return Response(self.OutputSerializer(key).data)
 
@@ -133,7 +166,14 @@ class SubjectTokenCreateApi(CoreApi):
         subject = serializers.CharField()
         expires_at = serializers.DateTimeField()
 
+    @extend_schema(responses={201: OutputSerializer})
     def post(self, request):
+        """Mint a subject token
+
+        A bearer token `core_st_…` for one person: it acts as the minting key, limited to her (her
+        records and the shared ones; no management routes, nothing organisation-wide). It expires
+        after `ttl_seconds` (at most 30 days) and never after its key. The token is shown this once.
+        """
         if self.principal.token_subject is not None:
             raise PermissionDenied("A subject token cannot mint subject tokens.")
         serializer = self.InputSerializer(data=request.data)

@@ -1,6 +1,8 @@
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from core_memory.api.schema import list_envelope
 from core_memory.api.views import CoreApi
 from core_memory.llm.registry import models_offered
 
@@ -13,6 +15,12 @@ class ModelListApi(CoreApi):
         id = serializers.CharField()
         provider = serializers.CharField()
 
+    @extend_schema(responses={200: list_envelope("ModelList", OutputSerializer)})
     def get(self, request):
+        """List the models
+
+        The chat models offered to the key's organisation (in `CORE_MODELS` and its `offered_models`),
+        to name as `model` in a turn. All of them fit in one answer.
+        """
         models = models_offered(organisation=self.organisation)
         return Response({"data": self.OutputSerializer(models, many=True).data, "next_cursor": None})

@@ -56,10 +56,20 @@ class OrganisationDetailApi(CoreApi):
             return dict(value)
 
     def get(self, request, organisation_id: str):
+        """Read the organisation
+
+        Its name, time zone, capabilities, offered models, helper model, monthly token limit, audit
+        retention and improvement settings. Only the key's own organisation; needs `management`.
+        """
         organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
         return Response(self.OutputSerializer(organisation).data)
 
     def patch(self, request, organisation_id: str):
+        """Change the organisation
+
+        Sets the given settings. `offered_models` lists ids from `CORE_MODELS` (null: all); the
+        helper model must stay offered. Needs `management`.
+        """
         organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
         serializer = self.InputSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)

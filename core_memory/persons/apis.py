@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -28,6 +29,11 @@ class PersonApi(CoreApi):
         return subject
 
     def patch(self, request, subject: str):
+        """Set a person's rules
+
+        Her rules, e.g. `{"helper_model_may_read": false}`: the helper model is then never shown her
+        conversations or records. She exists from the moment she is first named. Needs `memory`.
+        """
         subject = self._subject(subject)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -36,6 +42,26 @@ class PersonApi(CoreApi):
         )
         return Response(self.OutputSerializer(person).data)
 
+    @extend_schema(
+        responses={
+            200: inline_serializer(
+                name="PersonErasure",
+                fields={
+                    "subject": serializers.CharField(),
+                    "erased": serializers.DictField(
+                        child=serializers.IntegerField(),
+                        help_text="How many of each kind went: `records`, `subject_tokens`, and more as Core keeps more about her.",
+                    ),
+                },
+            )
+        }
+    )
     def delete(self, request, subject: str):
+        """Erase a person
+
+        Everything Core holds about her goes, in one transaction: her records with their history, her
+        episodes and lessons, her subject tokens and her rules; the answer counts what went. Erasing a
+        person never named is a 200 too. Audited as `person.erased`. Needs `management`.
+        """
         subject = self._subject(subject)
         return Response(person_erase(organisation=self.organisation, subject=subject, actor=self.principal.actor))

@@ -1,8 +1,10 @@
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from core_memory.api.pagination import IdCursorPagination, paginated_response
+from core_memory.api.schema import list_envelope
 from core_memory.api.views import CoreApi
 from core_memory.base.storable import storable_check
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
@@ -59,8 +61,8 @@ class ItemInputSerializer(StrictSerializer):
     role = serializers.ChoiceField(choices=Item.Role.choices)
     kind = serializers.ChoiceField(choices=Item.Kind.choices, default=Item.Kind.MESSAGE)
     content = serializers.JSONField(allow_null=True, required=False, default=None)
-    name = serializers.CharField(max_length=200, required=False, default="")
-    call_id = serializers.CharField(max_length=200, required=False, default="")
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    call_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     sealed = serializers.BooleanField(default=False)
     created_at = OffsetDateTimeField(required=False, default=None)
 
@@ -89,12 +91,19 @@ class ThreadCreateApi(CoreApi):
     """`POST /v1/threads` (R-7.2)."""
 
     required_capabilities = ("threads",)
+    OutputSerializer = ThreadOutputSerializer
 
     class InputSerializer(StrictSerializer):
         subject = serializers.CharField(required=False, allow_null=True, default=None)
         metadata = serializers.DictField(required=False, default=dict)
 
+    @extend_schema(responses={201: ThreadOutputSerializer})
     def post(self, request):
+        """Start a thread
+
+        A conversation of this key, for a person (`subject`, `X-Core-Subject` or a subject token) or
+        for nobody. Turns (`POST /v1/responses` with `thread_id`) and imported items add to it.
+        """
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         subject = self.request_subject(body_user=serializer.validated_data["subject"], body_param="subject")
@@ -109,8 +118,14 @@ class ThreadDetailApi(CoreApi):
     """`GET /v1/threads/{id}` (R-7.2)."""
 
     required_capabilities = ("threads",)
+    OutputSerializer = ThreadOutputSerializer
 
     def get(self, request, thread_id: str):
+        """Read a thread
+
+        Its person, metadata, key, the agents that answered in it and how many items it holds. A
+        request with a person sees only her threads.
+        """
         thread = thread_get_available(organisation=self.organisation, thread_id=thread_id, subject=self.request_subject())
         return Response(ThreadOutputSerializer(thread).data)
 
@@ -119,11 +134,18 @@ class ThreadItemsApi(CoreApi):
     """`GET /v1/threads/{id}/items` and `POST /v1/threads/{id}/items` (import, R-7.2)."""
 
     required_capabilities = ("threads",)
+    pagination_class = ItemPositionPagination
+    OutputSerializer = ItemOutputSerializer
 
     class InputSerializer(StrictSerializer):
         items = serializers.ListField(child=ItemInputSerializer(), min_length=1, max_length=MAX_IMPORTED_ITEMS)
 
     def get(self, request, thread_id: str):
+        """List a thread's items
+
+        The thread's messages, tool calls, tool results and reasoning, oldest first, in the order
+        they were added.
+        """
         thread = thread_get_available(organisation=self.organisation, thread_id=thread_id, subject=self.request_subject())
         return paginated_response(
             queryset=thread_items(thread=thread),
@@ -133,7 +155,14 @@ class ThreadItemsApi(CoreApi):
             pagination_class=ItemPositionPagination,
         )
 
+    @extend_schema(responses={201: list_envelope("ImportedItems", ItemOutputSerializer, cursor=False)})
     def post(self, request, thread_id: str):
+        """Import items into a thread
+
+        Appends up to 100 items (messages, tool calls and results, reasoning) written elsewhere, with
+        their `created_at` when given; extraction reads them like a turn's items. `sealed` items are
+        never read by extraction. Answers the stored items.
+        """
         thread = thread_get_available(organisation=self.organisation, thread_id=thread_id, subject=self.request_subject())
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -3,10 +3,12 @@ from collections import deque
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.http import StreamingHttpResponse
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from core_memory.api.schema import error_responses, list_envelope
 from core_memory.api.views import CoreApi
 from core_memory.base.errors import InvalidRequest
 from core_memory.base.validation import StrictSerializer
@@ -89,6 +91,9 @@ class ResponseOutputSerializer(serializers.Serializer):
         return ItemOutputSerializer(self.context.get("output", []), many=True).data
 
 
+EVENT_STREAM_SCHEMA = OpenApiTypes.STR
+
+
 def _sse(event: str, data: dict) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
 
@@ -141,7 +146,25 @@ class ResponseCreateApi(CoreApi):
 
     OutputSerializer = ResponseOutputSerializer
 
+    @extend_schema(
+        responses={
+            (200, "application/json"): ResponseOutputSerializer,
+            (200, "text/event-stream"): EVENT_STREAM_SCHEMA,
+            **error_responses(404, e404="No such thread or agent for this key."),
+        }
+    )
     def post(self, request):
+        """Run a turn
+
+        Builds the memory block for the turn's person (the agent's `memory_injection` or the key's),
+        calls the model, runs its memory tool calls, stores the items on the thread (a new one unless
+        `thread_id` names one) and answers the turn with its output items, usage and
+        `trace.memory`. The person is a subject token's, else `X-Core-Subject`, else `user`.
+        `tools` names memory tools (`memory__<index-id>__search`/`__write`) the key may offer (400 on
+        `tools[i]` otherwise). A failed or incomplete model run is still a 200, with `status` and
+        `error`. With `"stream": true` the answer is Server-Sent Events: `response.created`, one
+        `response.output_item.done` per item, then `response.completed` carrying this same JSON.
+        """
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -173,7 +196,24 @@ class ToolListApi(CoreApi):
 
     required_capabilities = ("memory",)
 
+    class ToolSerializer(serializers.Serializer):
+        name = serializers.CharField(help_text="`memory__<index-id>__search` or `memory__<index-id>__write`.")
+        description = serializers.CharField()
+        parameters = serializers.JSONField(help_text="The tool's arguments as JSON Schema.")
+        offered = serializers.BooleanField(help_text="Whether this key's memory configuration and policy let a turn offer it.")
+
+    @extend_schema(
+        parameters=[OpenApiParameter("source", str, OpenApiParameter.QUERY, enum=["memory"], description="Only `memory` exists.")],
+        responses={200: list_envelope("ToolList", ToolSerializer)},
+    )
     def get(self, request):
+        """List the memory tools
+
+        Both tools of every index the key's policy names, each with its name, description and
+        JSON-Schema parameters, and whether it is `offered` in a turn (the key's `retrieval_tool` /
+        `write_tool` switch and the policy's read / write right). The write tool's description says
+        today's date in the organisation's time zone.
+        """
         source = request.query_params.get("source", "memory")
         if source != "memory":
             raise InvalidRequest("The only tool source is 'memory'.", param="source")
