@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "core_memory.pii",
     "core_memory.flows.turns",
     "core_memory.console",
+    "core_memory.mcp",
     "stores",
     "memory",
     "extraction",
