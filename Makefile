@@ -5,6 +5,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
 # Without DATABASE_URL, this wrapper starts the embedded PostgreSQL under var/ and stops it after.
 WITH_DB := $(PY) -m core_memory.embedded run --
+# The two commands run in development mode (the settings default to production, README).
+export CORE_DEVELOPMENT ?= true
 
 .PHONY: install run test bench stop-db clean
 

@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from audit.selectors import audit_event_list
-from core_memory.api.pagination import IdCursorPagination, paginated_response
+from core_memory.api.pagination import IdCursorPagination, ListQuerySerializer, paginated_response, query_parameters_read
 from core_memory.api.views import CoreApi
 from core_memory.base.validation import OffsetDateTimeField
 
@@ -12,7 +12,7 @@ class AuditEventListApi(CoreApi):
     required_capabilities = ("management",)
     pagination_class = IdCursorPagination
 
-    class FilterSerializer(serializers.Serializer):
+    class FilterSerializer(ListQuerySerializer):
         action = serializers.CharField(max_length=64, required=False)
         after = OffsetDateTimeField(required=False)
         before = OffsetDateTimeField(required=False)
@@ -33,10 +33,9 @@ class AuditEventListApi(CoreApi):
         `person.erased`) to what (`target`), when. `after`/`before` are exclusive bounds on `at`.
         Needs `management`.
         """
-        filters = self.FilterSerializer(data=request.query_params)
-        filters.is_valid(raise_exception=True)
+        filters = query_parameters_read(request.query_params, self.FilterSerializer)
         return paginated_response(
-            queryset=audit_event_list(organisation=self.organisation, filters=filters.validated_data),
+            queryset=audit_event_list(organisation=self.organisation, filters=filters),
             request=request,
             view=self,
             serializer_class=self.OutputSerializer,

@@ -19,9 +19,11 @@ env = environ.Env()
 DATA_DIR = Path(env.str("CORE_DATA_DIR", default=str(BASE_DIR / "var")))
 
 DEBUG = env.bool("DEBUG", default=False)
+# Production unless asked otherwise: `make run` and `make test` set CORE_DEVELOPMENT=true.
+DEVELOPMENT = env.bool("CORE_DEVELOPMENT", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
-    if not DEBUG and not env.bool("CORE_DEVELOPMENT", default=True):
+    if not DEBUG and not DEVELOPMENT:
         raise ImproperlyConfigured("SECRET_KEY must be set outside development")
     SECRET_KEY = "development-only-not-secret"  # noqa: S105 — development default, see README
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
@@ -65,6 +67,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "core_memory.api.middleware.ApiRequestSizeMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -131,6 +134,10 @@ STORAGES = {
 }
 
 LOGIN_URL = "/console/login/"
+
+# The largest request body the API reads (R-2.3: larger is a 413 with the JSON error body).
+CORE_MAX_REQUEST_BYTES = env.int("CORE_MAX_REQUEST_BYTES", default=2 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = CORE_MAX_REQUEST_BYTES
 
 # --- API -------------------------------------------------------------------
 REST_FRAMEWORK = {

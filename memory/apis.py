@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import NotFound as DrfNotFound
 from rest_framework.response import Response
 
-from core_memory.api.pagination import IdCursorPagination, paginated_response
+from core_memory.api.pagination import IdCursorPagination, ListQuerySerializer, paginated_response
 from core_memory.api.schema import error_responses, list_envelope
 from core_memory.api.views import CoreApi
 from core_memory.base.errors import InvalidRequest
@@ -106,7 +105,7 @@ class MemoryListCreateApi(CoreApi):
         due_at = OffsetDateTimeField(required=False, allow_null=True, default=None)
         replaces = serializers.RegexField(r"^mem_[0-9a-z]+$", required=False, allow_null=True, default=None)
 
-    class FilterSerializer(StrictSerializer):
+    class FilterSerializer(ListQuerySerializer):
         index_id = serializers.CharField(max_length=40)
         type = serializers.ListField(child=serializers.CharField(max_length=40), required=False)
         subject = serializers.CharField(max_length=255, required=False)
@@ -116,8 +115,6 @@ class MemoryListCreateApi(CoreApi):
         contested = serializers.BooleanField(required=False, allow_null=True, default=None)
         status = serializers.ChoiceField(choices=[MemoryRecord.Status.ACTIVE, MemoryRecord.Status.ENDED], default="active")
         q = serializers.CharField(max_length=1000, required=False)
-        limit = serializers.CharField(required=False)
-        cursor = serializers.CharField(required=False)
 
     OutputSerializer = RecordOutputSerializer
 
@@ -226,10 +223,13 @@ class MemoryDetailApi(CoreApi):
         """
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        record_update(
+        updated = record_update(
             key=self.key, record_id=record_id, subject=self.request_subject(), actor=self.principal.actor, changes=serializer.validated_data
         )
-        changed = record_get_available(key=self.key, record_id=record_id, subject=None)
+        if not self.key.may_read(updated.index_id):
+            # Writing is not reading (R-5.2): a key that may only write is not shown the record.
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        changed = record_get_available(key=self.key, record_id=record_id, subject=None, right="read")
         return Response(self.OutputSerializer(changed).data)
 
     def delete(self, request, record_id: str):
@@ -245,13 +245,7 @@ class MemoryDetailApi(CoreApi):
 
 class HistoryPagination(IdCursorPagination):
     ordering = ("-history_id",)
-
-    def decode_cursor(self, request):
-        # A tampered position would reach the integer column and fail there (R-12.3).
-        cursor = super().decode_cursor(request)
-        if cursor is not None and cursor.position is not None and not cursor.position.isdecimal():
-            raise DrfNotFound(self.invalid_cursor_message)
-        return cursor
+    integer_position = True
 
 
 class MemoryHistoryApi(CoreApi):

@@ -31,7 +31,7 @@ from core_memory.base.errors import (
     PermissionDenied,
     Unprocessable,
 )
-from core_memory.base.storable import storable_check, time_is_storable
+from core_memory.base.storable import metadata_check, storable_check, time_is_storable
 from core_memory.base.tenancy import organisation_id_of
 from core_memory.keys.models import ApiKey
 from core_memory.organisations.models import Organisation
@@ -237,7 +237,7 @@ def record_write_within(
         _type_check(index=index, type_name=type)
     _due_check(type_name=type, due_at=due_at)
     _text_check(text)
-    storable_check(metadata or {}, param="metadata")
+    metadata_check(metadata or {}, param="metadata")
     now = now or timezone.now()
     normalised = text_normalise(text)
     provenance = provenance or {}
@@ -326,7 +326,7 @@ def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: st
     fields = [field for field in UPDATABLE_FIELDS if field in changes]
     _due_check(type_name=locked.type, due_at=changes.get("due_at"), done=changes.get("done"))
     if "metadata" in fields:
-        storable_check(changes["metadata"], param="metadata")
+        metadata_check(changes["metadata"], param="metadata")
     if "text" in fields:
         _text_check(changes["text"])
         locked.normalised_text = text_normalise(changes["text"])

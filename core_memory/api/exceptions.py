@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions as drf
@@ -25,6 +26,7 @@ _TYPES = {
     405: "invalid_request_error",
     406: "invalid_request_error",
     409: "conflict_error",
+    413: "invalid_request_error",
     415: "invalid_request_error",
     422: "invalid_request_error",
     429: "rate_limit_error",
@@ -62,19 +64,29 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     return Response(error_body(status_code=exc.status_code, message=message, param=param), status=exc.status_code, headers=headers)
 
 
-def _is_api(request) -> bool:
+def is_api_request(request) -> bool:
     return request.path_info == "/v1" or request.path_info.startswith("/v1/")
+
+
+def bad_request(request, exception=None):
+    """`handler400`: a request Django itself refuses (a body over its size limit, a malformed
+    header) answers an API client in R-2.3's body too."""
+    if is_api_request(request):
+        if isinstance(exception, RequestDataTooBig):
+            return JsonResponse(error_body(status_code=413, message="The request body is too large.", param=None), status=413)
+        return JsonResponse(error_body(status_code=400, message="Bad request.", param=None), status=400)
+    return defaults.bad_request(request, exception)
 
 
 def not_found(request, exception=None):
     """`handler404`: an address under /v1/ that names no route answers R-2.3's body too."""
-    if _is_api(request):
+    if is_api_request(request):
         return JsonResponse(error_body(status_code=404, message="No such route.", param=None), status=404)
     return defaults.page_not_found(request, exception)
 
 
 def server_error(request):
     """`handler500`: an API client gets R-2.3's body for a bug as well (the bug is logged)."""
-    if _is_api(request):
+    if is_api_request(request):
         return JsonResponse(error_body(status_code=500, message="Internal error.", param=None), status=500)
     return defaults.server_error(request)

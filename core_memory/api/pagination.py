@@ -1,11 +1,17 @@
 """Cursor pagination with SPEC R-2.4's shape: `{"data": [...], "next_cursor": "…"|null}`."""
+import binascii
+from base64 import urlsafe_b64decode, urlsafe_b64encode
 from urllib.parse import parse_qs, urlparse
 
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
+from rest_framework import serializers
+
 from core_memory.base.errors import InvalidRequest
+from core_memory.base.storable import UNSTORABLE_CHARACTERS
+from core_memory.base.validation import StrictSerializer
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -24,12 +30,35 @@ def limit_from(query_params, *, default: int = DEFAULT_LIMIT, maximum: int = MAX
     return limit
 
 
+# The largest value of PostgreSQL's `integer`, the type of positions and version numbers.
+MAX_INTEGER_POSITION = 2**31 - 1
+
+
+class ListQuerySerializer(StrictSerializer):
+    """A list's query parameters: every one is text, unknown ones are refused, an empty value
+    is checked like any other, and `limit`/`cursor` are the paginator's."""
+
+    json_types = False
+    limit = serializers.CharField(required=False)
+    cursor = serializers.CharField(required=False, allow_blank=True)
+
+
+def query_parameters_read(query_params, serializer_class: type[serializers.Serializer], *, repeatable: tuple[str, ...] = ()) -> dict:
+    """The validated query parameters: one value each (the last), a list for `repeatable` names."""
+    raw = {name: (query_params.getlist(name) if name in repeatable else query_params.get(name)) for name in query_params}
+    serializer = serializer_class(data=raw)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
 class IdCursorPagination(CursorPagination):
     """Newest first by primary key (ids are time-ordered, core_memory.base.ids)."""
 
     ordering = "-id"
     cursor_query_param = "cursor"
     page_size = DEFAULT_LIMIT
+    # True when the ordering column is an integer: a position must then be a number it holds.
+    integer_position = False
 
     def get_page_size(self, request) -> int:
         return limit_from(request.query_params)
@@ -42,7 +71,17 @@ class IdCursorPagination(CursorPagination):
             # Every cursor this API gives names a position; DRF would read any other
             # base64 as "the first page" and a client would loop for ever.
             raise NotFound(self.invalid_cursor_message)
+        if cursor is not None and not self._position_is_valid(cursor.position):
+            # A forged position reaches SQL: NUL in text, or a number the column cannot hold (R-12.3).
+            raise NotFound(self.invalid_cursor_message)
         return cursor
+
+    def _position_is_valid(self, position: str) -> bool:
+        if UNSTORABLE_CHARACTERS.search(position):
+            return False
+        if self.integer_position:
+            return position.isascii() and position.isdecimal() and int(position) <= MAX_INTEGER_POSITION
+        return True
 
     def paginate_queryset(self, queryset, request, view=None):
         try:
@@ -71,3 +110,26 @@ def paginated_response(*, queryset, request, view, serializer_class, pagination_
     paginator = pagination_class()
     page = paginator.paginate_queryset(queryset, request, view=view)
     return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+
+def sequence_paginated_response(*, items: list, request) -> Response:
+    """R-2.4's list for a short list built in memory (the models, the tools): `limit` and an
+    opaque `cursor` as every list has them, the cursor holding the next item's offset."""
+    limit = limit_from(request.query_params)
+    offset = _sequence_offset(request.query_params.get("cursor"), length=len(items))
+    end = offset + limit
+    next_cursor = urlsafe_b64encode(f"o={end}".encode()).decode() if end < len(items) else None
+    return Response({"data": items[offset:end], "next_cursor": next_cursor})
+
+
+def _sequence_offset(cursor: str | None, *, length: int) -> int:
+    if not cursor:
+        return 0
+    try:
+        text = urlsafe_b64decode(cursor.encode("ascii")).decode("ascii")
+    except (UnicodeError, binascii.Error, ValueError):
+        text = ""
+    digits = text.removeprefix("o=")
+    if not text.startswith("o=") or not digits.isdecimal() or not 0 < int(digits) <= length:
+        raise InvalidRequest("The cursor is not valid.", param="cursor")
+    return int(digits)

@@ -148,13 +148,11 @@ def _stream_then_complete(content, *, row, status_code: int, final_answer):
 
 
 def _refuse_unstorable(*, path_parameters: dict, query_parameters) -> None:
-    """A NUL in an id of the path or in a query parameter's value is a 400 naming it (R-12.3).
-
-    Query parameter names are left to the views that read them (`metadata.<name>` filters).
-    """
+    """A NUL in an id of the path, or in a query parameter's name or value, is a 400 naming it
+    (R-12.3): a name reaches SQL too (`metadata.<name>` filters)."""
     named = [(name, [value]) for name, value in path_parameters.items()] + list(query_parameters.lists())
     for name, values in named:
-        found = unstorable_value(values)
+        found = unstorable_value([name, values])
         if found is not None:
             raise InvalidRequest(found[1], param=name)
 

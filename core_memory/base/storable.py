@@ -7,6 +7,7 @@ elsewhere can ask the same question.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from datetime import datetime, timezone
@@ -25,6 +26,10 @@ LATEST_TIME = datetime(9999, 12, 30, tzinfo=timezone.utc)
 # Metadata and item content are a label or two; far below the depth at which encoding
 # them exhausts Python's stack.
 MAX_JSON_DEPTH = 32
+# Metadata labels a record or a thread; it is bounded like a record's text (20,000 characters)
+# so that a client cannot park megabytes in it (issue 11).
+MAX_METADATA_BYTES = 16 * 1024
+MAX_METADATA_KEYS = 100
 
 
 def time_is_storable(value: datetime) -> bool:
@@ -76,3 +81,16 @@ def storable_check(value, *, param: str) -> None:
             pending.extend((child, f"{path}.{name}", depth + 1) for name, child in item.items())
         elif isinstance(item, (list, tuple)):
             pending.extend((child, f"{path}[{position}]", depth + 1) for position, child in enumerate(item))
+
+
+def metadata_check(value, *, param: str = "metadata") -> None:
+    """A metadata object as records and threads keep it: storable (`storable_check`), an object
+    of at most MAX_METADATA_KEYS keys, and at most MAX_METADATA_BYTES as compact UTF-8 JSON."""
+    storable_check(value, param=param)
+    if not isinstance(value, dict):
+        raise InvalidRequest("metadata is a JSON object.", param=param)
+    if len(value) > MAX_METADATA_KEYS:
+        raise InvalidRequest(f"metadata holds at most {MAX_METADATA_KEYS} keys.", param=param)
+    size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    if size > MAX_METADATA_BYTES:
+        raise InvalidRequest(f"metadata is at most {MAX_METADATA_BYTES} bytes as JSON.", param=param)

@@ -1,6 +1,7 @@
 """Validation building blocks: strict serializers, time and map fields, and reading a
 DRF error tree as (field path, message). The API's InputSerializers, the key and store
 configurations and the memory tools' arguments are all checked with them."""
+from datetime import timezone
 from typing import Any
 
 from rest_framework import exceptions as drf
@@ -24,14 +25,65 @@ def serializer_defaults(serializer_class: type[serializers.Serializer]) -> dict:
 
 
 class StrictSerializer(serializers.Serializer):
-    """Refuses fields it does not know, so a typo is a 400 naming it, not a silent default."""
+    """Refuses fields it does not know, so a typo is a 400 naming it, not a silent default,
+    and takes JSON values as they are typed: DRF would read `true` as the number 1.0, `5` as
+    the name "5" and `"true"` as a boolean. Query parameters are all text; their serializers
+    set `json_types = False`."""
+
+    json_types = True
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
             unknown = [name for name in data if name not in self.fields]
             if unknown:
                 raise serializers.ValidationError({unknown[0]: ["Unknown field."]})
+            if self.json_types:
+                for name, field in self.fields.items():
+                    if name in data and not field.read_only:
+                        detail = json_type_error(field, data[name])
+                        if detail:
+                            raise serializers.ValidationError({name: detail})
         return super().to_internal_value(data)
+
+
+_TEXT_FIELDS = (serializers.CharField, serializers.DateTimeField, serializers.DateField, serializers.TimeField)
+
+
+def json_type_error(field: serializers.Field, value):
+    """Why `value`, as JSON decoded it, is not of the type `field` declares, as a DRF error
+    detail (`[message]`, or `{position or key: detail}` inside a list or a map); None when it is.
+
+    Nested serializers check their own fields; lists and maps check each item against their child.
+    """
+    if value is None:
+        return None  # `allow_null` is the field's own business
+    if isinstance(field, serializers.BooleanField):
+        fits = isinstance(value, bool)
+    elif isinstance(field, serializers.IntegerField):
+        fits = not isinstance(value, bool) and (isinstance(value, int) or (isinstance(value, float) and value.is_integer()))
+    elif isinstance(field, (serializers.FloatField, serializers.DecimalField)):
+        fits = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif isinstance(field, serializers.ChoiceField):
+        fits = isinstance(value, str) or not all(isinstance(choice, str) for choice in field.choices)
+    elif isinstance(field, _TEXT_FIELDS):
+        fits = isinstance(value, str)
+    elif isinstance(field, serializers.ListField) and isinstance(value, list):
+        for position, item in enumerate(value):
+            detail = json_type_error(field.child, item)
+            if detail:
+                return {position: detail}
+        return None
+    elif isinstance(field, serializers.DictField) and isinstance(value, dict):
+        for key, item in value.items():
+            detail = json_type_error(field.child, item)
+            if detail:
+                return {key: detail}
+        return None
+    else:
+        return None
+    if fits:
+        return None
+    return [field.error_messages.get("invalid") or field.error_messages.get("invalid_choice", "Wrong type.").format(input=value)]
 
 
 class OffsetDateTimeField(serializers.DateTimeField):
@@ -48,7 +100,8 @@ class OffsetDateTimeField(serializers.DateTimeField):
             self.fail("naive")
         if not time_is_storable(parsed):
             self.fail("range")
-        return parsed
+        # The instant in UTC: PostgreSQL refuses offsets beyond ±15:59, which ISO 8601 allows.
+        return parsed.astimezone(timezone.utc)
 
     def enforce_timezone(self, value):
         return value if value.tzinfo else super().enforce_timezone(value)

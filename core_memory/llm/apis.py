@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.response import Response
 
+from core_memory.api.pagination import sequence_paginated_response
 from core_memory.api.schema import list_envelope
 from core_memory.api.views import CoreApi
 from core_memory.llm.registry import models_offered
@@ -23,4 +23,4 @@ class ModelListApi(CoreApi):
         to name as `model` in a turn. All of them fit in one answer.
         """
         models = models_offered(organisation=self.organisation)
-        return Response({"data": self.OutputSerializer(models, many=True).data, "next_cursor": None})
+        return sequence_paginated_response(items=self.OutputSerializer(models, many=True).data, request=request)

@@ -1,8 +1,10 @@
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from core_memory.api.views import CoreApi, validate_subject
+from core_memory.base.errors import PermissionDenied
 from core_memory.base.validation import StrictSerializer
 from core_memory.flows.erasure import person_erase
 from core_memory.persons.services import person_update
@@ -23,9 +25,11 @@ class PersonApi(CoreApi):
         helper_model_may_read = serializers.BooleanField(required=False)
 
     def _subject(self, subject: str) -> str:
-        # A subject token acts only for its own person.
+        # A request for one person — her subject token or her X-Core-Subject — acts only for her.
         validate_subject(subject, param="subject")
-        self.request_subject(body_user=subject, body_param="subject")
+        named = self.request_subject(body_user=subject, body_param="subject")
+        if named != subject:
+            raise PermissionDenied(_("A request for one person cannot act for another."), param="X-Core-Subject")
         return subject
 
     def patch(self, request, subject: str):

@@ -6,7 +6,7 @@ from rest_framework.response import Response
 from core_memory.api.pagination import IdCursorPagination, paginated_response
 from core_memory.api.schema import list_envelope
 from core_memory.api.views import CoreApi
-from core_memory.base.storable import storable_check
+from core_memory.base.storable import metadata_check, storable_check
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from core_memory.threads.models import Item
 from core_memory.threads.selectors import thread_get_available, thread_items
@@ -15,9 +15,10 @@ from core_memory.threads.services import ItemDraft, thread_create, thread_items_
 MAX_IMPORTED_ITEMS = 100
 # Earlier times are stored by PostgreSQL but cannot be read back into Python (year 0).
 
-# Which roles each kind of item may have; tool entries carry a call id (R-7.2).
+# Which roles each kind of item may have (R-7.2: user, assistant, tool); tool entries carry a call id.
 KIND_ROLES = {
-    Item.Kind.MESSAGE: {Item.Role.USER, Item.Role.ASSISTANT, Item.Role.SYSTEM},
+    # Never `system`: a stored system message would instruct every later turn on the thread.
+    Item.Kind.MESSAGE: {Item.Role.USER, Item.Role.ASSISTANT},
     Item.Kind.TOOL_CALL: {Item.Role.ASSISTANT},
     Item.Kind.TOOL_RESULT: {Item.Role.TOOL},
     Item.Kind.REASONING: {Item.Role.ASSISTANT},
@@ -85,6 +86,7 @@ class ItemPositionPagination(IdCursorPagination):
     """A conversation reads oldest first, in the order its items were added."""
 
     ordering = "position"
+    integer_position = True
 
 
 class ThreadCreateApi(CoreApi):
@@ -107,7 +109,7 @@ class ThreadCreateApi(CoreApi):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         subject = self.request_subject(body_user=serializer.validated_data["subject"], body_param="subject")
-        storable_check(serializer.validated_data["metadata"], param="metadata")
+        metadata_check(serializer.validated_data["metadata"], param="metadata")
         thread = thread_create(
             organisation=self.organisation, key=self.key, subject=subject, metadata=serializer.validated_data["metadata"]
         )

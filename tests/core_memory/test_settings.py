@@ -33,3 +33,22 @@ def test_a_helper_model_or_embedding_backend_that_would_be_ignored_stops_start_u
 
     assert result.returncode == 1
     assert message in result.stderr
+
+
+def test_without_configuration_the_service_is_in_production_mode_and_needs_a_secret_key():
+    """Production-safe defaults (issue 11): CORE_DEVELOPMENT defaulted to true, so a deployment
+    that forgot SECRET_KEY ran on the development secret."""
+    environment = {name: value for name, value in os.environ.items() if name not in ("SECRET_KEY", "CORE_DEVELOPMENT", "DEBUG")}
+    result = subprocess.run(
+        [sys.executable, "-c", "import core_memory.settings"], env={**environment, "CORE_MODELS": MODELS}, capture_output=True, text=True, timeout=60
+    )
+
+    assert result.returncode == 1
+    assert "SECRET_KEY must be set outside development" in result.stderr
+
+
+def test_development_mode_is_asked_for_explicitly():
+    """`make run` and `make test` set CORE_DEVELOPMENT=true themselves."""
+    result = start(CORE_DEVELOPMENT="true", SECRET_KEY="")
+
+    assert result.returncode == 0, result.stderr

@@ -125,3 +125,43 @@ def test_the_update_service_refuses_unstorable_text(tenant, write):
         record_update(key=tenant.key, record_id=record.pk, subject=None, actor="test", changes={"text": "Ac\x00me"})
     assert refused.value.param == "text"
     assert MemoryRecord.objects.get(pk=record.pk).text == "Acme"
+
+
+OVERSIZED_METADATA = [
+    pytest.param({"notitie": "x" * 1_000_000}, id="one-megabyte-value"),
+    pytest.param({f"k{number}": number for number in range(20_000)}, id="twenty-thousand-keys"),
+    pytest.param({f"k{number}": number for number in range(101)}, id="101-keys"),
+    pytest.param({"notitie": "x" * 16_385}, id="just-over-16-KiB"),
+]
+
+
+@pytest.mark.parametrize("metadata", OVERSIZED_METADATA)
+def test_metadata_is_bounded_like_text_on_a_write(tenant, metadata):
+    """R-12.3: 1 MB values or 20,000 keys were accepted (text is capped at 20,000 characters)."""
+    response = tenant.client().post("/v1/memory", {"index_id": tenant.index.id, "type": "fact", "text": "Acme", "metadata": metadata}, format="json")
+
+    assert (response.status_code, response.json()["error"]["param"]) == (400, "metadata")
+    assert not MemoryRecord.objects.exists()
+
+
+@pytest.mark.parametrize("metadata", OVERSIZED_METADATA)
+def test_metadata_is_bounded_on_a_patch_and_on_a_thread(tenant, write, metadata):
+    """R-12.3."""
+    record = write("Acme")
+    before = _state()
+
+    patched = tenant.client().patch(f"/v1/memory/{record.id}", {"metadata": metadata}, format="json")
+    thread = tenant.client().post("/v1/threads", {"metadata": metadata}, format="json")
+
+    assert (patched.status_code, patched.json()["error"]["param"]) == (400, "metadata")
+    assert (thread.status_code, thread.json()["error"]["param"]) == (400, "metadata")
+    assert _state() == before
+
+
+def test_metadata_within_the_bounds_is_kept(tenant):
+    metadata = {f"k{number}": "x" * 100 for number in range(100)}
+
+    response = tenant.client().post("/v1/memory", {"index_id": tenant.index.id, "type": "fact", "text": "Acme", "metadata": metadata}, format="json")
+
+    assert response.status_code == 201
+    assert MemoryRecord.objects.get().metadata == metadata

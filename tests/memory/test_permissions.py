@@ -167,3 +167,38 @@ def test_a_subject_token_with_another_x_core_subject_is_a_403(tenant, record):
     client = client_for(secret, subject="bram")
     before = _state()
     _assert_denied(_call(client, "write", record), 403, before)
+
+
+def test_a_write_only_key_changes_a_record_but_is_not_shown_it(tenant, record):
+    """R-5.2, R-5.7: a PATCH needs the write right; what its answer shows needs the read right.
+    `PATCH {}` by a key that may write but not read the index gave the whole record back."""
+    client, _key = tenant.key_client(read=(), write=(tenant.index.id,))
+
+    unchanged = client.patch(f"/v1/memory/{record.id}", {}, format="json")
+    changed = client.patch(f"/v1/memory/{record.id}", {"text": "Anna drinkt thee"}, format="json")
+
+    assert (unchanged.status_code, unchanged.content) == (204, b"")
+    assert (changed.status_code, changed.content) == (204, b"")
+    assert MemoryRecord.objects.get(pk=record.pk).text == "Anna drinkt thee"
+
+
+@pytest.mark.parametrize("route", ["read", "update", "delete", "history"])
+def test_a_record_the_key_cannot_use_reads_exactly_like_a_missing_one(tenant, other_tenant, route):
+    """R-2.5, R-4.2: no existence oracle — a record in an index the key cannot use, in a
+    deleted index or of another organisation answers what a missing record answers."""
+    from memory.services import record_write
+    from stores.services import index_delete
+    from tests.factories import resolved_for
+
+    unnamed_index = make_index(tenant.organisation, name="ander")
+    deleted_index = make_index(tenant.organisation, name="weg")
+    in_unnamed = record_write(key=tenant.key, index=resolved_for(tenant.key, unnamed_index), subject=None, type="fact", text="a", actor="t").record
+    in_deleted = record_write(key=tenant.key, index=resolved_for(tenant.key, deleted_index), subject=None, type="fact", text="b", actor="t").record
+    foreign = record_write(key=other_tenant.key, index=other_tenant.index, subject=None, type="fact", text="c", actor="t").record
+    client, _key = tenant.key_client(read=(tenant.index.id, deleted_index.id), write=(tenant.index.id, deleted_index.id))
+    index_delete(index=deleted_index, actor="test")
+    missing = MemoryRecord(id="mem_01aaaaaaaaaaaaaaaaaaaaaaaa", index_id=tenant.index.id)
+
+    answers = {(response.status_code, response.content) for response in (_call(client, route, each) for each in (in_unnamed, in_deleted, foreign, missing))}
+
+    assert answers == {(404, b'{"error":{"type":"not_found_error","message":"No such record.","param":null}}')}

@@ -8,6 +8,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from core_memory.api.pagination import sequence_paginated_response
 from core_memory.api.schema import error_responses, list_envelope
 from core_memory.api.views import CoreApi
 from core_memory.base.errors import InvalidRequest
@@ -217,4 +218,4 @@ class ToolListApi(CoreApi):
         source = request.query_params.get("source", "memory")
         if source != "memory":
             raise InvalidRequest("The only tool source is 'memory'.", param="source")
-        return Response({"data": memory_tools_list(key=self.key), "next_cursor": None})
+        return sequence_paginated_response(items=memory_tools_list(key=self.key), request=request)

@@ -4,7 +4,8 @@ Consecutive assistant items of one answer (its text and its tool calls) become o
 assistant message; a tool result becomes a `tool` message. A tool call without its
 result (a turn that stopped at its call limit) or a result without its call (an
 import, or history cut at the limit) is left out, since the protocol refuses both.
-Reasoning items are never sent.
+Reasoning items are never sent, and neither is a system item of another turn: system text
+instructs only the turn whose input carried it, never a later turn on the thread (R-12.2).
 """
 from __future__ import annotations
 
@@ -20,9 +21,14 @@ def _text(content) -> str:
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
 
 
-def items_to_messages(items: Iterable[Item], *, tool_result_note: str | None = None) -> list[dict]:
-    """The messages for `items`; `tool_result_note` opens every tool message (R-6.4's trust envelope)."""
-    items = [item for item in items if item.kind != Item.Kind.REASONING]
+def items_to_messages(items: Iterable[Item], *, response_id: str, tool_result_note: str | None = None) -> list[dict]:
+    """The messages of turn `response_id` for `items`; `tool_result_note` opens every tool
+    message (R-6.4's trust envelope)."""
+    items = [
+        item
+        for item in items
+        if item.kind != Item.Kind.REASONING and (item.role != Item.Role.SYSTEM or item.response_id == response_id)
+    ]
     answered = {item.call_id for item in items if item.kind == Item.Kind.TOOL_RESULT}
     called: set[str] = set()
     messages: list[dict] = []

@@ -201,7 +201,7 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
             return items
 
         while True:
-            messages = system + items_to_messages(conversation, tool_result_note=tool_result_note)
+            messages = system + items_to_messages(conversation, response_id=response.id, tool_result_note=tool_result_note)
             try:
                 if redaction is not None:
                     messages = redaction.messages(messages)

@@ -78,3 +78,26 @@ def test_erasing_needs_management_and_memory_rules_need_memory(tenant, state):
     assert management_client.patch("/v1/persons/anna", {"helper_model_may_read": False}, format="json").status_code == 403
     assert state() == before
     assert MemoryRecord.objects.count() == 1
+
+
+@pytest.mark.parametrize(("method", "body"), [("patch", {"helper_model_may_read": False}), ("delete", None)])
+def test_a_request_for_one_person_cannot_change_or_erase_another(tenant, method, body):
+    """R-2.2, R-12.1: with `X-Core-Subject: anna` a key changed bob's rules or erased carl."""
+    make_record(tenant.index, "Carl's feit", subject="carl")
+    Person.objects.create(organisation=tenant.organisation, subject="carl")
+    events = AuditEvent.objects.count()
+
+    response = getattr(tenant.client(subject="anna"), method)("/v1/persons/carl", body, format="json")
+
+    assert (response.status_code, response.json()["error"]["param"]) == (403, "X-Core-Subject")
+    assert Person.objects.get(subject="carl").helper_model_may_read is True
+    assert MemoryRecord.objects.filter(subject="carl").count() == 1
+    assert AuditEvent.objects.count() == events
+
+
+def test_a_request_for_a_person_may_set_her_own_rules(tenant):
+    """R-2.2, R-3.4."""
+    response = tenant.client(subject="anna").patch("/v1/persons/anna", {"helper_model_may_read": False}, format="json")
+
+    assert response.status_code == 200
+    assert Person.objects.get(subject="anna").helper_model_may_read is False
