@@ -214,12 +214,19 @@ class MemoryDetailApi(CoreApi):
         record = record_get_available(key=self.key, record_id=record_id, subject=self.request_subject(), right="read")
         return Response(self.OutputSerializer(record).data)
 
+    @extend_schema(
+        responses={
+            200: RecordOutputSerializer,
+            204: OpenApiResponse(description="Changed; the key may write the record's index but not read it, so it is not shown."),
+        }
+    )
     def patch(self, request, record_id: str):
         """Change a record
 
         Sets `text`, `metadata`, `confidence`, `due_at` or `done` (the last two for commitments) of an
         active record; any change restarts its decay age and keeps a version in its history. Needs
-        the write right; a request with a person changes only her own records.
+        the write right; a request with a person changes only her own records. The answer is the
+        changed record, or 204 without a body for a key that may not read the index.
         """
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
