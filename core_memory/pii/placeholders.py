@@ -10,7 +10,8 @@ Pure functions over a `Placeholders` value; storing it is `core_memory.pii.servi
   host in lower case and no trailing slash. `06-12345678` and `+31 6 12345678` therefore
   share one placeholder, which is restored as the form seen first.
 - Text that already looks like a placeholder (a person typing `<EMAIL_1>`) is left as it
-  is, and new numbers of its kind skip past it, so it is never restored into a value.
+  is, and new numbers of its kind skip past it, so it is never restored into a value
+  (look-alikes of other kinds, `<NAME_1>`, are left as they are and not remembered).
 - `restore` replaces every known placeholder, also as a model tends to rewrite it (lower
   case, spaces inside the brackets, HTML- or Markdown-escaped brackets), and leaves
   unknown ones (`<EMAIL_9>`, `<NAME_1>`) as they are.
@@ -33,6 +34,7 @@ from core_memory.pii.detection import (
     EMAIL,
     IBAN,
     IP_ADDRESS,
+    KINDS,
     PHONE,
     PHONE_REGION,
     URL,
@@ -139,7 +141,7 @@ class PlaceholderAssignment:
     def _reserve_look_alikes(self, text: str) -> None:
         for match in _LOOKS_LIKE_A_PLACEHOLDER.finditer(text):
             kind, number = match.group(1).upper(), int(match.group(2))
-            if f"<{kind}_{number}>" not in self._values and number > self._counters.get(kind, 0):
+            if kind in KINDS and f"<{kind}_{number}>" not in self._values and number > self._counters.get(kind, 0):
                 self._counters[kind] = number
                 self.changed = True
 

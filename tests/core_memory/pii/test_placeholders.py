@@ -72,6 +72,13 @@ def test_a_look_alike_alone_is_remembered_so_a_later_value_skips_its_number():
     assert texts == ["Bel <PHONE_4>"]
 
 
+def test_look_alikes_of_kinds_core_does_not_give_are_not_remembered():
+    texts, assignment = redacted(["Beste <NAME_1>, zie <TICKET_40>."])
+
+    assert texts == ["Beste <NAME_1>, zie <TICKET_40>."]
+    assert assignment.changed is False
+
+
 def test_text_without_personal_data_is_unchanged():
     text = "De afspraak is op 30-11-2026 om 14:30, bedrag € 1.234,56, postcode 1234 AB."
 

@@ -6,9 +6,8 @@ import json
 import phonenumbers
 import pytest
 
-from core_memory.threads.models import Response
 from core_memory.pii.models import ThreadPlaceholders
-from core_memory.threads.models import Item, Thread
+from core_memory.threads.models import Item, Response, Thread
 from memory.models import MemoryRecord
 from memory.services import record_write
 from memory.tools.catalogue import TRUST_ENVELOPE_NOTE
