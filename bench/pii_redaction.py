@@ -14,34 +14,19 @@ receiving the chat completion request.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core_memory.settings")
+from harness import scratch_database  # sets Django up, so the project's imports come after it
 
-import logging  # noqa: E402
+from django.test.utils import override_settings
 
-import django  # noqa: E402
-
-django.setup()
-for noisy in ("httpx", "core_memory.llm.providers", "core_memory.llm.openai"):
-    logging.getLogger(noisy).setLevel(logging.WARNING)
-
-from django.conf import settings  # noqa: E402
-from django.db import connection  # noqa: E402
-from django.test.utils import override_settings  # noqa: E402
-
-from core_memory.pii.detection import findings_in  # noqa: E402
-from core_memory.threads.models import Item  # noqa: E402
-from core_memory.threads.services import ItemDraft, thread_create, thread_items_append  # noqa: E402
-from tests.core_memory.pii.labelled import DEVELOPMENT, HOLD_OUT, parsed  # noqa: E402
-from tests.factories import OrganisationFactory, client_for, make_index, make_key  # noqa: E402
-from tests.fake_model import FakeChatModel  # noqa: E402
+from core_memory.pii.detection import findings_in
+from core_memory.threads.models import Item
+from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
+from tests.core_memory.pii.labelled import DEVELOPMENT, HOLD_OUT, parsed
+from tests.factories import OrganisationFactory, client_for, make_index, make_key
+from tests.fake_model import FakeChatModel
 
 SUBJECT = "anna"
 MESSAGES = [parsed(raw)[0] for raw in DEVELOPMENT + HOLD_OUT]
@@ -100,11 +85,8 @@ def main() -> None:
     median, p90 = detection_per_kilobyte(repeats=200)
     print(f"detection, 1 KB of chat: p50 {median:.2f} ms, p90 {p90:.2f} ms (200 runs)\n")
 
-    settings.DATABASES["default"]["TEST"] = {**settings.DATABASES["default"].get("TEST", {}), "NAME": "bench_pii_redaction"}
-    old_name = connection.settings_dict["NAME"]
-    scratch = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
-    print(f"scratch database {scratch}, {arguments.turns} turns per row after one warm-up; the model answers 'ok'\n")
-    try:
+    with scratch_database("bench_pii_redaction") as scratch:
+        print(f"scratch database {scratch}, {arguments.turns} turns per row after one warm-up; the model answers 'ok'\n")
         with FakeChatModel() as model, override_settings(CORE_MODELS=[model.config("bench-chat")]):
             organisation = OrganisationFactory()
             index = make_index(organisation)
@@ -121,8 +103,6 @@ def main() -> None:
                 plain, redacting = statistics.median(results[False]), statistics.median(results[True])
                 p90 = statistics.quantiles(results[True], n=10, method="inclusive")[8]
                 print(f"{history:>13} | {plain:>12.1f} | {redacting:>16.1f} | {p90:>7.1f} | {redacting - plain:>12.1f}")
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
 
 
 if __name__ == "__main__":

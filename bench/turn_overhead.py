@@ -13,32 +13,18 @@ message assembly. Records are split evenly between one person and the shared set
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core_memory.settings")
+from harness import scratch_database  # sets Django up, so the project's imports come after it
 
-import logging  # noqa: E402
+from django.db import connection
+from django.test.utils import override_settings
+from django.utils import timezone
 
-import django  # noqa: E402
-
-django.setup()
-for noisy in ("httpx", "core_memory.llm.providers", "core_memory.llm.openai"):
-    logging.getLogger(noisy).setLevel(logging.WARNING)
-
-from django.conf import settings  # noqa: E402
-from django.db import connection  # noqa: E402
-from django.test.utils import override_settings  # noqa: E402
-from django.utils import timezone  # noqa: E402
-
-from memory.models import MemoryRecord  # noqa: E402
-from tests.factories import OrganisationFactory, client_for, make_index, make_key  # noqa: E402
-from tests.fake_model import FakeChatModel  # noqa: E402
+from memory.models import MemoryRecord
+from tests.factories import OrganisationFactory, client_for, make_index, make_key
+from tests.fake_model import FakeChatModel
 
 SUBJECT = "anna"
 TYPES = ("fact", "preference", "fact", "commitment", "behaviour")
@@ -93,11 +79,8 @@ def main() -> None:
     arguments = parser.parse_args()
     sizes = sorted(int(size) for size in arguments.sizes.split(","))
 
-    settings.DATABASES["default"]["TEST"] = {**settings.DATABASES["default"].get("TEST", {}), "NAME": "bench_turn_overhead"}
-    old_name = connection.settings_dict["NAME"]
-    scratch = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
-    print(f"scratch database {scratch}, {arguments.turns} turns per size after one warm-up\n")
-    try:
+    with scratch_database("bench_turn_overhead") as scratch:
+        print(f"scratch database {scratch}, {arguments.turns} turns per size after one warm-up\n")
         with FakeChatModel() as model, override_settings(CORE_MODELS=[model.config("bench-chat")]):
             organisation = OrganisationFactory()
             index = make_index(organisation)
@@ -117,8 +100,6 @@ def main() -> None:
                     f"{present:>8} | {statistics.median(before_model):>19.1f} | {deciles[8]:>7.1f} | "
                     f"{max(before_model):>7.1f} | {statistics.median(whole):>17.1f}"
                 )
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
 
 
 if __name__ == "__main__":
