@@ -8,6 +8,9 @@ WITH_DB := $(PY) -m core_memory.embedded run --
 # The two commands run in development mode (the settings default to production, README).
 export CORE_DEVELOPMENT ?= true
 
+# `make bench BENCH=bench/pii_redaction.py` runs another bench.
+BENCH  ?= bench/turn_overhead.py
+
 .PHONY: install run test bench stop-db clean
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -27,7 +30,7 @@ test: install
 	$(WITH_DB) $(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install
-	$(WITH_DB) $(PY) bench/turn_overhead.py $(BENCH_ARGS)
+	$(WITH_DB) $(PY) $(BENCH) $(BENCH_ARGS)
 
 stop-db:
 	$(PY) -m core_memory.embedded stop

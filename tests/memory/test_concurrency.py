@@ -1,22 +1,14 @@
 """Two identical writes at the same moment make one record and one confirmation (R-5.4)."""
 import threading
-import time
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connections, transaction
 
 from memory.models import MemoryRecord
 from memory.services import record_write, record_write_within
+from tests.locks import sessions_blocked_within
 
 LOCK_WAIT_SECONDS = 10
-
-
-def _waiting_on_a_lock() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        )
-        return cursor.fetchone()[0]
 
 
 def _in_thread(target, results, name):
@@ -54,10 +46,7 @@ def test_a_write_racing_an_uncommitted_identical_write_confirms_it(tenant, subje
     first_thread = _in_thread(first, results, "first")
     assert written.wait(LOCK_WAIT_SECONDS)
     second_thread = _in_thread(second, results, "second")
-    deadline = time.monotonic() + LOCK_WAIT_SECONDS
-    while _waiting_on_a_lock() == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    blocked = _waiting_on_a_lock()
+    blocked = sessions_blocked_within(LOCK_WAIT_SECONDS)
     release.set()
     first_thread.join(LOCK_WAIT_SECONDS)
     second_thread.join(LOCK_WAIT_SECONDS)

@@ -1,17 +1,17 @@
 """A thread's placeholders, stored (core_memory.pii.services, R-8.8): one numbering per thread,
 kept across turns and extraction windows, safe when two of them redact at once."""
 import threading
-import time
 
 import phonenumbers
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connections, transaction
 
 from core_memory.pii.models import ThreadPlaceholders
 from core_memory.pii.placeholders import RedactionError
 from core_memory.pii.selectors import thread_placeholders
 from core_memory.pii.services import person_placeholders_erase, thread_texts_redact
 from core_memory.threads.services import thread_create
+from tests.locks import sessions_blocked_within
 
 LOCK_WAIT_SECONDS = 10
 
@@ -93,12 +93,6 @@ def test_erasing_a_person_removes_her_threads_placeholders_only(tenant, other_te
     assert set(ThreadPlaceholders.objects.values_list("thread_id", flat=True)) == {brams.id, elsewhere.id}
 
 
-def _waiting_on_a_lock() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
-        return cursor.fetchone()[0]
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_redaction_waits_for_another_on_the_same_thread_and_numbers_after_it(tenant):
     """Two turns at once on one thread never give one placeholder to two values: the second
@@ -130,10 +124,7 @@ def test_a_redaction_waits_for_another_on_the_same_thread_and_numbers_after_it(t
     assert locked.wait(LOCK_WAIT_SECONDS)
     second = threading.Thread(target=this_turn)
     second.start()
-    deadline = time.monotonic() + LOCK_WAIT_SECONDS
-    while _waiting_on_a_lock() == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    blocked = _waiting_on_a_lock()
+    blocked = sessions_blocked_within(LOCK_WAIT_SECONDS)
     release.set()
     first.join(LOCK_WAIT_SECONDS)
     second.join(LOCK_WAIT_SECONDS)
