@@ -1,7 +1,6 @@
 """Writing and purging audit events. Callers write events inside their own transaction."""
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from django.db import connection, transaction
@@ -43,25 +42,12 @@ def audit_event_record(*, organisation: Organisation | str, actor: str, action: 
 
 @transaction.atomic(durable=True)
 def audit_retention_purge(*, now=None) -> int:
-    """Delete each organisation's events older than its `audit_retention_days` (R-11.1)."""
-    now = now or timezone.now()
+    """Delete each organisation's events older than its `audit_retention_days` (R-11.1).
+
+    The database does it: `audit_retention_purge()` runs as the role `core_audit_purge`, the
+    only one the append-only trigger lets delete, and removes only expired events at the start
+    of each chain (audit/migrations/0003_hash_chain.py). `now` may lie in the past, never ahead.
+    """
     with connection.cursor() as cursor:
-        # The trigger lets a DELETE through only while this transaction-local flag is set.
-        cursor.execute("SET LOCAL core.audit_purge = 'on'")
-        cursor.execute(
-            """
-            DELETE FROM audit_auditevent AS event
-            USING organisations_organisation AS organisation
-            WHERE event.organisation_id = organisation.id
-              AND event.at < %s - make_interval(days => organisation.audit_retention_days)
-            """,
-            [now],
-        )
-        deleted = cursor.rowcount
-        cursor.execute(
-            "DELETE FROM audit_auditevent WHERE organisation_id NOT IN (SELECT id FROM organisations_organisation) AND at < %s",
-            [now - timedelta(days=365)],
-        )
-        deleted += cursor.rowcount
-        cursor.execute("SET LOCAL core.audit_purge = 'off'")
-    return deleted
+        cursor.execute("SELECT audit_retention_purge(%s)", [now or timezone.now()])
+        return cursor.fetchone()[0]

@@ -8,27 +8,43 @@ from audit.models import AuditEvent
 from audit.services import audit_retention_purge
 from core_memory.beat import BEAT_SCHEDULE
 from core_memory.celery import app
+from audit.chain import audit_chains_verify
 from tests.audit.builders import audit_event_at
+from tests.factories import OrganisationFactory
 
 pytestmark = pytest.mark.django_db
 
 
-def test_purge_removes_only_events_older_than_each_organisations_retention(tenant, other_tenant):
-    tenant.organisation.audit_retention_days = 30
-    tenant.organisation.save()
+def test_purge_removes_only_events_older_than_each_organisations_retention():
+    """R-11.1: each organisation's own retention; events are written oldest first, as they happen."""
+    short, long = OrganisationFactory(audit_retention_days=30), OrganisationFactory()
     now = timezone.now()
-    kept_before = set(AuditEvent.objects.values_list("id", flat=True))
-    short_old = audit_event_at(organisation_id=tenant.organisation.id, at=now - timedelta(days=30, minutes=1))
-    short_recent = audit_event_at(organisation_id=tenant.organisation.id, at=now - timedelta(days=29, hours=23))
-    long_kept = audit_event_at(organisation_id=other_tenant.organisation.id, at=now - timedelta(days=364))
-    long_old = audit_event_at(organisation_id=other_tenant.organisation.id, at=now - timedelta(days=366))
+    short_old = audit_event_at(organisation_id=short.id, at=now - timedelta(days=30, minutes=1))
+    short_recent = audit_event_at(organisation_id=short.id, at=now - timedelta(days=29, hours=23))
+    long_old = audit_event_at(organisation_id=long.id, at=now - timedelta(days=366))
+    long_kept = audit_event_at(organisation_id=long.id, at=now - timedelta(days=364))
 
     purged = audit_retention_purge(now=now)
 
     assert purged == 2
-    remaining = set(AuditEvent.objects.values_list("id", flat=True))
-    assert remaining == kept_before | {short_recent.id, long_kept.id}
+    remaining = set(AuditEvent.objects.filter(organisation_id__in=[short.id, long.id]).values_list("id", flat=True))
+    assert remaining == {short_recent.id, long_kept.id}
     assert not remaining & {short_old.id, long_old.id}
+    assert all(report.intact for report in audit_chains_verify())
+
+
+def test_the_purge_removes_the_start_of_a_chain_only():
+    """R-11.1 with a hash chain: an expired event written after a younger one (a clock that went
+    back) waits until the younger one expires too, so a purge never cuts a chain in the middle."""
+    now = timezone.now()
+    organisation = OrganisationFactory(audit_retention_days=30)
+    young = audit_event_at(organisation_id=organisation.id, at=now - timedelta(days=1))
+    late_old = audit_event_at(organisation_id=organisation.id, at=now - timedelta(days=40))
+
+    assert audit_retention_purge(now=now) == 0
+    assert audit_retention_purge(now=now + timedelta(days=30)) == 0  # the future is not the purge's to choose
+
+    assert set(AuditEvent.objects.filter(organisation_id=organisation.id).values_list("id", flat=True)) == {young.id, late_old.id}
 
 
 def test_events_of_an_organisation_that_no_longer_exists_are_purged_after_a_year(tenant):

@@ -11,6 +11,7 @@ from django.utils import timezone
 import audit.tasks  # noqa: F401 — registers the shared task with every app
 from audit.models import AuditEvent
 from tests.audit.builders import audit_event_at
+from tests.factories import OrganisationFactory
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 
@@ -35,11 +36,10 @@ def broker_app():
     test_app.close()
 
 
-def test_retention_purge_task_round_trip_through_redis_and_a_worker(tenant, broker_app):
-    tenant.organisation.audit_retention_days = 1
-    tenant.organisation.save()
-    old = audit_event_at(organisation_id=tenant.organisation.id, at=timezone.now() - timedelta(days=2))
-    recent = audit_event_at(organisation_id=tenant.organisation.id, at=timezone.now())
+def test_retention_purge_task_round_trip_through_redis_and_a_worker(broker_app):
+    organisation = OrganisationFactory(audit_retention_days=1)
+    old = audit_event_at(organisation_id=organisation.id, at=timezone.now() - timedelta(days=2))
+    recent = audit_event_at(organisation_id=organisation.id, at=timezone.now())
 
     with start_worker(broker_app, perform_ping_check=False, shutdown_timeout=30):
         result = broker_app.tasks["audit.tasks.audit_retention_purge_task"].delay()
