@@ -3,14 +3,17 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
+from rest_framework.parsers import BaseParser
 from rest_framework.response import Response
 
+from core_memory.api.exceptions import error_body
 from core_memory.api.pagination import IdCursorPagination, ListQuerySerializer, paginated_response
 from core_memory.api.schema import error_responses, list_envelope
 from core_memory.api.views import CoreApi
 from core_memory.base.errors import InvalidRequest
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from memory.answers import record_write_answer
+from memory.importing import FORMATS, MAX_REPORTED_ERRORS, ImportFailed, records_import
 from memory.models import MemoryRecord
 from memory.selectors import (
     SEARCH_DEFAULT_LIMIT,
@@ -342,3 +345,111 @@ class MemorySearchApi(CoreApi):
         for record, score in hits:
             record.score = round(score, EFFECTIVE_CONFIDENCE_DIGITS)
         return Response({"data": self.OutputSerializer([record for record, _ in hits], many=True).data})
+
+
+class JsonLinesParser(BaseParser):
+    """A body of JSON Lines (one JSON object per line), handed on as its lines of text."""
+
+    media_type = "application/x-ndjson"
+
+    def parse(self, stream, media_type=None, parser_context=None) -> list[str]:
+        try:
+            return stream.read().decode("utf-8").splitlines() if stream is not None else []
+        except UnicodeDecodeError:
+            raise InvalidRequest("The body is not UTF-8 text.") from None
+
+
+class JsonlParser(JsonLinesParser):
+    media_type = "application/jsonl"
+
+
+MAX_IMPORT_LINES = 10_000
+
+
+class ImportLineErrorSerializer(serializers.Serializer):
+    line = serializers.IntegerField(help_text="The line's number, counting from 1 as editors do.")
+    param = serializers.CharField(allow_null=True, help_text="The field of that line, or null for the whole line.")
+    message = serializers.CharField()
+
+
+class ImportReportSerializer(serializers.Serializer):
+    dry_run = serializers.BooleanField()
+    lines = serializers.IntegerField(help_text="Lines read (blank lines aside).")
+    created = serializers.IntegerField()
+    confirmed = serializers.IntegerField(help_text="Lines whose text she (or the shared set) already had: that record is confirmed.")
+    skipped = serializers.IntegerField(help_text="Lines of ended records (or Zep facts with `invalid_at`), not written.")
+    errors = ImportLineErrorSerializer(many=True)
+
+
+class ImportFailureSerializer(serializers.Serializer):
+    class Detail(serializers.Serializer):
+        type = serializers.CharField()
+        message = serializers.CharField()
+        param = serializers.CharField(help_text="The first failing line and field, e.g. `lines[3].type`.")
+        lines = ImportLineErrorSerializer(many=True, help_text=f"Every failing line (the first {MAX_REPORTED_ERRORS}).")
+
+    error = Detail()
+
+
+class MemoryImportApi(CoreApi):
+    """`POST /v1/memory/import` (issue 14): JSON Lines of records into one index, all or nothing."""
+
+    required_capabilities = MEMORY_CAPABILITIES
+    parser_classes = [JsonLinesParser, JsonlParser]
+
+    class FilterSerializer(StrictSerializer):
+        index_id = serializers.CharField(max_length=40, help_text="The index every line goes into.")
+        # Not `format`: DRF reads that query parameter as a renderer's name.
+        origin = serializers.ChoiceField(choices=FORMATS, default="core", help_text="What wrote the lines: `core` (Core's export), `mem0` or `zep`.")
+        dry_run = serializers.BooleanField(default=False, help_text="Check every line and answer the report; write nothing.")
+
+    @extend_schema(
+        parameters=[FilterSerializer],
+        request={"application/x-ndjson": {"type": "string", "description": "One JSON object per line."}},
+        responses={
+            200: ImportReportSerializer,
+            400: OpenApiResponse(ImportFailureSerializer, description=(
+                "A line cannot be imported (nothing was): `param` names the first failing line and field, "
+                "`lines` every failing line; or a query parameter is wrong."
+            )),
+            **error_responses(404, e404=INDEX_NOT_FOUND),
+        },
+    )
+    def post(self, request):
+        """Import records
+
+        Reads JSON Lines of records into one index, as one transaction: either every line is
+        written or — when any line fails — none is, and the answer names each failing line and
+        field. `origin=core` (the default) reads Core's own export lines (`manage.py export_memory`: `type`,
+        `text`, `subject`, `metadata`, `confidence`, `due_at`; lines of ended records are skipped);
+        `origin=mem0` reads mem0 memories (`memory`, `user_id`, `metadata`, `categories`) and
+        `origin=zep` Zep facts (`fact`, `user_id`, `uuid`, `valid_at`, `invalid_at`), both as
+        `fact` records. Each line is a write as by `POST /v1/memory`: a text she already has is
+        confirmed. A request with a person imports only her records. At most 10,000 lines; send
+        `Content-Type: application/x-ndjson`. With `dry_run=true` the same report, nothing written.
+        Audited as `memory.imported`.
+        """
+        options = self.FilterSerializer(data=request.query_params)
+        options.is_valid(raise_exception=True)
+        options = options.validated_data
+        lines = request.data if isinstance(request.data, list) else []
+        if not any(line.strip() for line in lines):
+            raise InvalidRequest("Send one JSON object per line (Content-Type: application/x-ndjson).", param="body")
+        if len(lines) > MAX_IMPORT_LINES:
+            raise InvalidRequest(f"At most {MAX_IMPORT_LINES} lines per request; `manage.py import_memory` takes more.", param="body")
+        index = index_get_available(key=self.key, index_id=options["index_id"], param="index_id", right="write")
+        try:
+            report = records_import(
+                key=self.key,
+                lines=lines,
+                format=options["origin"],
+                index=index,
+                subject=self.request_subject(),
+                dry_run=options["dry_run"],
+                actor=self.principal.actor,
+            )
+        except ImportFailed as failure:
+            body = error_body(status_code=400, message=failure.message, param=failure.param)
+            body["error"]["lines"] = failure.report.errors
+            return Response(body, status=400)
+        return Response(ImportReportSerializer(report).data)

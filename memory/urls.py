@@ -20,6 +20,7 @@ register_converter(RecordIdConverter, "record_id")
 urlpatterns = [
     path("memory", apis.MemoryListCreateApi.as_view(), name="memory-list"),
     path("memory/search", apis.MemorySearchApi.as_view(), name="memory-search"),
+    path("memory/import", apis.MemoryImportApi.as_view(), name="memory-import"),
     path("memory/<record_id:record_id>", apis.MemoryDetailApi.as_view(), name="memory-detail"),
     path("memory/<record_id:record_id>/history", apis.MemoryHistoryApi.as_view(), name="memory-history"),
 ]

@@ -1,5 +1,5 @@
 from django.utils.translation import gettext as _
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -7,6 +7,7 @@ from core_memory.api.views import CoreApi, validate_subject
 from core_memory.base.errors import PermissionDenied
 from core_memory.base.validation import StrictSerializer
 from core_memory.flows.erasure import person_erase
+from core_memory.flows.export import person_export
 from core_memory.persons.services import person_update
 
 
@@ -69,3 +70,42 @@ class PersonApi(CoreApi):
         """
         subject = self._subject(subject)
         return Response(person_erase(organisation=self.organisation, subject=subject, actor=self.principal.actor))
+
+
+class PersonExportApi(CoreApi):
+    """`GET /v1/persons/{subject}/export` (issue 14): everything Core holds about her (GDPR access)."""
+
+    required_capabilities = ("management",)
+
+    @extend_schema(
+        responses={
+            200: OpenApiResponse(
+                {"type": "object", "additionalProperties": True, "required": ["format", "version", "exported_at", "organisation_id", "subject"],
+                 "properties": {
+                     "format": {"type": "string", "enum": ["core-geheugen.person-export"]},
+                     "version": {"type": "integer"},
+                     "exported_at": {"type": "string", "format": "date-time"},
+                     "organisation_id": {"type": "string"},
+                     "subject": {"type": "string"},
+                     "person": {"type": "object", "nullable": True, "description": "Her rules; null when she has none."},
+                     "records": {"type": "array", "items": {"type": "object"}, "description": "Her records of every index and status, each with `provenance` and `history` (every version)."},
+                     "episodes": {"type": "array", "items": {"type": "object"}},
+                     "lessons": {"type": "array", "items": {"type": "object"}},
+                     "threads": {"type": "array", "items": {"type": "object"}, "description": "Her conversations with their items."},
+                     "subject_tokens": {"type": "array", "items": {"type": "object"}, "description": "Tokens minted for her (no secrets)."},
+                 }},
+                description="The export document (docs/portability.md); later versions of Core add parts as new keys.",
+            )
+        }
+    )
+    def get(self, request, subject: str):
+        """Export a person
+
+        One JSON document with everything Core holds about her: her rules, her records of every
+        index (active, ended and deleted ones, each with provenance and every stored version), her
+        episodes and lessons, her conversations with their items, and the subject tokens minted
+        for her (never a secret). For a person never named the parts are empty. Audited as
+        `person.exported`. Needs `management`.
+        """
+        validate_subject(subject, param="subject")
+        return Response(person_export(organisation=self.organisation, subject=subject, actor=self.principal.actor))

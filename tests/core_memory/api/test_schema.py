@@ -59,7 +59,13 @@ def test_every_operation_says_in_words_what_it_does(document):
 def test_every_operation_documents_its_error_answers_with_the_error_body(document):
     """R-2.3: every operation can answer 400, 401 and 403 (and 404 when the path names an
     object, 409 and 422 when it changes something), each with the R-2.3 body."""
-    error = {"$ref": "#/components/schemas/Error"}
+    schemas = document["components"]["schemas"]
+
+    def is_error_body(schema: dict) -> bool:
+        body = schemas[schema["$ref"].rsplit("/", 1)[1]]
+        detail = schemas[body["properties"]["error"]["$ref"].rsplit("/", 1)[1]]
+        return body["required"] == ["error"] and {"type", "message", "param"} <= set(detail["required"])
+
     for path, method, operation in _operations(document):
         expected = {"400", "401", "403"}
         if "{" in path:
@@ -69,7 +75,7 @@ def test_every_operation_documents_its_error_answers_with_the_error_body(documen
         responses = operation["responses"]
         assert expected <= set(responses), f"{method.upper()} {path}: {sorted(responses)}"
         for code in expected:
-            assert responses[code]["content"]["application/json"]["schema"] == error
+            assert is_error_body(responses[code]["content"]["application/json"]["schema"]), f"{method.upper()} {path} {code}"
             assert responses[code]["description"]
         assert any(code.startswith("2") for code in responses), f"{method.upper()} {path}"
     detail = document["components"]["schemas"]["ErrorDetail"]
@@ -127,6 +133,14 @@ def test_writes_document_their_real_status_codes_and_bodies(document):
     }
 
 
+class _Request(DjangoOpenAPIRequest):
+    """The answer is checked, not the request: a body the view has already read is not read again."""
+
+    @property
+    def body(self):
+        return b""
+
+
 @pytest.fixture
 def check(document):
     """check(response, status) -> body: asserts the status and that the answer matches the document."""
@@ -134,7 +148,7 @@ def check(document):
 
     def _check(response, status: int):
         assert response.status_code == status, response.content
-        openapi.validate_response(DjangoOpenAPIRequest(response.wsgi_request), DjangoOpenAPIResponse(response))
+        openapi.validate_response(_Request(response.wsgi_request), DjangoOpenAPIResponse(response))
         return response.json() if response.content else None
 
     return _check
@@ -177,6 +191,10 @@ def test_real_answers_match_the_document(tenant, other_tenant, anonymous, check,
     check(anna.get(f"/v1/memory/{corrected['memory_id']}/history"), 200)
     check(anna.delete(f"/v1/memory/{corrected['memory_id']}"), 204)
     check(owner.get("/v1/tools", {"source": "memory"}), 200)
+    lines = '{"type": "fact", "text": "Acme betaalt per maand.", "subject": "anna"}\n'
+    check(owner.post(f"/v1/memory/import?index_id={index['id']}&dry_run=true", data=lines, content_type="application/x-ndjson"), 200)
+    check(owner.post(f"/v1/memory/import?index_id={index['id']}", data='{"type": "episode"}\n', content_type="application/x-ndjson"), 400)
+    check(owner.get("/v1/persons/anna/export"), 200)
 
     # Threads, agents, a turn.
     thread = check(anna.post("/v1/threads", {"metadata": {"kanaal": "chat"}}, format="json"), 201)

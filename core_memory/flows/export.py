@@ -1,0 +1,140 @@
+"""Everything Core holds about one person, as one JSON document (GDPR access and portability;
+docs/portability.md): `GET /v1/persons/{subject}/export` and the console's person page build it
+here.
+
+The document is a fixed head (`format`, `version`, `exported_at`, `organisation_id`, `subject`)
+and one key per part. A part is a function of (organisation, subject) in `PERSON_EXPORT_PARTS`:
+what a later app keeps about her (extraction's windows, maintenance's proposals) joins the
+document as one more entry there, and readers ignore parts they do not know. Erasure
+(`core_memory.flows.erasure`) removes what the parts show.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.db import transaction
+from django.utils import timezone
+from rest_framework.fields import DateTimeField
+
+from audit.services import audit_event_record
+from core_memory.base.tenancy import organisation_id_of
+from core_memory.keys.models import SubjectToken
+from core_memory.organisations.models import Organisation
+from core_memory.persons.models import Person
+from core_memory.threads.models import Item, Thread
+from memory.exporting import records_export_with_history
+from memory.models import MemoryRecord
+from memory.selectors import CORE_WRITTEN_TYPES
+
+PERSON_EXPORT_FORMAT = "core-geheugen.person-export"
+PERSON_EXPORT_VERSION = 1
+_TIME = DateTimeField()
+
+
+def _time(value) -> str | None:
+    return _TIME.to_representation(value) if value is not None else None
+
+
+def _person(*, organisation_id: str, subject: str) -> dict | None:
+    person = Person.objects.for_organisation(organisation_id).filter(subject=subject).first()
+    if person is None:
+        return None
+    return {"helper_model_may_read": person.helper_model_may_read, "created_at": _time(person.created_at), "updated_at": _time(person.updated_at)}
+
+
+def _records_of_types(*, organisation_id: str, subject: str, types: tuple[str, ...] | None, excluding: tuple[str, ...] = ()):
+    records = MemoryRecord.objects.for_organisation(organisation_id).filter(subject=subject).order_by("id")
+    if types is not None:
+        records = records.filter(type__in=types)
+    if excluding:
+        records = records.exclude(type__in=excluding)
+    return records_export_with_history(records)
+
+
+def _records(*, organisation_id: str, subject: str) -> list[dict]:
+    """Her records of every index and status (deleted ones too: their versions are kept), each
+    with its history and provenance; episodes and lessons have parts of their own."""
+    return _records_of_types(organisation_id=organisation_id, subject=subject, types=None, excluding=CORE_WRITTEN_TYPES)
+
+
+def _episodes(*, organisation_id: str, subject: str) -> list[dict]:
+    return _records_of_types(organisation_id=organisation_id, subject=subject, types=("episode",))
+
+
+def _lessons(*, organisation_id: str, subject: str) -> list[dict]:
+    return _records_of_types(organisation_id=organisation_id, subject=subject, types=("lesson",))
+
+
+def _item(item: Item) -> dict:
+    return {
+        "id": item.id,
+        "role": item.role,
+        "kind": item.kind,
+        "content": item.content,
+        "name": item.name or None,
+        "call_id": item.call_id or None,
+        "sealed": item.sealed,
+        "response_id": item.response_id,
+        "created_at": _time(item.created_at),
+    }
+
+
+def _threads(*, organisation_id: str, subject: str) -> list[dict]:
+    """Her conversations, each with its items in order."""
+    threads = Thread.objects.for_organisation(organisation_id).filter(subject=subject).order_by("id")
+    items: dict[str, list[dict]] = {}
+    for item in Item.objects.for_organisation(organisation_id).filter(thread__in=threads).order_by("thread_id", "position"):
+        items.setdefault(item.thread_id, []).append(_item(item))
+    return [
+        {
+            "id": thread.id,
+            "key_id": thread.key_id,
+            "metadata": thread.metadata,
+            "created_at": _time(thread.created_at),
+            "last_item_at": _time(thread.last_item_at),
+            "items": items.get(thread.id, []),
+        }
+        for thread in threads
+    ]
+
+
+def _subject_tokens(*, organisation_id: str, subject: str) -> list[dict]:
+    """The tokens minted for her (never a secret: Core keeps only a hash)."""
+    tokens = SubjectToken.objects.for_organisation(organisation_id).filter(subject=subject).order_by("id")
+    return [{"id": token.id, "key_id": token.key_id, "created_at": _time(token.created_at), "expires_at": _time(token.expires_at)} for token in tokens]
+
+
+# Each part of the document: its key and the function that reads it. Add a part here when an
+# app keeps something new about a person (and teach erasure to remove it).
+PERSON_EXPORT_PARTS: dict[str, Callable[..., object]] = {
+    "person": _person,
+    "records": _records,
+    "episodes": _episodes,
+    "lessons": _lessons,
+    "threads": _threads,
+    "subject_tokens": _subject_tokens,
+}
+
+
+def person_export_document(*, organisation: Organisation | str, subject: str) -> dict:
+    """The document (a read; `person_export` is the audited service that hands it out)."""
+    organisation_id = organisation_id_of(organisation)
+    document = {
+        "format": PERSON_EXPORT_FORMAT,
+        "version": PERSON_EXPORT_VERSION,
+        "exported_at": _time(timezone.now()),
+        "organisation_id": organisation_id,
+        "subject": subject,
+    }
+    for name, part in PERSON_EXPORT_PARTS.items():
+        document[name] = part(organisation_id=organisation_id, subject=subject)
+    return document
+
+
+@transaction.atomic(durable=True)
+def person_export(*, organisation: Organisation | str, subject: str, actor: str) -> dict:
+    """Everything Core holds about her, audited as `person.exported` with what it held."""
+    document = person_export_document(organisation=organisation, subject=subject)
+    counts = {name: len(value) for name, value in document.items() if name in PERSON_EXPORT_PARTS and isinstance(value, list)}
+    audit_event_record(organisation=organisation, actor=actor, action="person.exported", target=subject, details=counts)
+    return document

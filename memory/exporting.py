@@ -1,0 +1,62 @@
+"""Records as portable JSON (docs/portability.md): one record with its provenance, and, for a
+person's export, every stored version. `manage.py export_memory` writes these as JSON Lines,
+which `import_memory` and `POST /v1/memory/import` read back."""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+
+from rest_framework.fields import DateTimeField
+
+from core_memory.organisations.models import Organisation
+from memory.models import MemoryRecord
+
+_TIME = DateTimeField()
+# The fields every version of a record has too (history leaves the retrieval count out).
+_STORED_FIELDS = (
+    "id", "index_id", "subject", "type", "text", "metadata", "confidence", "status", "contested", "confirmations",
+    "source", "trusted", "due_at", "done", "structured", "replaces_id", "replaced_by_id",
+)
+_TIMES = ("last_confirmed_at", "due_at", "created_at", "updated_at")
+
+
+def _time(value) -> str | None:
+    return _TIME.to_representation(value) if value is not None else None
+
+
+def _stored(row) -> dict:
+    values = {name.removesuffix("_id") if name in ("replaces_id", "replaced_by_id") else name: getattr(row, name) for name in _STORED_FIELDS}
+    values["provenance"] = {"thread_id": row.thread_id, "item_ids": list(row.item_ids or []), "response_id": row.response_id}
+    for name in _TIMES:
+        values[name] = _time(getattr(row, name))
+    return values
+
+
+def record_export(record: MemoryRecord) -> dict:
+    """A record as export lines and the person export show it: every stored field, provenance,
+    the retrieval count, times in ISO 8601."""
+    return {**_stored(record), "retrieval_count": record.retrieval_count}
+
+
+def records_export_with_history(records) -> list[dict]:
+    """Each record with `history`: every version, oldest first, with what changed it and when."""
+    records = list(records)
+    versions: dict[str, list[dict]] = defaultdict(list)
+    for version in MemoryRecord.history.filter(id__in=[record.id for record in records]).order_by("history_id"):
+        reason = version.history_change_reason or ""
+        versions[version.id].append(
+            {
+                **_stored(version),
+                "changed_at": _time(version.history_date),
+                "change": reason.rpartition(" by ")[0] or reason,
+                "actor": reason.rpartition(" by ")[2] or None,
+            }
+        )
+    return [{**record_export(record), "history": versions[record.id]} for record in records]
+
+
+def records_export_lines(*, organisation: Organisation | str) -> Iterator[dict]:
+    """Every record of the organisation that is not deleted, index by index, oldest first."""
+    records = MemoryRecord.objects.for_organisation(organisation).exclude(status=MemoryRecord.Status.DELETED)
+    for record in records.order_by("index_id", "id").iterator(chunk_size=2000):
+        yield record_export(record)
