@@ -398,6 +398,7 @@ class MemoryImportApi(CoreApi):
     parser_classes = [JsonLinesParser, JsonlParser]
 
     class FilterSerializer(StrictSerializer):
+        json_types = False  # query parameters are text
         index_id = serializers.CharField(max_length=40, help_text="The index every line goes into.")
         # Not `format`: DRF reads that query parameter as a renderer's name.
         origin = serializers.ChoiceField(choices=FORMATS, default="core", help_text="What wrote the lines: `core` (Core's export), `mem0` or `zep`.")
