@@ -4,9 +4,11 @@ survives. Real processes: make, the embedded PostgreSQL, gunicorn, a Celery work
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -48,10 +50,14 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory) -> Path:
+def data_dir():
     """Its own embedded database, broker folder and static files: `make test`'s own database
-    (under var/) must not be the one this test stops."""
-    return tmp_path_factory.mktemp("make-run")
+    (under var/) must not be the one this test stops. Not under pytest's temporary folder: that
+    is private to root, and the embedded server runs as its own user when started by root."""
+    folder = Path(tempfile.mkdtemp(prefix="core-make-run-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _start(data_dir: Path) -> tuple[subprocess.Popen, int, Path]:
