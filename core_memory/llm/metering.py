@@ -43,3 +43,13 @@ def token_usage_record(*, organisation: Organisation, usage: TokenCount, at: dat
                 )
         except IntegrityError:  # another call created the row first
             TokenUsage.objects.for_organisation(organisation).filter(month=month).update(**changes)
+
+
+def token_limit_reached(*, organisation: Organisation, at: datetime | None = None) -> bool:
+    """True when the organisation has used its `monthly_token_limit` this month (R-8.9):
+    further background windows are parked and turns fail before calling a model. A call
+    under the limit may end above it; the next one is refused."""
+    if organisation.monthly_token_limit is None:
+        return False
+    used = TokenUsage.objects.for_organisation(organisation).month_total(month=usage_month(at))
+    return used >= organisation.monthly_token_limit

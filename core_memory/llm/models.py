@@ -6,9 +6,10 @@ from core_memory.base.tenancy import TenantQuerySet
 
 
 class TokenUsageQuerySet(TenantQuerySet):
-    def month_total(self, *, organisation_id: str, month) -> int:
-        """Tokens an organisation used in the month that starts on `month` (R-3.6, R-8.9)."""
-        return self.for_organisation(organisation_id).filter(month=month).aggregate(total=Sum("total_tokens"))["total"] or 0
+    def month_total(self, *, month) -> int:
+        """Tokens used in the month that starts on `month` (R-3.6, R-8.9), by the organisation
+        the queryset is scoped to (`for_organisation`)."""
+        return self.filter(month=month).aggregate(total=Sum("total_tokens"))["total"] or 0
 
 
 class TokenUsage(models.Model):

@@ -26,6 +26,7 @@ from core_memory.base.errors import InvalidRequest
 from core_memory.flows.turns.conversation import items_to_messages
 from core_memory.flows.turns.redaction import TurnRedaction
 from core_memory.keys.models import ApiKey
+from core_memory.llm.metering import token_limit_reached
 from core_memory.llm.protocol import ProviderError, TokenCount
 from core_memory.llm.providers import chat_completion
 from core_memory.llm.registry import model_get
@@ -43,6 +44,7 @@ logger = logging.getLogger(__name__)
 MAX_MODEL_CALLS = 8
 CLIENT_DISCONNECTED = {"code": "client_disconnected", "message": "The stream's reader went away."}
 INTERNAL_ERROR = {"code": "internal_error", "message": "The turn stopped on an internal error."}
+TOKEN_LIMIT_REACHED = {"code": "token_limit_reached", "message": "The organisation has used its monthly token limit."}
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,10 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
             return items
 
         while True:
+            if token_limit_reached(organisation=plan.key.organisation, at=now):
+                # at the limit no further model call is made (docs/decisions.md "Metering").
+                status, error = Response.Status.FAILED, TOKEN_LIMIT_REACHED
+                break
             messages = system + items_to_messages(conversation, response_id=response.id, tool_result_note=tool_result_note)
             try:
                 if redaction is not None:

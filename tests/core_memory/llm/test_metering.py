@@ -1,7 +1,10 @@
 """Tokens metered per organisation and month (core_memory.llm.metering, R-3.6, R-8.9)."""
+from datetime import datetime
+from datetime import timezone as dt_timezone
+
 import pytest
 
-from core_memory.llm.metering import usage_month
+from core_memory.llm.metering import token_limit_reached, usage_month
 from core_memory.llm.models import TokenUsage
 from core_memory.llm.providers import chat_completion
 
@@ -24,4 +27,18 @@ def test_tokens_add_up_per_organisation_and_month(tenant, other_tenant, fake_mod
 
     row = TokenUsage.objects.get(organisation=tenant.organisation)
     assert (row.month, row.input_tokens, row.output_tokens, row.total_tokens, row.calls) == (usage_month(), 150, 25, 175, 2)
-    assert TokenUsage.objects.month_total(organisation_id=other_tenant.organisation.id, month=usage_month()) == 8
+    assert TokenUsage.objects.for_organisation(other_tenant.organisation).month_total(month=usage_month()) == 8
+
+
+def test_the_monthly_limit_is_reached_when_the_months_tokens_meet_it(tenant, fake_model):
+    """R-8.9: counted in the month asked about; no limit is never reached."""
+    fake_model.reply("a", usage=(60, 39))
+    ask(tenant)
+
+    assert token_limit_reached(organisation=tenant.organisation) is False
+    tenant.organisation.monthly_token_limit = 100
+    assert token_limit_reached(organisation=tenant.organisation) is False
+    tenant.organisation.monthly_token_limit = 99
+    assert token_limit_reached(organisation=tenant.organisation) is True
+    next_month = datetime(usage_month().year + 1, 1, 1, tzinfo=dt_timezone.utc)
+    assert token_limit_reached(organisation=tenant.organisation, at=next_month) is False

@@ -3,11 +3,10 @@ import json
 import pytest
 
 from core_memory.agents.models import Agent
-from core_memory.threads.models import Response
 from core_memory.flows.turns.services import MAX_MODEL_CALLS
 from core_memory.llm.models import TokenUsage
 from core_memory.llm.openai import MAX_ATTEMPTS
-from core_memory.threads.models import Item, Thread
+from core_memory.threads.models import Item, Response, Thread
 from memory.models import MemoryRecord
 from memory.services import record_write
 from memory.tools.catalogue import TRUST_ENVELOPE_NOTE
@@ -533,3 +532,17 @@ def test_a_system_item_stored_on_a_thread_earlier_does_not_instruct_a_later_turn
     sent = fake_model.requests[1].body["messages"]
     assert [message["content"] for message in sent if message["role"] == "system"] == ["Wees kort."]
     assert [message["content"] for message in sent if message["role"] == "user"] == ["Eerst", "Daarna"]
+
+
+def test_at_the_monthly_token_limit_a_turn_fails_before_calling_the_model(tenant, fake_model):
+    """R-8.9 (docs/decisions.md "Metering"): a failed turn, code `token_limit_reached`, its input kept."""
+    tenant.organisation.monthly_token_limit = 15
+    tenant.organisation.save()
+    fake_model.reply("Eerste", usage=(10, 5))
+    assert turn(tenant.client()).json()["status"] == "completed"
+
+    body = turn(tenant.client()).json()
+
+    assert (body["status"], body["error"]["code"], body["output"], body["usage"]["total_tokens"]) == ("failed", "token_limit_reached", [], 0)
+    assert len(fake_model.requests) == 1
+    assert Item.objects.filter(thread_id=body["thread_id"]).get().content == "Hallo"
