@@ -142,9 +142,11 @@ class MemoryRecord(models.Model):
             GinIndex(fields=["search_vector"], name="memory_search_vector"),
         ]
         constraints = [
+            # An episode tells of one session: two sessions told in the same words are two
+            # episodes, never a confirmation (memory.services.record_write_within).
             models.UniqueConstraint(
                 fields=["index", "subject", "type", "normalised_text"],
-                condition=Q(status="active"),
+                condition=Q(status="active") & ~Q(type="episode"),
                 nulls_distinct=False,
                 name="memory_one_active_per_text",
             ),

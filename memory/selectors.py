@@ -20,6 +20,9 @@ from stores.selectors import policy_right_check
 DEFAULT_TYPES = ("fact", "preference", "commitment", "behaviour")
 # Written only by Core (extraction and maintenance), never through the write route or tool.
 CORE_WRITTEN_TYPES = ("episode", "lesson")
+# Records of one happening (a session, R-8.10): each stands on its own and is never confirmed
+# by another in the same words (R-5.4 is about what is true, not about what happened).
+EVENT_TYPES = ("episode",)
 SEARCH_DEFAULT_LIMIT = 10
 SEARCH_MAX_LIMIT = 50
 # Ranking ties in every section: effective confidence, then retrieval count, then id.

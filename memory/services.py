@@ -36,7 +36,7 @@ from core_memory.base.tenancy import organisation_id_of
 from core_memory.keys.models import ApiKey
 from core_memory.organisations.models import Organisation
 from memory.models import MemoryRecord
-from memory.selectors import CORE_WRITTEN_TYPES, record_get_available, store_known_types
+from memory.selectors import CORE_WRITTEN_TYPES, EVENT_TYPES, record_get_available, store_known_types
 from stores.models import KnowledgeIndex
 
 UNIQUE_ACTIVE_TEXT = "memory_one_active_per_text"
@@ -224,8 +224,8 @@ def record_write_within(
     """Create, confirm or correct a record (R-5.1–R-5.5).
 
     Same normalised text as an active record of the same index, person and type →
-    that record is confirmed (200). With `replaces` → the named record ends and the
-    new one is created (status "corrected"). Race-free: a concurrent identical write
+    that record is confirmed (200); an episode never is (`EVENT_TYPES`). With `replaces` →
+    the named record ends and the new one is created (status "corrected"). Race-free: a concurrent identical write
     hits the partial unique constraint and confirms the record that won.
     The type rules of R-5.3 bind the API and the write tool; extraction, promotion and
     maintenance write Core's own types (episode, lesson) and their switch's types.
@@ -248,7 +248,9 @@ def record_write_within(
             # A correction made for nobody in particular (an operator fixing Anna's record)
             # stays hers: it must not turn her fact into a shared one every colleague gets.
             subject = replaced.subject
-        twin = _active_twin(index=index, subject=subject, type_name=type, normalised_text=normalised, excluding=replaced)
+        twin = None
+        if type not in EVENT_TYPES:
+            twin = _active_twin(index=index, subject=subject, type_name=type, normalised_text=normalised, excluding=replaced)
         if twin is not None:
             record, status = twin, "confirmed"
         else:
