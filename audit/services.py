@@ -18,6 +18,7 @@ ACTIONS = (
     "memory.deleted",
     "memory.updated",
     "extraction.switch_set",
+    "connector.deleted",
     "store.updated",
     "key.created",
     "key.updated",

@@ -10,6 +10,12 @@ BEAT_SCHEDULE = {
         "task": "core_memory.keys.tasks.keys_expiry_record_task",
         "schedule": crontab(minute=5),
     },
+    # Every minute: plan the extraction switches that are due (each runs every
+    # `schedule_minutes`, R-8.1) and hand out windows left behind by a dead worker.
+    "extraction-dispatch": {
+        "task": "extraction.tasks.extraction_dispatch_task",
+        "schedule": crontab(),
+    },
     "idempotency-purge": {
         "task": "core_memory.api.tasks.idempotency_purge_task",
         "schedule": crontab(minute=35),

@@ -237,6 +237,13 @@ if CORE_EMBEDDINGS != "off":
     # No embedding backend is built yet; a value that would be silently ignored stops start-up.
     raise ImproperlyConfigured(f"CORE_EMBEDDINGS {CORE_EMBEDDINGS!r}: only 'off' is supported")
 CORE_MODEL_TIMEOUT_SECONDS = env.float("CORE_MODEL_TIMEOUT_SECONDS", default=60.0)
+# Extraction (SPEC §8): at most this many items per window; a window's task is killed after
+# CORE_EXTRACTION_WINDOW_SECONDS, and its claim lasts as long, so a window whose worker died
+# is handed out again once that time has passed (README "Extraction").
+CORE_EXTRACTION_WINDOW_ITEMS = env.int("CORE_EXTRACTION_WINDOW_ITEMS", default=100)
+CORE_EXTRACTION_WINDOW_SECONDS = env.int("CORE_EXTRACTION_WINDOW_SECONDS", default=300)
+if CORE_EXTRACTION_WINDOW_ITEMS < 1 or CORE_EXTRACTION_WINDOW_SECONDS < 1:
+    raise ImproperlyConfigured("CORE_EXTRACTION_WINDOW_ITEMS and CORE_EXTRACTION_WINDOW_SECONDS must be positive")
 
 LOGGING = {
     "version": 1,

@@ -14,7 +14,7 @@ from core_memory.keys.models import ApiKey
 from memory.filters import MemoryRecordFilter
 from memory.models import MemoryRecord
 from memory.search import fuse_rankings, text_query
-from stores.models import KnowledgeIndex
+from stores.models import KnowledgeIndex, MemoryStore
 from stores.selectors import policy_right_check
 
 DEFAULT_TYPES = ("fact", "preference", "commitment", "behaviour")
@@ -31,12 +31,10 @@ TIE_BREAKERS = ("-effective_confidence", "-retrieval_count", "id")
 
 def store_known_types(*, index: KnowledgeIndex) -> list[str]:
     """The types a store accepts (R-5.3): its extraction switch's `types` when it has
-    a switch, otherwise the four defaults.
-
-    Extension point: when the extraction app has its switch model, return
-    `list(switch.types)` here for an index that has one.
-    """
-    return list(DEFAULT_TYPES)
+    a switch (kept on the store by extraction), otherwise the four defaults."""
+    stores = MemoryStore.objects.for_organisation(index.organisation_id).filter(index_id=index.pk)
+    known = stores.values_list("known_types", flat=True).first()
+    return list(known) if known else list(DEFAULT_TYPES)
 
 
 def key_half_lives(*, key: ApiKey) -> dict[str, float]:

@@ -5,6 +5,8 @@ from rest_framework.response import Response
 from core_memory.api.pagination import IdCursorPagination, paginated_response
 from core_memory.api.views import CoreApi
 from core_memory.base.validation import StrictSerializer
+from extraction.apis import switch_answer
+from extraction.selectors import switch_find
 from stores.configuration import StoreSectionsSerializer
 from stores.selectors import index_get_available, index_list_available, store_get
 from stores.services import index_create, index_delete, store_update
@@ -101,9 +103,19 @@ class StoreDetailApi(CoreApi):
         extraction = serializers.SerializerMethodField()
         updated_at = serializers.DateTimeField()
 
-        @extend_schema_field({"type": "object", "nullable": True, "description": "The store's extraction switch; null when none is set."})
-        def get_extraction(self, store) -> None:
-            return None
+        # OpenAPI 3.0 cannot say "this component or null" in a way validators follow; the switch's
+        # fields are documented on its own route.
+        @extend_schema_field(
+            {
+                "type": "object",
+                "nullable": True,
+                "description": "The store's extraction switch as `GET …/extraction` shows it; null when none is set.",
+            }
+        )
+        def get_extraction(self, store) -> dict | None:
+            # R-8.5's switch, as its own route shows it.
+            switch = switch_find(index=store.index)
+            return switch_answer(switch) if switch is not None else None
 
     def get(self, request, index_id: str):
         """Read a memory store

@@ -97,6 +97,10 @@ class MemoryStore(models.Model):
     lessons = models.JSONField(_("lessons"), default=default_lessons)
     promotion = models.JSONField(_("promotion"), default=default_promotion)
     maintenance = models.JSONField(_("maintenance"), default=default_maintenance)
+    # The store's record types when it has an extraction switch: the switch's `types`
+    # copied here by the switch's service so that memory, below extraction, reads
+    # them. Null: no switch, the four default types.
+    known_types = models.JSONField(_("known types"), null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = MemoryStoreQuerySet.as_manager()

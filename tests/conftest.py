@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from core_memory.console.services import console_administrator_create
+from core_memory.llm import openai
 from memory.models import MemoryRecord
 from memory.services import record_write
 from tests.factories import (
@@ -17,6 +18,7 @@ from tests.factories import (
     make_key,
     resolved_for,
 )
+from tests.fake_model import FakeChatModel
 
 
 @dataclass
@@ -92,3 +94,12 @@ def console(administrator):
 @pytest.fixture
 def superuser(db, fast_password_hashing):
     return get_user_model().objects.create_superuser(username="root", password=CONSOLE_PASSWORD)
+
+
+@pytest.fixture
+def fake_model(settings, monkeypatch):
+    """A real OpenAI-compatible server on a free port, offered as the model `fake-chat`."""
+    monkeypatch.setattr(openai, "BACKOFF_SECONDS", 0.01)
+    with FakeChatModel() as model:
+        settings.CORE_MODELS = [model.config("fake-chat")]
+        yield model

@@ -10,7 +10,13 @@ empty it answers the `default` (a plain "ok"). Use it from tests and the bench:
         model.fail(429)                                         # one HTTP error, then the next answer
         model.fail(500, times=None)                             # this error for ever
         model.answer(completion("late"), delay=0.5)              # slower than the client's timeout
+        model.answer(completion("{}"), format_name="core_extraction")  # only for that response_format
+        model.respond(lambda body: completion(...), times=None)  # an answer made from the request
+        held = model.hold(completion("{}"))                      # answers once held.set() is called
         settings.CORE_MODELS = [model.config("fake-chat")]
+
+A scripted answer with `format_name` is given only to a request whose `response_format`
+carries that json_schema name; the others pass it by, in order.
 """
 from __future__ import annotations
 
@@ -57,7 +63,8 @@ class FakeChatModel:
     def __init__(self, *, default: dict | None = None):
         self.requests: list[RecordedRequest] = []
         self.default = default or completion("ok")
-        self._script: deque = deque()  # (status, body, remaining times or None for ever)
+        # [status, body or responder, remaining times or None for ever, delay, format name, hold event]
+        self._script: deque = deque()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
@@ -74,10 +81,31 @@ class FakeChatModel:
     def reply(self, content: str | None = None, **fields) -> None:
         self.answer(completion(content, **fields))
 
-    def answer(self, body: dict | bytes, *, status: int = 200, times: int | None = 1, delay: float = 0.0) -> None:
-        """Queue an answer (bytes are sent as they are); `delay` seconds before it is sent (to exceed a client's timeout)."""
+    def answer(
+        self,
+        body: dict | bytes,
+        *,
+        status: int = 200,
+        times: int | None = 1,
+        delay: float = 0.0,
+        format_name: str | None = None,
+        hold: threading.Event | None = None,
+    ) -> None:
+        """Queue an answer (bytes are sent as they are); `delay` seconds before it is sent (to
+        exceed a client's timeout); only for requests asking for `format_name`; not before
+        `hold` is set."""
         with self._lock:
-            self._script.append([status, body, times, delay])
+            self._script.append([status, body, times, delay, format_name, hold])
+
+    def respond(self, responder, *, times: int | None = 1, format_name: str | None = None) -> None:
+        """Queue an answer made by `responder(request body) -> dict` when the request comes."""
+        self.answer(responder, times=times, format_name=format_name)
+
+    def hold(self, body: dict, *, format_name: str | None = None) -> threading.Event:
+        """Queue an answer that waits until the returned event is set (a call in flight)."""
+        held = threading.Event()
+        self.answer(body, format_name=format_name, hold=held)
+        return held
 
     def fail(self, status: int, *, times: int | None = 1, body: dict | None = None) -> None:
         self.answer(body or {"error": {"message": f"scripted {status}"}}, status=status, times=times)
@@ -90,16 +118,20 @@ class FakeChatModel:
             time.sleep(0.01)
         return list(self.requests)
 
-    def _next(self) -> tuple[int, dict, float]:
+    def _next(self, request_body) -> tuple[int, dict | bytes, float, threading.Event | None]:
+        requested = ((request_body or {}).get("response_format") or {}).get("json_schema", {}).get("name") if isinstance(request_body, dict) else None
         with self._lock:
-            if not self._script:
-                return 200, self.default, 0.0
-            entry = self._script[0]
+            entry = next((each for each in self._script if each[4] is None or each[4] == requested), None)
+            if entry is None:
+                return 200, self.default, 0.0, None
             if entry[2] is not None:
                 entry[2] -= 1
                 if entry[2] <= 0:
-                    self._script.popleft()
-            return entry[0], entry[1], entry[3]
+                    self._script.remove(entry)
+            status, body, _, delay, _, hold = entry
+        if callable(body):
+            body = body(request_body)
+        return status, body, delay, hold
 
     def _handler_class(self):
         model = self
@@ -115,9 +147,11 @@ class FakeChatModel:
                 with model._lock:
                     model.requests.append(RecordedRequest(path=self.path, headers=dict(self.headers), body=body))
                 if self.path.rstrip("/") != "/v1/chat/completions":
-                    status, answer, delay = 404, {"error": {"message": "not found"}}, 0.0
+                    status, answer, delay, hold = 404, {"error": {"message": "not found"}}, 0.0, None
                 else:
-                    status, answer, delay = model._next()
+                    status, answer, delay, hold = model._next(body)
+                if hold is not None:
+                    hold.wait(timeout=60)
                 if delay:
                     time.sleep(delay)
                 payload = answer if isinstance(answer, bytes) else json.dumps(answer).encode()

@@ -3,10 +3,11 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from core_memory.agents.selectors import agent_get_available, agent_version_latest, agents_list
-from core_memory.agents.services import agent_create, agent_delete, agent_version_create
+from core_memory.agents.services import agent_create, agent_version_create
 from core_memory.api.pagination import IdCursorPagination, paginated_response
 from core_memory.api.views import CoreApi
 from core_memory.base.validation import StrictSerializer
+from core_memory.flows.agents import agent_delete
 from core_memory.keys.configuration import InjectionConfigSerializer
 
 

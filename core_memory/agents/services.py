@@ -86,9 +86,10 @@ def agent_version_create(
     return locked
 
 
-@transaction.atomic(durable=True)
-def agent_delete(*, agent: Agent, actor: str) -> None:
-    """Marks the agent deleted: threads keep naming it, turns can no longer run it."""
+def agent_delete_within(*, agent: Agent, actor: str) -> None:
+    """Marks the agent deleted (threads keep naming it, turns can no longer run it), inside
+    the caller's transaction: the flow that checks what still names the agent owns it
+    (core_memory.flows.agents)."""
     locked = Agent.objects.for_organisation(agent.organisation_id).live().select_for_update().filter(pk=agent.pk).first()
     if locked is None:
         return

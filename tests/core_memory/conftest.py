@@ -4,10 +4,8 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.keys.models import ApiKey, SubjectToken
-from core_memory.llm import openai
 from core_memory.organisations.models import Organisation
 from core_memory.persons.models import Person
-from tests.fake_model import FakeChatModel
 
 MODELS = [
     {"id": "jouw-chatmodel", "provider": "openai", "base_url": "http://models.invalid/v1", "api_key_env": "SECRET_ENV_NAME"},
@@ -53,12 +51,3 @@ def written_state() -> tuple:
 @pytest.fixture
 def state():
     return written_state
-
-
-@pytest.fixture
-def fake_model(settings, monkeypatch):
-    """A real OpenAI-compatible server on a free port, offered as the model `fake-chat`."""
-    monkeypatch.setattr(openai, "BACKOFF_SECONDS", 0.01)
-    with FakeChatModel() as model:
-        settings.CORE_MODELS = [model.config("fake-chat")]
-        yield model

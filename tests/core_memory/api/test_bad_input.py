@@ -11,8 +11,7 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.agents.models import Agent
-from core_memory.threads.models import Response
-from core_memory.threads.models import Item, Thread
+from core_memory.threads.models import Item, Response, Thread
 from memory.models import MemoryRecord
 from stores.models import KnowledgeIndex
 

@@ -178,6 +178,12 @@ def test_real_answers_match_the_document(tenant, other_tenant, anonymous, check,
     check(owner.get(f"/v1/indexes/{index['id']}"), 200)
     check(owner.get(f"/v1/memory/stores/{index['id']}"), 200)
     check(owner.patch(f"/v1/memory/stores/{index['id']}", {"maintenance": {"enabled": False}}, format="json"), 200)
+    switch = check(owner.put(f"/v1/memory/stores/{index['id']}/extraction", {"enabled": True, "model": "fake-chat"}, format="json"), 200)
+    check(owner.get(f"/v1/memory/stores/{index['id']}/extraction"), 200)
+    assert check(owner.get(f"/v1/memory/stores/{index['id']}"), 200)["extraction"] == switch
+    check(owner.get(f"/v1/connectors/{switch['connector_id']}"), 200)
+    check(owner.delete(f"/v1/connectors/{switch['connector_id']}"), 204)
+    check(owner.put(f"/v1/memory/stores/{index['id']}/extraction", {"enabled": True, "model": "absent"}, format="json"), 422)
     first = check(anna.post("/v1/memory", {"index_id": index["id"], "type": "preference", "text": "Wil facturen per e-mail."}, format="json"), 201)
     assert first["status"] == "created"
     assert check(anna.post("/v1/memory", {"index_id": index["id"], "type": "preference", "text": "wil facturen per e-mail"}, format="json"), 200)["status"] == "confirmed"

@@ -63,7 +63,7 @@ def test_any_person_the_api_can_name_can_be_erased_and_given_rules(tenant, subje
     response = tenant.client().delete(path)
 
     assert response.status_code == 200
-    assert response.json() == {"subject": subject, "erased": {"records": 1, "subject_tokens": 0, "thread_placeholders": 0}}
+    assert response.json() == {"subject": subject, "erased": {"records": 1, "subject_tokens": 0, "thread_placeholders": 0, "extraction_windows": 0}}
     assert not MemoryRecord.objects.filter(subject=subject).exists()
 
 

@@ -1,0 +1,2 @@
+"""Extraction's writes: the switch and its connector (`switches`), planning runs into
+windows (`planning`), and reading one window (`windows`)."""
