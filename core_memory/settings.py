@@ -135,6 +135,25 @@ STORAGES = {
 
 LOGIN_URL = "/console/login/"
 
+# --- HTTPS at a load balancer (README "Production") ---------------------------
+# `manage.py check --deploy` is clean with CORE_HTTPS=true (tests/core_memory/test_settings.py).
+CORE_HTTPS = env.bool("CORE_HTTPS", default=False)
+if CORE_HTTPS:
+    # TLS ends at the load balancer, which must set X-Forwarded-Proto and strip a client's own.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    # The load balancer probes health over plain HTTP.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 24 * 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+    SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+    if not SECURE_HSTS_PRELOAD:
+        # Asking browsers to preload the domain is the operator's decision, not a default.
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
+    CSRF_TRUSTED_ORIGINS = [f"https://{host}" for host in ALLOWED_HOSTS if host != "*"]
+
 # The largest request body the API reads (R-2.3: larger is a 413 with the JSON error body).
 CORE_MAX_REQUEST_BYTES = env.int("CORE_MAX_REQUEST_BYTES", default=2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = CORE_MAX_REQUEST_BYTES

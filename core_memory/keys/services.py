@@ -27,10 +27,12 @@ from stores.models import KnowledgeIndex
 UPDATABLE_FIELDS = ("name", "capabilities", "policy", "memory", "pii_redaction", "expires_at")
 
 
-def _trail(*, organisation: Organisation, key_id: str, event: str, at: datetime | None = None) -> None:
-    KeyTrailEntry.objects.get_or_create(
+def _trail(*, organisation: Organisation, key_id: str, event: str, at: datetime | None = None) -> bool:
+    """Notes the event once; True when this call noted it (another worker may have, just now)."""
+    _entry, created = KeyTrailEntry.objects.get_or_create(
         key_id=key_id, event=event, defaults={"organisation": organisation, "at": at or timezone.now()}
     )
+    return created
 
 
 def key_rights_validate(
@@ -164,8 +166,8 @@ def keys_expiry_record(*, now: datetime | None = None) -> int:
     count = 0
     for key in expired:
         with transaction.atomic():
-            _trail(organisation=key.organisation, key_id=key.id, event=KeyTrailEntry.Event.EXPIRED, at=key.expires_at)
-        count += 1
+            # Two workers may both find the key: only the one that notes it counts it.
+            count += _trail(organisation=key.organisation, key_id=key.id, event=KeyTrailEntry.Event.EXPIRED, at=key.expires_at)
     return count
 
 

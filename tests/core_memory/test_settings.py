@@ -1,10 +1,13 @@
 """Configuration is parsed strictly (R-1.2): a value the code would ignore stops start-up."""
 import os
+import secrets
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+PROJECT = Path(__file__).resolve().parents[2]
 MODELS = '[{"id": "jouw-chatmodel", "provider": "openai", "base_url": "http://models.invalid/v1"}]'
 
 
@@ -52,3 +55,22 @@ def test_development_mode_is_asked_for_explicitly():
     result = start(CORE_DEVELOPMENT="true", SECRET_KEY="")
 
     assert result.returncode == 0, result.stderr
+
+
+def test_check_deploy_is_clean_with_the_production_settings_of_the_readme():
+    """Issue 14 (README "Production"): a secret, the host names and CORE_HTTPS=true, and Django's
+    deployment checks find nothing."""
+    environment = {
+        **{name: value for name, value in os.environ.items() if name not in {"CORE_DEVELOPMENT", "DEBUG"}},
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "core.example.com",
+        "CORE_HTTPS": "true",
+    }
+
+    checked = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=PROJECT, env=environment, capture_output=True, text=True, timeout=120,
+    )
+
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.strip() == "System check identified no issues (1 silenced)."

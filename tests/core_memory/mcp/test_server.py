@@ -19,7 +19,8 @@ from audit.models import AuditEvent
 from core_memory.keys.services import subject_token_create
 from core_memory.mcp.server import TRUST_ENVELOPE_NOTE
 from memory.models import MemoryRecord
-from tests.core_memory.mcp.conftest import PROJECT, child_environment, run_async
+from tests.core_memory.mcp.conftest import run_async
+from tests.processes import PROJECT, child_environment
 from tests.factories import make_index, make_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
