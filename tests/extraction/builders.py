@@ -14,8 +14,12 @@ QUIET = timedelta(minutes=30)
 
 
 def switch_put(client, index_id: str, **body):
-    """PUT the switch; `enabled` and `model` default to an enabled switch on the fake model."""
-    return client.put(f"/v1/memory/stores/{index_id}/extraction", {"enabled": True, "model": "fake-chat", **body}, format="json")
+    """PUT the switch; `enabled` and `model` default to an enabled switch on the fake model.
+    Arguments in capitals are request headers (`HTTP_IDEMPOTENCY_KEY`)."""
+    headers = {name: body.pop(name) for name in list(body) if name.isupper()}
+    return client.put(
+        f"/v1/memory/stores/{index_id}/extraction", {"enabled": True, "model": "fake-chat", **body}, format="json", **headers
+    )
 
 
 def conversation(

@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from core_memory.agents.models import Agent
-from core_memory.keys.models import KEY_CAPABILITIES, ApiKey
+from core_memory.keys.models import KEY_CAPABILITIES, ApiKey, KeyTrailEntry
 from core_memory.keys.services import key_delete, key_revoke
 from core_memory.threads.services import thread_create
 from extraction.models import ExtractionConnector, ExtractionSwitch, ExtractionWindow
@@ -197,6 +197,30 @@ def test_revoked_expired_and_recently_deleted_keys_are_accepted_as_filters(tenan
 
     assert response.status_code == 200, response.json()
     assert response.json()["filters"]["key_ids"] == [revoked.id, expired.id, deleted_id]
+
+
+def test_a_key_deleted_longer_ago_than_the_trail_is_kept_counts_as_never_issued(tenant, fake_model):
+    """R-8.2, R-3.5."""
+    deleted, _ = make_key(tenant.organisation, name="deleted")
+    deleted_id = deleted.id
+    key_delete(key=deleted, actor="test")
+    days = tenant.organisation.audit_retention_days + 1
+    KeyTrailEntry.objects.filter(key_id=deleted_id).update(at=timezone.now() - timedelta(days=days))
+
+    response = switch_put(tenant.client(), tenant.index.id, filters={"key_ids": [deleted_id]})
+
+    assert (response.status_code, response.json()["error"]["param"]) == (422, "filters.key_ids[0]")
+
+
+def test_a_retried_put_with_the_same_idempotency_key_answers_the_first_and_writes_nothing(tenant, fake_model):
+    """R-2.6."""
+    first = switch_put(tenant.client(), tenant.index.id, HTTP_IDEMPOTENCY_KEY="switch-1")
+    again = switch_put(tenant.client(), tenant.index.id, HTTP_IDEMPOTENCY_KEY="switch-1")
+
+    assert again.status_code == 200
+    assert again.json() == first.json()
+    assert again["Idempotent-Replayed"] == "true"
+    assert AuditEvent.objects.filter(action="extraction.switch_set").count() == 1
 
 
 def test_ids_the_switch_already_had_are_not_checked_again(tenant, fake_model):
