@@ -62,15 +62,18 @@ def _timed_complete(complete):
 def _drafts(items: int) -> list[ItemDraft]:
     drafts = []
     for number in range(items):
-        word = WORDS[number % len(WORDS)]
+        word, day = WORDS[number % len(WORDS)], number % 28 + 1
         if number % 10 == 8:
-            drafts.append(ItemDraft(role="assistant", kind="tool_call", name="lookup", call_id=f"c{number}", content=json.dumps({"q": word})))
+            arguments = json.dumps({"q": word})
+            drafts.append(ItemDraft(role="assistant", kind="tool_call", name="lookup", call_id=f"c{number}", content=arguments))
         elif number % 10 == 9:
-            drafts.append(ItemDraft(role="tool", kind="tool_result", name="lookup", call_id=f"c{number - 1}", content=f"The {word} is due on day {number % 28 + 1}. " * 20))
+            result = f"The {word} is due on day {day}. " * 20
+            drafts.append(ItemDraft(role="tool", kind="tool_result", name="lookup", call_id=f"c{number - 1}", content=result))
         elif number % 2 == 0:
-            drafts.append(ItemDraft(role="user", content=f"Can you check the {word} for next week? Mail me at anna{number}@example.nl or call 06-1234567{number % 10}."))
+            text = f"Can you check the {word} for next week? Mail me at anna{number}@example.nl or call 06-1234567{number % 10}."
+            drafts.append(ItemDraft(role="user", content=text))
         else:
-            drafts.append(ItemDraft(role="assistant", content=f"I looked at the {word}: it is planned for day {number % 28 + 1}, and I noted your preference."))
+            drafts.append(ItemDraft(role="assistant", content=f"I looked at the {word}: it is planned for day {day}, as you prefer."))
     return drafts
 
 
@@ -78,7 +81,8 @@ def _records(*, organisation, index, count: int) -> None:
     now = timezone.now()
     batch = []
     for number in range(count):
-        text = f"Record {number}: the {WORDS[number % len(WORDS)]} of {WORDS[(number * 7) % len(WORDS)]} is handled on day {number % 28 + 1}."
+        subject_word, object_word = WORDS[number % len(WORDS)], WORDS[(number * 7) % len(WORDS)]
+        text = f"Record {number}: the {subject_word} of {object_word} is handled on day {number % 28 + 1}."
         batch.append(
             MemoryRecord(
                 organisation=organisation,
@@ -104,8 +108,9 @@ def _answer(request_body: dict) -> dict:
     if len(data["records"]) >= 2:
         first, second = data["records"][0], data["records"][1]
         operations.append({"op": "confirm", "target_id": first["id"], "item_ids": item_ids})
+        corrected = f"{second['text']} Corrected in {item_ids[0]}."
         operations.append(
-            {"op": "correct", "target_id": second["id"], "type": second["type"], "text": f"{second['text']} Corrected in {item_ids[0]}.", "confidence": 0.9, "item_ids": item_ids}
+            {"op": "correct", "target_id": second["id"], "type": second["type"], "text": corrected, "confidence": 0.9, "item_ids": item_ids}
         )
     return completion(json.dumps({"records": operations}), usage=(len(request_body["messages"][-1]["content"]) // 4, 200))
 
@@ -177,9 +182,11 @@ def main() -> None:
             print(f"{'-' * 5}-+-{'-' * 7}-+-{'-' * 11}-+-{'-' * 7}-+-{'-' * 7}-+-{'-' * 18}")
             for items in sorted(int(value) for value in arguments.items.split(",")):
                 for records in sorted(int(value) for value in arguments.records.split(",")):
-                    core, planning = measure(model=model, items=items, records=records, windows=arguments.windows, redacting=arguments.redacting)
-                    p90 = statistics.quantiles(core, n=10, method="inclusive")[8]
-                    print(f"{items:>5} | {records:>7} | {statistics.median(core):>11.1f} | {p90:>7.1f} | {max(core):>7.1f} | {planning:>18.1f}")
+                    core, planning = measure(
+                        model=model, items=items, records=records, windows=arguments.windows, redacting=arguments.redacting
+                    )
+                    p50, p90 = statistics.median(core), statistics.quantiles(core, n=10, method="inclusive")[8]
+                    print(f"{items:>5} | {records:>7} | {p50:>11.1f} | {p90:>7.1f} | {max(core):>7.1f} | {planning:>18.1f}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from core_memory.base.errors import NotFound
@@ -80,6 +80,15 @@ def switch_window_counts(*, switch: ExtractionSwitch) -> dict:
         )
     )
     return counts
+
+
+def switch_windows(*, switch: ExtractionSwitch, status: str | None = None) -> QuerySet[ExtractionWindow]:
+    """The switch's windows (of one status), newest first, with their threads: for a page that
+    lists what failed and why (`error_code`, `error_message`, `attempts`, tokens)."""
+    windows = ExtractionWindow.objects.for_organisation(switch.organisation_id).filter(switch_id=switch.pk)
+    if status is not None:
+        windows = windows.filter(status=status)
+    return windows.select_related("thread").order_by("-queued_at", "-id")
 
 
 def switch_error_code(*, switch: ExtractionSwitch) -> str | None:

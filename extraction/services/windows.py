@@ -18,8 +18,8 @@ import logging
 import uuid
 from collections import Counter
 from dataclasses import dataclass
-from typing import NamedTuple
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import transaction
@@ -31,8 +31,8 @@ from core_memory.base.tenancy import organisation_id_of
 from core_memory.keys.models import ApiKey
 from core_memory.llm.metering import token_limit_reached
 from core_memory.llm.protocol import ProviderError, TokenCount
-from core_memory.organisations.models import Organisation
 from core_memory.llm.structured import INVALID_MODEL_OUTPUT, InvalidModelOutput, structured_completion
+from core_memory.organisations.models import Organisation
 from core_memory.pii.placeholders import Placeholders, RedactionError
 from core_memory.pii.selectors import ReadMode, thread_read_mode
 from core_memory.pii.services import thread_texts_redact

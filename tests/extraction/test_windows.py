@@ -12,6 +12,7 @@ from core_memory.pii import placeholders as pii_placeholders
 from core_memory.threads.models import Response
 from core_memory.threads.services import ItemDraft, thread_create
 from extraction.models import ExtractionRun, ExtractionWindow
+from extraction.selectors import switch_find, switch_windows
 from extraction.services import windows as windows_service
 from extraction.services.planning import extraction_switch_plan
 from extraction.services.windows import extraction_window_run
@@ -256,7 +257,7 @@ def test_a_model_that_answers_with_a_tool_call_or_an_error_fails_the_window(tena
 
 
 def test_the_error_code_is_the_most_common_reason_among_failed_windows(tenant, switch, fake_model, run_extraction):
-    """R-8.5."""
+    """R-8.5; the failed windows with their reasons, for the console (R-10.3)."""
     for subject in ("anna", "bert", "cees"):
         conversation(organisation=tenant.organisation, key=tenant.key, subject=subject, messages=["Hoi"])
     fake_model.fail(400)
@@ -266,6 +267,12 @@ def test_the_error_code_is_the_most_common_reason_among_failed_windows(tenant, s
     run_extraction()
 
     assert tenant.client().get(url(tenant.index.id)).json()["error_code"] == "model_error"
+    failed = switch_windows(switch=switch_find(index=tenant.index), status="failed")
+    assert sorted((window.thread.subject, window.error_code, window.error_message) for window in failed) == [
+        ("anna", "model_error", "model_error: The model answered HTTP 400."),
+        ("bert", "invalid_model_output", "The model's content is not JSON."),
+        ("cees", "model_error", "model_error: The model answered HTTP 400."),
+    ]
 
 
 # --- What fails a window before the model is asked --------------------------------------
