@@ -29,7 +29,6 @@ from stores.selectors import index_get_available
 FORMATS = ("core", "mem0", "zep")
 MAX_REPORTED_ERRORS = 100
 MAX_LINE_CHARACTERS = 100_000
-STATUSES = ("created", "confirmed")
 
 
 class CoreLine(StrictSerializer):
@@ -81,7 +80,6 @@ class ZepLine(serializers.Serializer):
 class ImportLine:
     """One line, read and mapped; `skip` says why it is not written (an ended fact)."""
 
-    number: int
     index_id: str | None
     subject: str | None
     type: str
@@ -103,8 +101,8 @@ def _without_nulls(values: dict) -> dict:
     return {name: value for name, value in values.items() if value not in (None, [], {})}
 
 
-def import_line_read(*, number: int, raw: str, format: str) -> ImportLine:  # noqa: A002 — the format's name
-    """Reads and maps one line (1-based `number`); LineError names the field."""
+def import_line_read(*, raw: str, format: str) -> ImportLine:  # noqa: A002 — the format's name
+    """Reads and maps one line; LineError names the field."""
     if len(raw) > MAX_LINE_CHARACTERS:
         raise LineError(param=None, message=f"A line holds at most {MAX_LINE_CHARACTERS} characters.")
     try:
@@ -125,14 +123,14 @@ def import_line_read(*, number: int, raw: str, format: str) -> ImportLine:  # no
         metadata = {**(values["metadata"] or {}), **_without_nulls(
             {"mem0.id": values["id"], "mem0.categories": values["categories"], "mem0.created_at": values["created_at"]}
         )}
-        return ImportLine(number, None, values["user_id"], "fact", values["memory"], metadata, 1.0, None)
+        return ImportLine(None, values["user_id"], "fact", values["memory"], metadata, 1.0, None)
     if format == "zep":
         metadata = _without_nulls({"zep.uuid": values["uuid"], "zep.valid_at": values["valid_at"], "zep.created_at": values["created_at"]})
         skip = "ended" if values["invalid_at"] else None
-        return ImportLine(number, None, values["user_id"], "fact", values["fact"], metadata, 1.0, None, skip)
+        return ImportLine(None, values["user_id"], "fact", values["fact"], metadata, 1.0, None, skip)
     skip = None if values["status"] == MemoryRecord.Status.ACTIVE else values["status"]
     return ImportLine(
-        number, values.get("index_id"), values["subject"], values["type"], values["text"], values["metadata"],
+        values.get("index_id"), values["subject"], values["type"], values["text"], values["metadata"],
         values["confidence"], values["due_at"], skip,
     )
 
@@ -225,7 +223,7 @@ def records_import(
                     continue
                 report.lines += 1
                 try:
-                    _import_one(key=key, number=number, raw=raw, format=format, index=index, subject=subject,
+                    _import_one(key=key, raw=raw, format=format, index=index, subject=subject,
                                 actor=actor, now=now, report=report, indexes=indexes)
                 except LineError as error:
                     report.error_count += 1
@@ -251,8 +249,8 @@ def records_import(
     return report.as_dict()
 
 
-def _import_one(*, key, number, raw, format, index, subject, actor, now, report, indexes) -> None:  # noqa: A002
-    line = import_line_read(number=number, raw=raw, format=format)
+def _import_one(*, key, raw, format, index, subject, actor, now, report, indexes) -> None:  # noqa: A002
+    line = import_line_read(raw=raw, format=format)
     if line.subject is not None:
         try:
             storable_check(line.subject, param="subject")

@@ -78,6 +78,9 @@ def test_every_operation_documents_its_error_answers_with_the_error_body(documen
             assert is_error_body(responses[code]["content"]["application/json"]["schema"]), f"{method.upper()} {path} {code}"
             assert responses[code]["description"]
         assert any(code.startswith("2") for code in responses), f"{method.upper()} {path}"
+        for code, response in responses.items():
+            if code.startswith("2") and code != "204":
+                assert response.get("content"), f"{method.upper()} {path} {code} has no body schema"
     detail = document["components"]["schemas"]["ErrorDetail"]
     assert set(detail["required"]) == {"type", "message", "param"}
     assert detail["properties"]["param"]["nullable"] is True
