@@ -68,6 +68,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "core_memory.api.middleware.ApiRequestSizeMiddleware",
+    "core_memory.api.middleware.ServiceUnavailableMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -162,6 +163,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = CORE_MAX_REQUEST_BYTES
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["core_memory.keys.authentication.KeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["core_memory.api.permissions.HasCapabilities"],
+    "DEFAULT_THROTTLE_CLASSES": ["core_memory.api.throttling.KeyRateThrottle"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "core_memory.api.exceptions.exception_handler",
@@ -199,6 +201,10 @@ SPECTACULAR_SETTINGS = {
 
 # --- Broker and Celery -----------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
+# Per-key rate limits (core_memory.api.throttling): counted in Redis, shared by every process.
+CORE_RATE_LIMIT_PER_MINUTE = env.int("CORE_RATE_LIMIT_PER_MINUTE", default=600)
+CORE_RATE_LIMIT_URL = env.str("CORE_RATE_LIMIT_URL", default="") or REDIS_URL
+CORE_RATE_LIMIT_PREFIX = env.str("CORE_RATE_LIMIT_PREFIX", default="core:rate")
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or REDIS_URL or "filesystem://"
 CELERY_BROKER_TRANSPORT_OPTIONS = {}
 if CELERY_BROKER_URL == "filesystem://":

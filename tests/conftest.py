@@ -46,6 +46,13 @@ def _tenant() -> Tenant:
     return Tenant(organisation=organisation, key=key, secret=secret, index=index)
 
 
+@pytest.fixture(autouse=True)
+def rate_limits_out_of_the_way(settings):
+    """Tests make hundreds of requests a minute with one key; the limit's own tests set theirs
+    (tests/core_memory/api/test_throttling.py)."""
+    settings.CORE_RATE_LIMIT_PER_MINUTE = 1_000_000
+
+
 @pytest.fixture
 def tenant(db) -> Tenant:
     return _tenant()

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import logging
+import math
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
@@ -30,6 +31,7 @@ _TYPES = {
     415: "invalid_request_error",
     422: "invalid_request_error",
     429: "rate_limit_error",
+    503: "service_unavailable",
 }
 
 
@@ -53,6 +55,9 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
         headers["WWW-Authenticate"] = 'Bearer realm="core"'
         exc.status_code = 401
+    if isinstance(exc, drf.Throttled):
+        headers["Retry-After"] = str(math.ceil(exc.wait or 1))
+        exc.detail = f"Too many requests for this key; retry in {headers['Retry-After']} seconds."
     if isinstance(exc, drf.ValidationError):
         param, message = first_error(exc.detail)
         if param and message.startswith("This field"):

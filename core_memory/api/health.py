@@ -4,6 +4,7 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
+from core_memory.api.middleware import RETRY_AFTER_SECONDS
 from core_memory.celery import app
 
 
@@ -29,7 +30,10 @@ def _broker_ok() -> bool:
 def healthz(request):
     checks = {"database": _database_ok(), "broker": _broker_ok()}
     healthy = all(checks.values())
-    return JsonResponse(
+    response = JsonResponse(
         {"status": "ok" if healthy else "unavailable", "checks": checks, "broker": settings.CELERY_BROKER_URL.split("://")[0]},
         status=200 if healthy else 503,
     )
+    if not healthy:
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response

@@ -1,8 +1,18 @@
+import logging
+
 from django.conf import settings
-from django.http import JsonResponse
+from django.db import InterfaceError
+from django.db import OperationalError as DatabaseUnavailable
+from django.http import HttpResponse, JsonResponse
 from django.utils import translation
+from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from core_memory.api.exceptions import error_body, is_api_request
+
+logger = logging.getLogger(__name__)
+
+# Seconds a client is asked to wait when a service behind us is unreachable.
+RETRY_AFTER_SECONDS = 5
 
 
 class ApiInEnglishMiddleware:
@@ -41,3 +51,29 @@ def _content_length(request) -> int:
         return int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         return 0
+
+
+class ServiceUnavailableMiddleware:
+    """The database or the broker unreachable (or PostgreSQL cancelling a statement) is a 503
+    with `Retry-After`, for the API in R-2.3's body, not a 500. Whatever the request began was
+    in a transaction that did not commit, so a retry starts from nothing. Django drops a
+    connection that failed and opens a new one on the next request: no restart is needed."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not isinstance(exception, (DatabaseUnavailable, InterfaceError, BrokerUnavailable)):
+            return None
+        service = "broker" if isinstance(exception, BrokerUnavailable) else "database"
+        logger.warning("service.unavailable", extra={"service": service, "error": type(exception).__name__, "path": request.path})
+        message = f"The {service} is unreachable for a moment; nothing was written. Retry shortly."
+        if is_api_request(request):
+            response = JsonResponse(error_body(status_code=503, message=message, param=None, error_type="service_unavailable"), status=503)
+        else:
+            response = HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response

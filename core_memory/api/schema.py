@@ -53,6 +53,9 @@ ERROR_WORDS = {
     415: "The body is not JSON (`Content-Type: application/json`).",
     422: "Understood but refused: a value the rules do not allow (`param` names it), or this "
     "`Idempotency-Key` was used with another body.",
+    413: "The body is larger than the server takes (`CORE_MAX_REQUEST_BYTES`).",
+    429: "Too many requests for this key this minute; `Retry-After` says when to try again.",
+    503: "The database or the broker is unreachable for a moment; nothing was written. `Retry-After` says when to try again.",
 }
 
 
@@ -137,8 +140,8 @@ class CoreAutoSchema(AutoSchema):
         if self.method in MUTATING_METHODS:
             codes += [409, 422]
         if self.get_request_serializer() is not None:
-            codes.append(415)
-        return codes
+            codes += [413, 415]
+        return [*codes, 429, 503]
 
     def get_override_parameters(self):
         parameters: list = [

@@ -24,6 +24,9 @@ class OrganisationOutputSerializer(serializers.Serializer):
     monthly_token_limit = serializers.IntegerField(allow_null=True)
     audit_retention_days = serializers.IntegerField()
     improvements = serializers.JSONField()
+    rate_limit_per_minute = serializers.IntegerField(
+        source="key_rate_limit_per_minute", help_text="Requests per minute each key may make (beyond it: 429 with Retry-After)."
+    )
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
@@ -43,6 +46,9 @@ class OrganisationDetailApi(CoreApi):
         monthly_token_limit = serializers.IntegerField(min_value=0, max_value=2**63 - 1, allow_null=True)
         audit_retention_days = serializers.IntegerField(min_value=1, max_value=36_500)
         improvements = ImprovementsSerializer()
+        rate_limit_per_minute = serializers.IntegerField(
+            min_value=1, max_value=1_000_000, allow_null=True, help_text="null: the server's CORE_RATE_LIMIT_PER_MINUTE."
+        )
 
         def validate_timezone(self, value: str) -> str:
             if value not in zoneinfo.available_timezones():

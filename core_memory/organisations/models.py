@@ -27,6 +27,8 @@ class Organisation(models.Model):
     monthly_token_limit = models.BigIntegerField(_("monthly token limit"), null=True, blank=True)
     audit_retention_days = models.PositiveIntegerField(_("audit retention (days)"), default=365)
     improvements = models.JSONField(_("improvements"), default=default_improvements, blank=True)
+    # Requests per minute each of its keys may make; null: CORE_RATE_LIMIT_PER_MINUTE.
+    rate_limit_per_minute = models.PositiveIntegerField(_("rate limit per key (requests per minute)"), null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -48,3 +50,7 @@ class Organisation(models.Model):
         if self.offered_models is None:
             return configured
         return [model_id for model_id in configured if model_id in self.offered_models]
+
+    def key_rate_limit_per_minute(self) -> int:
+        """What each key of this organisation may ask per minute (its setting, else the server's)."""
+        return self.rate_limit_per_minute or settings.CORE_RATE_LIMIT_PER_MINUTE

@@ -15,6 +15,7 @@ UPDATABLE_FIELDS = (
     "monthly_token_limit",
     "audit_retention_days",
     "improvements",
+    "rate_limit_per_minute",
 )
 
 

@@ -1,0 +1,92 @@
+"""Per-key rate limits on a shared store (issue 11).
+
+Each key may make its organisation's `rate_limit_per_minute` requests per minute (else
+CORE_RATE_LIMIT_PER_MINUTE); beyond it the answer is a 429 with `Retry-After`. The counts
+live in Redis (CORE_RATE_LIMIT_URL, else REDIS_URL), so every web process on every machine
+counts against the same limit. A subject token counts against its key. Without Redis
+(development) each process counts for itself. When Redis cannot be reached the request
+passes (logged): a limit is a protection, not a reason to refuse every caller.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections import Counter
+
+import redis
+from django.conf import settings
+from rest_framework.throttling import BaseThrottle
+
+logger = logging.getLogger(__name__)
+
+WINDOW_SECONDS = 60
+
+
+class _ProcessCounter:
+    """Fixed windows in this process's memory: the development fallback without Redis."""
+
+    def __init__(self):
+        self._counts: Counter = Counter()
+        self._lock = threading.Lock()
+
+    def hit(self, name: str, window: int) -> int:
+        with self._lock:
+            for stale in [each for each in self._counts if each[1] < window]:
+                del self._counts[stale]
+            self._counts[(name, window)] += 1
+            return self._counts[(name, window)]
+
+
+class _RedisCounter:
+    def __init__(self, url: str):
+        self._client = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
+
+    def hit(self, name: str, window: int) -> int:
+        counter = f"{settings.CORE_RATE_LIMIT_PREFIX}:{name}:{window}"
+        pipeline = self._client.pipeline(transaction=True)
+        pipeline.incr(counter)
+        pipeline.expire(counter, WINDOW_SECONDS * 2)
+        count, _ = pipeline.execute()
+        return count
+
+
+_counters: dict[str, object] = {}
+
+
+def _counter():
+    url = settings.CORE_RATE_LIMIT_URL
+    if url not in _counters:
+        _counters[url] = _RedisCounter(url) if url else _ProcessCounter()
+    return _counters[url]
+
+
+def rate_limit_hit(*, name: str, limit: int, now: float | None = None) -> float | None:
+    """Counts one request of `name` in the current minute; the seconds to wait when it is
+    over `limit`, else None."""
+    now = time.time() if now is None else now
+    window = int(now // WINDOW_SECONDS)
+    try:
+        count = _counter().hit(name, window)
+    except redis.RedisError as error:
+        logger.warning("rate_limit.store_unavailable", extra={"error": type(error).__name__})
+        return None
+    if count <= limit:
+        return None
+    return max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
+
+
+class KeyRateThrottle(BaseThrottle):
+    """DRF's throttle hook: after authentication, before the view (nothing is written)."""
+
+    def allow_request(self, request, view) -> bool:
+        principal = request.user
+        key = getattr(principal, "key", None)
+        if key is None:
+            return True
+        self._wait = rate_limit_hit(name=key.id, limit=principal.organisation.key_rate_limit_per_minute())
+        return self._wait is None
+
+    def wait(self) -> float | None:
+        return self._wait
