@@ -110,6 +110,9 @@ class Response(models.Model):
     status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.IN_PROGRESS)
     usage = models.JSONField(_("usage"), default=dict, blank=True)
     trace = models.JSONField(_("trace"), default=dict, blank=True)
+    # What the injection walk did beyond R-7.9's counts (memory.injection.walk.InjectionResult.detail):
+    # record ids per section, those skipped and why. Shown in the console, never in the API answer.
+    memory_detail = models.JSONField(_("memory detail"), default=dict, blank=True)
     error = models.JSONField(_("error"), null=True, blank=True)
     model_calls = models.PositiveSmallIntegerField(_("model calls"), default=0)
     created_at = models.DateTimeField(auto_now_add=True)

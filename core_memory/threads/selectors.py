@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 
 from core_memory.base.errors import NotFound
 from core_memory.organisations.models import Organisation
-from core_memory.threads.models import Item, Thread
+from core_memory.threads.models import Item, Response, Thread
 
 HISTORY_LIMIT = 200
 
@@ -34,3 +34,13 @@ def thread_history(*, thread: Thread, limit: int = HISTORY_LIMIT) -> list[Item]:
         .order_by("-position")[:limit]
     )
     return list(reversed(recent))
+
+
+def thread_responses(*, thread: Thread) -> QuerySet[Response]:
+    """The thread's responses (turns), oldest first, with the agent version each ran."""
+    return (
+        Response.objects.for_organisation(thread.organisation_id)
+        .filter(thread_id=thread.id)
+        .select_related("agent_version__agent")
+        .order_by("id")
+    )

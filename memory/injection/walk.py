@@ -7,6 +7,12 @@ skips used the page up and budget is left, and at most `MAX_PAGES` pages per sec
 person's records are never all loaded. `dropped_by_budget` counts the candidates the walk
 tried and skipped; `dropped_by_count` counts (up to `COUNT_CAP`) the candidates left when
 `limit` stopped the walk.
+
+Besides R-7.9's counts, the result carries `detail` — which record went into which section,
+and which the walk tried and skipped, and why (the budget, or the organisation's share) —
+for the console's "why did the assistant know that?" (core_memory.flows.turns keeps it with
+the response). It is gathered from the rows the walk reads anyway: no query of its own. The
+records `limit` left out are counted per section, not named: naming them would read them.
 """
 from __future__ import annotations
 
@@ -36,11 +42,18 @@ MIN_LINE_TOKENS = 10
 EPISODE_RECENCY_HALF_LIFE_DAYS = 30.0
 
 
+DROPPED_BY_BUDGET = "budget"
+DROPPED_BY_SHARE = "share"
+
+
 @dataclass(frozen=True)
 class InjectionResult:
     text: str
     trace: dict
     records: list[MemoryRecord] = field(default_factory=list)
+    # {"injected": [[record id, section], …], "dropped": [[record id, section, "budget"|"share"], …],
+    #  "dropped_by_count": {section: n}}: what the console shows of the walk (module docstring).
+    detail: dict = field(default_factory=lambda: {"injected": [], "dropped": [], "dropped_by_count": {}})
 
     @property
     def record_ids(self) -> list[str]:
@@ -71,6 +84,8 @@ class _Block:
         self.records: list[MemoryRecord] = []
         self.sections = dict.fromkeys(SECTIONS, 0)
         self.dropped_by_budget = 0
+        self.injected: list[list[str]] = []
+        self.dropped: list[list[str]] = []
 
     @property
     def exhausted(self) -> bool:
@@ -83,11 +98,16 @@ class _Block:
         added = sum(len(each.encode("utf-8")) for each in new_lines) + len(new_lines) - (0 if self.lines else 1)
         line_bytes = len(line.encode("utf-8"))
         is_limited_share = self.shared_budget is not None and record.subject is None
-        if tokens_of_bytes(self.byte_count + added) > self.budget or (
-            is_limited_share and tokens_of_bytes(self.shared_byte_count + line_bytes) > self.shared_budget
-        ):
+        reason = None
+        if tokens_of_bytes(self.byte_count + added) > self.budget:
+            reason = DROPPED_BY_BUDGET
+        elif is_limited_share and tokens_of_bytes(self.shared_byte_count + line_bytes) > self.shared_budget:
+            reason = DROPPED_BY_SHARE
+        if reason is not None:
             self.dropped_by_budget += 1
+            self.dropped.append([record.id, section, reason])
             return False
+        self.injected.append([record.id, section])
         self.lines.extend(new_lines)
         self.byte_count += added
         if record.subject is None:
@@ -224,7 +244,7 @@ def injection_block_build(
         page_size = BEHAVIOUR_LIMIT + PAGE_MARGIN
         block.walk(section="behaviour", candidates=_pages(behaviour, page_size=page_size, block=block), cap=BEHAVIOUR_LIMIT)
 
-    dropped_by_count = _walk_person_and_shared(
+    dropped_by_section = _walk_person_and_shared(
         key=key, index=index, subject=subject, topic=topic, base=base, settings=settings, block=block, now=now
     )
 
@@ -250,11 +270,12 @@ def injection_block_build(
     trace.update(
         injected=len(block.records),
         sections=block.sections,
-        dropped_by_count=dropped_by_count,
+        dropped_by_count=sum(dropped_by_section.values()),
         dropped_by_budget=block.dropped_by_budget,
         estimated_tokens=token_estimate(text=text),
     )
-    return InjectionResult(text=text, trace=trace, records=list(block.records))
+    detail = {"injected": block.injected, "dropped": block.dropped, "dropped_by_count": dropped_by_section}
+    return InjectionResult(text=text, trace=trace, records=list(block.records), detail=detail)
 
 
 def _walk_person_and_shared(
@@ -267,12 +288,13 @@ def _walk_person_and_shared(
     settings: BlockSettings,
     block: _Block,
     now: datetime,
-) -> int:
-    """[about_this_person] then [organisation] under one `limit` (R-7.7, R-7.8); answers dropped_by_count."""
+) -> dict[str, int]:
+    """[about_this_person] then [organisation] under one `limit` (R-7.7, R-7.8); answers the
+    candidates `limit` left out, per section (only sections that lost any)."""
     if settings.types:
         section_types = sorted(settings.types - set(OWN_SECTION_TYPES))
         if not section_types:
-            return 0
+            return {}
         records = base.filter(type__in=section_types)
     else:
         section_types = None
@@ -291,14 +313,18 @@ def _walk_person_and_shared(
     )
     for position, (section, queryset) in enumerate(sections):
         if remaining <= 0:
-            return sum(_capped_count(rest) for _, rest in sections[position:])
+            return _nonzero({name: _capped_count(rest) for name, rest in sections[position:]})
         candidates = _section_candidates(queryset=queryset, rank=settings.rank, hits=hits, page_size=page_size, block=block)
         injected, tried = block.walk(section=section, candidates=candidates, cap=remaining)
         remaining -= injected
         if remaining <= 0:
-            left_here = max(0, _capped_count(queryset) - tried)
-            return left_here + sum(_capped_count(rest) for _, rest in sections[position + 1 :])
-    return 0
+            left = {section: max(0, _capped_count(queryset) - tried)}
+            return _nonzero({**left, **{name: _capped_count(rest) for name, rest in sections[position + 1 :]}})
+    return {}
+
+
+def _nonzero(counts: dict[str, int]) -> dict[str, int]:
+    return {name: count for name, count in counts.items() if count}
 
 
 def _section_candidates(

@@ -138,14 +138,17 @@ def _turn_open(*, plan: TurnPlan, now: datetime) -> tuple[Response, Thread, list
     return response, thread, input_items
 
 
-def _turn_close(*, response: Response, status: str, usage: TokenCount, trace: dict, error: dict | None, model_calls: int) -> None:
+def _turn_close(
+    *, response: Response, status: str, usage: TokenCount, trace: dict, error: dict | None, model_calls: int, memory_detail: dict
+) -> None:
     response.status = status
     response.usage = usage.as_dict()
     response.trace = trace
+    response.memory_detail = memory_detail
     response.error = error
     response.model_calls = model_calls
     response.completed_at = timezone.now()
-    response.save(update_fields=["status", "usage", "trace", "error", "model_calls", "completed_at"])
+    response.save(update_fields=["status", "usage", "trace", "memory_detail", "error", "model_calls", "completed_at"])
 
 
 def _system_messages(*, plan: TurnPlan, memory_block: str) -> list[dict]:
@@ -179,7 +182,7 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
     now = now or timezone.now()
     response, thread, input_items = _turn_open(plan=plan, now=now)
     usage, output, model_calls = TokenCount(), [], 0
-    status, error, trace = Response.Status.COMPLETED, None, {"memory": None}
+    status, error, trace, memory_detail = Response.Status.COMPLETED, None, {"memory": None}, {}
     try:
         # Inside the try: a reader who leaves after the opening event still closes the turn.
         yield TurnEvent(kind="created", response=response)
@@ -187,7 +190,7 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
             key=plan.key, agent_version=plan.agent_version, subject=plan.subject, topic=_topic(plan.input), now=now
         )
         records_retrieved(key=plan.key, records=block.records)
-        trace = {"memory": block.trace}
+        trace, memory_detail = {"memory": block.trace}, block.detail
         system = _system_messages(plan=plan, memory_block=block.text)
         conversation = thread_history(thread=thread)
         tool_definitions = [tool.definition() for tool in plan.tools] or None
@@ -273,7 +276,10 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
             trace=trace,
             error=CLIENT_DISCONNECTED if disconnected else INTERNAL_ERROR,
             model_calls=model_calls,
+            memory_detail=memory_detail,
         )
         raise
-    _turn_close(response=response, status=status, usage=usage, trace=trace, error=error, model_calls=model_calls)
+    _turn_close(
+        response=response, status=status, usage=usage, trace=trace, error=error, model_calls=model_calls, memory_detail=memory_detail
+    )
     yield TurnEvent(kind="completed", response=response, output=output)

@@ -372,3 +372,48 @@ def test_building_the_block_costs_the_same_queries_for_20_and_2000_records(tenan
     assert result.trace["sections"] == {
         "commitments": 5, "behaviour": 0, "about_this_person": 5, "organisation": 0, "past_sessions": 0
     }
+
+
+# --- what the walk did, kept for the console (InjectionResult.detail) ----------------------------------
+
+
+def test_the_detail_names_each_injected_record_with_its_section_in_block_order(tenant):
+    """Issue 13 item 6: which records went into which section."""
+    promise = record(tenant.index, "Send Acme the offer", type="commitment", subject="anna")
+    hers = record(tenant.index, "Anna lives in Delft", subject="anna")
+    shared = record(tenant.index, "Office closes at six")
+
+    result = build(injecting_key(tenant))
+
+    assert result.detail == {
+        "injected": [[promise.id, "commitments"], [hers.id, "about_this_person"], [shared.id, "organisation"]],
+        "dropped": [],
+        "dropped_by_count": {},
+    }
+
+
+def test_the_detail_names_records_skipped_for_the_budget_and_for_the_share(tenant):
+    """R-7.8: a record too big for the budget is "budget"; a shared one past the organisation's share is "share"."""
+    too_big = record(tenant.index, "x" * 400, subject="anna", confidence=0.9)
+    fits = record(tenant.index, "short one", subject="anna", confidence=0.8)
+    shared = record(tenant.index, "y" * 60, confidence=0.7)
+
+    result = build(injecting_key(tenant, token_budget=60))
+
+    assert result.detail["injected"] == [[fits.id, "about_this_person"]]
+    assert result.detail["dropped"] == [[too_big.id, "about_this_person", "budget"], [shared.id, "organisation", "share"]]
+    assert result.trace["dropped_by_budget"] == 2
+
+
+def test_the_detail_counts_what_the_limit_left_out_per_section(tenant):
+    """R-7.8: the records `limit` left out are counted per section, not read."""
+    for number in range(3):
+        record(tenant.index, f"hers {number}", subject="anna", confidence=0.9 - number / 10)
+    for number in range(2):
+        record(tenant.index, f"shared {number}")
+
+    result = build(injecting_key(tenant, limit=1))
+
+    assert result.detail["dropped_by_count"] == {"about_this_person": 2, "organisation": 2}
+    assert result.trace["dropped_by_count"] == 4
+

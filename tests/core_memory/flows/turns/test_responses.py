@@ -240,6 +240,23 @@ def test_the_memory_block_reaches_the_model_as_a_system_message(tenant, fake_mod
     }
 
 
+def test_the_response_keeps_which_records_the_walk_injected_and_the_api_answer_does_not_show_it(tenant, fake_model):
+    """Issue 13 item 6: the console's memory trace; the API's trace stays R-7.9's counts."""
+    client, key = tenant.key_client(memory={"injection": {"enabled": True, "index_id": tenant.index.id, "token_budget": 30}})
+    index = resolved_for(key, tenant.index)
+    shown = record_write(key=key, index=index, subject=None, type="fact", text="Kantoor sluit om 17:00.", actor="t").record
+    too_long = record_write(key=key, index=index, subject=None, type="fact", text="x" * 200, confidence=0.5, actor="t").record
+
+    body = turn(client).json()
+
+    assert set(body["trace"]) == {"memory"}
+    assert Response.objects.get(pk=body["id"]).memory_detail == {
+        "injected": [[shown.id, "organisation"]],
+        "dropped": [[too_long.id, "organisation", "budget"]],
+        "dropped_by_count": {},
+    }
+
+
 def test_a_turn_raises_the_retrieval_count_of_each_injected_record_only(tenant, fake_model):
     """R-7.10: by one per turn, for the records the block holds and no other."""
     client, key = tenant.key_client(memory={"injection": {"enabled": True, "index_id": tenant.index.id, "limit": 1}})
