@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.db.models import QuerySet
@@ -15,3 +16,9 @@ def audit_event_list(*, organisation: Organisation, filters: dict | None = None)
     """The organisation's events, newest first, narrowed by validated `filters` (R-11.3)."""
     events = AuditEvent.objects.for_organisation(organisation)
     return AuditEventFilter(filters or {}, queryset=events).qs
+
+
+def audit_events_counted(*, organisation_id: str | None, action: str, since: datetime) -> int:
+    """How many `action` events since `since` (every organisation's when `organisation_id` is None)."""
+    events = AuditEvent.objects.unscoped() if organisation_id is None else AuditEvent.objects.for_organisation(organisation_id)
+    return events.filter(action=action, at__gte=since).count()

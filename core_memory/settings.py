@@ -9,7 +9,7 @@ from urllib.parse import unquote
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
-from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
 from core_memory.beat import BEAT_SCHEDULE
 
@@ -31,11 +31,12 @@ TIME_ZONE = env.str("TIME_ZONE", default="UTC")
 USE_TZ = True
 USE_I18N = True
 LANGUAGE_CODE = "nl"
-LANGUAGES = [("nl", _("Dutch")), ("en", _("English"))]
+# Marked, not translated here: the language switch translates them itself (get_available_languages).
+LANGUAGES = [("nl", gettext_noop("Dutch")), ("en", gettext_noop("English"))]
 LOCALE_PATHS = [BASE_DIR / "locale"]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "core_memory.console.admin_app.ConsoleAdminConfig",  # django.contrib.admin on the console site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

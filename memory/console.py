@@ -29,7 +29,8 @@ def console_read_audit(
     """One `memory.console_read` event per organisation whose records were shown.
 
     `shown` is (record id, organisation id) for every record on the page, in page order;
-    `page` names the console page (`list`, `record`, `history`, `delete`). An
+    `page` names the console page (`list`, `record`, `history`, `delete`, `dashboard`,
+    `persons`, `person`, `erase`, `threads`, `thread`); `details` says what else it showed. An
     administrator reads only her own organisation, so she writes exactly one event —
     also for a list page that showed no record, given her `organisation_id`. A
     superuser's page may span organisations: each organisation's log gets the ids of

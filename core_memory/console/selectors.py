@@ -1,7 +1,18 @@
-"""Who a console user is and which organisation she administers (R-10.3)."""
+"""Who a console user is, which organisation she administers (R-10.3), and what the console's
+home page shows her."""
 from __future__ import annotations
 
+import zoneinfo
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.utils import timezone
+
+from audit.selectors import audit_events_counted
 from core_memory.console.models import ConsoleAdministrator
+from core_memory.organisations.models import Organisation
+from memory.console import CONSOLE_READ
+from memory.selectors import records_counted
 
 EVERY_ORGANISATION = None
 
@@ -22,3 +33,64 @@ def administered_organisation_id(*, user) -> str | None:
 def console_actor(*, user) -> str:
     """The audit actor of a console action (R-11.1: "key id or console user")."""
     return f"console:{user.get_username()}"
+
+
+@dataclass
+class IndexFigures:
+    index_id: str
+    name: str
+    types: dict[str, int] = field(default_factory=dict)
+    records: int = 0
+    contested: int = 0
+
+
+@dataclass
+class DashboardFigures:
+    """The console home's figures (issue 13, item 7)."""
+
+    indexes: list[IndexFigures]
+    contested: int
+    reads_today: int
+    today_from: datetime
+
+    @property
+    def records(self) -> int:
+        return sum(index.records for index in self.indexes)
+
+    def summary(self) -> dict:
+        """What the page showed, for its `memory.console_read` event (R-10.2)."""
+        return {
+            "records": {index.index_id: index.types for index in self.indexes},
+            "contested": self.contested,
+            "reads_today": self.reads_today,
+        }
+
+
+def _local_midnight(*, organisation_id: str | None) -> datetime:
+    """Today's start in the organisation's time zone (UTC for a superuser's every-organisation view)."""
+    zone_name = "UTC"
+    if organisation_id is not None:
+        zone_name = Organisation.objects.filter(pk=organisation_id).values_list("timezone", flat=True).first() or "UTC"
+    try:
+        zone = zoneinfo.ZoneInfo(zone_name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        zone = zoneinfo.ZoneInfo("UTC")
+    return timezone.localtime(timezone.now(), zone).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def dashboard_figures(*, organisation_id: str | None) -> DashboardFigures:
+    """Records per index and type, contested records, and the console reads audited today.
+    `organisation_id` None: every organisation (a superuser)."""
+    indexes: dict[str, IndexFigures] = {}
+    for row in records_counted(organisation_id=organisation_id):
+        entry = indexes.setdefault(row["index_id"], IndexFigures(index_id=row["index_id"], name=row["index_name"]))
+        entry.types[row["type"]] = row["records"]
+        entry.records += row["records"]
+        entry.contested += row["contested"]
+    today_from = _local_midnight(organisation_id=organisation_id)
+    return DashboardFigures(
+        indexes=list(indexes.values()),
+        contested=sum(index.contested for index in indexes.values()),
+        reads_today=audit_events_counted(organisation_id=organisation_id, action=CONSOLE_READ, since=today_from),
+        today_from=today_from,
+    )

@@ -1,0 +1,35 @@
+"""The console's admin site (R-10): Django's admin with the Geheugen dashboard on its home
+page and no "View site" link (the service has no public site to view).
+
+`core_memory.console.admin_app.ConsoleAdminConfig` replaces `django.contrib.admin` in INSTALLED_APPS so that every
+`@admin.register` lands on this site.
+"""
+from __future__ import annotations
+
+from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
+
+from core_memory.console.selectors import administered_organisation_id, console_actor, dashboard_figures
+from memory.console import console_read_audit
+
+
+class ConsoleSite(admin.AdminSite):
+    site_header = "Core Geheugen"
+    site_title = "Core Geheugen"
+    index_title = _("Console")
+    site_url = None  # "View site" led to a bare 404: there is no public site
+    index_template = "admin/console_index.html"
+
+    def index(self, request, extra_context=None):
+        """The app list and the dashboard (issue 13, item 7); a read, so audited (R-10.2)."""
+        organisation_id = administered_organisation_id(user=request.user)
+        figures = dashboard_figures(organisation_id=organisation_id) if organisation_id != "" else None
+        if figures is not None:
+            console_read_audit(
+                actor=console_actor(user=request.user),
+                page="dashboard",
+                shown=[],
+                organisation_id=organisation_id,
+                details={"shown": figures.summary()},
+            )
+        return super().index(request, {"dashboard": figures, **(extra_context or {})})

@@ -1,0 +1,17 @@
+"""Template filters the console's pages share."""
+from django import template
+
+from memory.models import type_label as memory_type_label
+
+register = template.Library()
+
+
+@register.filter
+def type_label(type_name: str) -> str:
+    """A record type as the console names it, translated (memory.models.TYPE_LABELS)."""
+    return memory_type_label(type_name)
+
+
+@register.filter
+def get_item(mapping: dict, key):
+    return mapping.get(key)
