@@ -8,20 +8,21 @@ Corrections and deletions go through memory.services (`record_update`, `record_d
 so history versions and the `memory.updated` / `memory.deleted` events are the API's.
 
 Effective confidence (R-5.9) depends on the reading key's half-lives, and the console
-reads with no key. So by default it shows effective = stored (no decay); the "decay as
-read by" filter applies the half-lives of one of her organisation's keys, showing the
-records as that key's readers see them.
+reads with no key. By default it reads with the organisation's default half-lives (per
+type the shortest any of her usable keys sets, memory.selectors.organisation_default_half_lives),
+stated above the list; the "decay as read by" filter reads as one given key instead, or
+without decay.
 """
 from __future__ import annotations
-
-import json
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
+from django.contrib.admin.views.main import ChangeList
+from django.db.models import Prefetch
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect, QueryDict
-from django.template.defaultfilters import yesno
+from django.template.defaultfilters import floatformat, yesno
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -29,22 +30,42 @@ from django.utils import formats, timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator, capfirst
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from core_memory.base.errors import ApplicationError
-from core_memory.console.admin import SoftDeleteScopedAdmin
+from core_memory.console.actors import actor_labels
+from core_memory.console.admin import SoftDeleteScopedAdmin, person_url, thread_url
+from core_memory.console.diff import mapping_diff, text_diff, value_diff
 from core_memory.keys.models import ApiKey
 from memory.console import console_read_audit
-from memory.models import MemoryRecord
+from memory.models import MemoryRecord, type_label
 from memory.search import text_query
-from memory.selectors import effective_confidence_expression, key_half_lives, record_history
+from memory.selectors import (
+    change_reason_parts,
+    effective_confidence_expression,
+    key_half_lives,
+    organisation_default_half_lives,
+    record_history,
+)
 from memory.services import COMMITMENT, UPDATABLE_FIELDS, record_delete_by_administrator, record_update_by_administrator
 from stores.models import KnowledgeIndex
 
 DECAY_KEY_VAR = "decay_key"
+NO_DECAY = "-"  # the decay filter's value for reading the stored confidence
+DATES_VAR = "dates"
 SHARED = "-"  # the person filter's value for shared records (no subject is "-")
 COMMITMENT_FIELDS = ("due_at", "done")
 EMPTY = "—"
 RECORD_PAGE_VERSIONS = 20
+# What each kind of version is called (memory.services.change_reason's "what").
+CHANGE_KINDS = {
+    "created": _("created"),
+    "confirmed": _("confirmed"),
+    "corrected": _("created as a correction"),
+    "ended": _("ended by a correction"),
+    "updated": _("edited"),
+    "deleted": _("deleted"),
+}
 
 
 def moment(value) -> str:
@@ -83,17 +104,66 @@ class PersonListFilter(admin.SimpleListFilter):
 
 
 class DecayListFilter(admin.SimpleListFilter):
-    """Whose half-lives the effective confidence uses; MemoryRecordAdmin.get_queryset applies them."""
+    """Whose half-lives the effective confidence uses; MemoryRecordAdmin.get_queryset applies them.
+    "All" is the organisation's default half-lives."""
 
     title = _("decay as read by key")
     parameter_name = DECAY_KEY_VAR
 
     def lookups(self, request, model_admin):
         keys = model_admin.scoped(ApiKey, request).order_by("name")
-        return [(key.pk, f"{key.name} ({key.pk})") for key in keys if key_half_lives(key=key)]
+        return [(NO_DECAY, _("no decay (stored confidence)"))] + [
+            (key.pk, f"{key.name} ({key.pk})") for key in keys if key_half_lives(key=key)
+        ]
+
+    def choices(self, changelist):
+        choices = list(super().choices(changelist))
+        choices[0]["display"] = _("the organisation's default half-lives")
+        return choices
 
     def queryset(self, request, queryset):
         return queryset
+
+
+class TypeListFilter(admin.SimpleListFilter):
+    """The types her records have, by their translated names."""
+
+    title = _("type")
+    parameter_name = "type"
+
+    def lookups(self, request, model_admin):
+        types = model_admin.get_queryset(request).order_by("type").values_list("type", flat=True).distinct()
+        return [(type_name, type_label(type_name)) for type_name in types]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(type=self.value()) if self.value() else queryset
+
+
+class DatesListFilter(admin.SimpleListFilter):
+    """Which date the list's date hierarchy walks: created (default) or last updated."""
+
+    title = _("dates by")
+    parameter_name = DATES_VAR
+
+    def lookups(self, request, model_admin):
+        return [("updated", _("last updated"))]
+
+    def choices(self, changelist):
+        choices = list(super().choices(changelist))
+        choices[0]["display"] = _("created")
+        return choices
+
+    def queryset(self, request, queryset):
+        return queryset
+
+
+class RecordChangeList(ChangeList):
+    """The record list, whose date hierarchy follows the "dates by" filter."""
+
+    def __init__(self, request, model, list_display, list_display_links, list_filter, date_hierarchy, *args, **kwargs):
+        if request.GET.get(DATES_VAR) == "updated":
+            date_hierarchy = "updated_at"
+        super().__init__(request, model, list_display, list_display_links, list_filter, date_hierarchy, *args, **kwargs)
 
 
 class MemoryRecordForm(forms.ModelForm):
@@ -131,26 +201,27 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
     form = MemoryRecordForm
     list_display = (
         "short_text",
-        "type",
+        "type_name",
         "person",
-        "stored_confidence",
-        "effective_confidence",
-        "contested",
+        "confidences",
+        "contested_badge",
         "status",
         "source",
         "provenance_summary",
-        "index",
+        "index_name",
         "created_at",
     )
     list_filter = (
         ("index", IndexListFilter),
-        "type",
+        TypeListFilter,
         PersonListFilter,
         "contested",
         "source",
         "status",
         DecayListFilter,
+        DatesListFilter,
     )
+    date_hierarchy = "created_at"
     list_select_related = ("index",)
     ordering = ("-id",)
     show_full_result_count = False  # a second count over every record of the organisation
@@ -160,7 +231,7 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
         "id",
         "index",
         "person",
-        "type",
+        "type_name",
         "status",
         "source",
         "trusted",
@@ -168,9 +239,8 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
         "confirmations",
         "last_confirmed_at",
         "retrieval_count",
-        "contested",
-        "contradicted_records",
-        "thread_id",
+        "contested_badge",
+        "thread_link",
         "item_ids",
         "response_id",
         "replaces_link",
@@ -183,10 +253,10 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
         "updated_at",
     )
     fieldsets = (
-        (None, {"fields": ("id", "index", "person", "type", "status", "source", "trusted")}),
+        (None, {"fields": ("id", "index", "person", "type_name", "status", "source", "trusted")}),
         (_("Content"), {"fields": ("text", "metadata", "confidence", "effective_confidence", "due_at", "done", "structured")}),
-        (_("Use"), {"fields": ("confirmations", "last_confirmed_at", "retrieval_count", "contested", "contradicted_records")}),
-        (_("Provenance"), {"fields": ("thread_id", "item_ids", "response_id")}),
+        (_("Use"), {"fields": ("confirmations", "last_confirmed_at", "retrieval_count", "contested_badge")}),
+        (_("Provenance"), {"fields": ("thread_link", "item_ids", "response_id")}),
         (_("Corrections"), {"fields": ("replaces_link", "replaced_by_link", "corrections_links")}),
         (_("History"), {"fields": ("versions",)}),
         (_("Dates"), {"fields": ("changed_at", "created_at", "updated_at")}),
@@ -195,16 +265,60 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
     # --- what is listed --------------------------------------------------------------------------
     def get_queryset(self, request):
         records = super().get_queryset(request).filter(index__deleted_at__isnull=True)
-        return records.annotate(effective_confidence=effective_confidence_expression(half_life_days=self.half_lives(request)))
+        # Only the ids of the records each one contradicts, for the contested badge: one query per page.
+        contradicted = Prefetch("contradicts", queryset=MemoryRecord.objects.unscoped().only("id").order_by("id"))
+        return records.prefetch_related(contradicted).annotate(
+            effective_confidence=effective_confidence_expression(half_life_days=self.decay_reading(request)[1])
+        )
 
-    def half_lives(self, request) -> dict[str, float]:
-        """The half-lives of the key chosen in the decay filter (kept on a record page
-        opened from the list), limited to her organisation's keys; none by default."""
-        if not hasattr(request, "_console_half_lives"):
+    def get_changelist(self, request, **kwargs):
+        return RecordChangeList
+
+    def decay_reading(self, request) -> tuple[str, dict[str, float]]:
+        """(what the effective confidence is read with, its half-lives): the key chosen in the
+        decay filter (kept on a record page opened from the list), limited to her organisation's
+        keys; no decay; or by default the organisation's default half-lives."""
+        if not hasattr(request, "_console_decay"):
             key_id = request.GET.get(DECAY_KEY_VAR) or QueryDict(request.GET.get("_changelist_filters", "")).get(DECAY_KEY_VAR)
-            key = self.scoped(ApiKey, request).filter(pk=key_id).first() if key_id else None
-            request._console_half_lives = key_half_lives(key=key) if key else {}
-        return request._console_half_lives
+            organisation_id = self.organisation_id(request)
+            if key_id == NO_DECAY:
+                reading = (_("no decay: effective confidence is the stored confidence"), {})
+            elif key_id:
+                key = self.scoped(ApiKey, request).filter(pk=key_id).first()
+                half_lives = key_half_lives(key=key) if key else {}
+                reading = (_("the half-lives of key %(key)s") % {"key": key} if key else _("no decay"), half_lives)
+            elif organisation_id:
+                half_lives = organisation_default_half_lives(organisation_id=organisation_id)
+                reading = (_("the organisation's default half-lives (per type the shortest any of its usable keys sets)"), half_lives)
+            else:  # a superuser across organisations: no one organisation's default applies
+                reading = (_("no decay: effective confidence is the stored confidence"), {})
+            request._console_decay = reading
+        return request._console_decay
+
+    def decay_statement(self, request) -> str:
+        """The sentence above the list and on a record page saying how effective confidence is read."""
+        label, half_lives = self.decay_reading(request)
+        if not half_lives:
+            return _("Effective confidence is read with %(reading)s; no type decays.") % {"reading": label}
+        listed = ", ".join(
+            _("%(type)s: %(days)s days") % {"type": type_label(name), "days": floatformat(days, -3)}
+            for name, days in half_lives.items()
+        )
+        return _("Effective confidence is read with %(reading)s: %(half_lives)s.") % {"reading": label, "half_lives": listed}
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {"decay_statement": self.decay_statement(request), **(extra_context or {})}
+        response = super().changelist_view(request, extra_context)
+        changelist = self.renders(response, "cl")
+        if changelist is not None:
+            # Evaluates the page's queryset once; the template renders these very rows.
+            self.audit_read(
+                request,
+                page="list",
+                records=list(changelist.result_list),
+                details={"filters": changelist.get_filters_params(), "search": changelist.query, "page_number": changelist.page_num},
+            )
+        return response
 
     def get_search_results(self, request, queryset, search_term):
         """The API list's `q` (R-5.6) over the stored Dutch+English vector, not icontains."""
@@ -231,31 +345,67 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
     def short_text(self, record: MemoryRecord) -> str:
         return Truncator(record.text).chars(80)
 
-    @admin.display(description=_("person"), ordering="subject")
-    def person(self, record: MemoryRecord) -> str:
-        return record.subject or _("shared")
+    @admin.display(description=_("type"), ordering="type")
+    def type_name(self, record: MemoryRecord) -> str:
+        return type_label(record.type)
 
-    @admin.display(description=_("confidence"), ordering="confidence")
-    def stored_confidence(self, record: MemoryRecord) -> str:
-        return formats.number_format(record.confidence, 2)
+    @admin.display(description=_("person"), ordering="subject")
+    def person(self, record: MemoryRecord):
+        if record.subject is None:
+            return _("shared")
+        return format_html('<a href="{}">{}</a>', person_url(self.admin_site, record.organisation_id, record.subject), record.subject)
+
+    @admin.display(description=_("index"), ordering="index__name")
+    def index_name(self, record: MemoryRecord) -> str:
+        return record.index.name
+
+    @admin.display(description=_("confidence: stored → effective"), ordering="effective_confidence")
+    def confidences(self, record: MemoryRecord) -> str:
+        stored = formats.number_format(record.confidence, 2)
+        effective = formats.number_format(record.effective_confidence, 2)
+        return stored if stored == effective else f"{stored} → {effective}"
 
     @admin.display(description=_("effective confidence"), ordering="effective_confidence")
     def effective_confidence(self, record: MemoryRecord) -> str:
         return formats.number_format(record.effective_confidence, 2)
 
-    @admin.display(description=_("provenance"))
-    def provenance_summary(self, record: MemoryRecord) -> str:
-        provenance = record.provenance
-        if not any(provenance.values()):
+    @admin.display(description=_("contested"), ordering="contested")
+    def contested_badge(self, record: MemoryRecord):
+        """A warning, not a tick: maintenance found a record this one contradicts (R-9.2)."""
+        if not record.contested:
             return EMPTY
-        items = _("%(count)d items") % {"count": len(provenance["item_ids"])}
-        return " · ".join(str(part) for part in (provenance["thread_id"] or EMPTY, items, provenance["response_id"] or EMPTY))
+        contradicted = [other.pk for other in record.contradicts.all()]
+        if not contradicted:
+            return format_html('<span class="badge-contested">{}</span>', _("contested"))
+        return format_html_join(
+            " ",
+            '<a class="badge-contested" href="{}" title="{}">{}</a>',
+            (
+                (self.record_url(other_id), _("contradicts %(record)s") % {"record": other_id}, _("contested"))
+                for other_id in contradicted
+            ),
+        )
+
+    @admin.display(description=_("provenance"))
+    def provenance_summary(self, record: MemoryRecord):
+        if not record.thread_id:
+            return EMPTY
+        items = ngettext("%(count)d item", "%(count)d items", len(record.item_ids or [])) % {"count": len(record.item_ids or [])}
+        return format_html('<a href="{}">{}</a> · {}', thread_url(self.admin_site, record.thread_id), _("thread"), items)
+
+    @admin.display(description=_("thread"))
+    def thread_link(self, record: MemoryRecord):
+        if not record.thread_id:
+            return EMPTY
+        return format_html('<a href="{}">{}</a>', thread_url(self.admin_site, record.thread_id), record.thread_id)
+
+    def record_url(self, record_id: str) -> str:
+        return reverse(f"{self.admin_site.name}:memory_memoryrecord_change", args=[quote(record_id)])
 
     def record_link(self, record_id: str | None):
         if not record_id:
             return EMPTY
-        url = reverse(f"{self.admin_site.name}:memory_memoryrecord_change", args=[quote(record_id)])
-        return format_html('<a href="{}">{}</a>', url, record_id)
+        return format_html('<a href="{}">{}</a>', self.record_url(record_id), record_id)
 
     def record_links(self, record_ids):
         return format_html_join(", ", "{}", ((self.record_link(record_id),) for record_id in record_ids)) or EMPTY
@@ -272,32 +422,37 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
     def corrections_links(self, record: MemoryRecord):
         return self.record_links(record.corrections.order_by("id").values_list("id", flat=True))
 
-    @admin.display(description=_("contradicts"))
-    def contradicted_records(self, record: MemoryRecord):
-        return self.record_links(record.contradicts.order_by("id").values_list("id", flat=True))
-
     @admin.display(description=_("versions"))
     def versions(self, record: MemoryRecord):
         """The newest versions; the history page shows them all."""
         return self.versions_table(record, limit=RECORD_PAGE_VERSIONS)
 
     def versions_table(self, record: MemoryRecord, *, limit: int | None = None):
-        """Stored versions, newest first: what changed it and by whom, and the correction
-        links it had then (R-5.4)."""
+        """Stored versions, newest first (R-5.4): when, what kind of change, who (a key by its
+        name, an administrator as such), and what changed against the version before it —
+        text, confidence and metadata highlighted — with the correction links it had then."""
         commitment = record.type == COMMITMENT
-        headers = [_("when"), _("change"), _("text"), _("metadata"), _("confidence"), _("status"), _("confirmations")]
+        headers = [_("when"), _("change"), _("by"), _("text"), _("confidence"), _("metadata"), _("status"), _("confirmations")]
         if commitment:
             headers += [_("due at"), _("done")]
         headers += [_("replaces"), _("replaced by")]
-        versions = list(record_history(record=record)[: limit + 1] if limit else record_history(record=record))
+        # One version more than shown: the oldest shown is diffed against it, and it says there are more.
+        history = record_history(record=record)
+        versions = list(history[: limit + 1] if limit else history)
+        shown = versions[:limit] if limit else versions
+        reasons = [change_reason_parts(version.history_change_reason) for version in shown]
+        actors = actor_labels(organisation_id=record.organisation_id, actors=[actor for _what, actor in reasons])
         rows = []
-        for version in versions[:limit]:
+        for position, (version, (what, actor)) in enumerate(zip(shown, reasons, strict=True)):
+            previous = versions[position + 1] if position + 1 < len(versions) else None
+            kind = _("erased") if version.history_type == "-" else CHANGE_KINDS.get(what, what or EMPTY)
             cells = [
                 moment(version.history_date),
-                version.history_change_reason or EMPTY,
-                version.text,
-                json.dumps(version.metadata, ensure_ascii=False),
-                formats.number_format(version.confidence, 2),
+                format_html('<span class="change-kind">{}</span>', kind),
+                actors[actor],
+                text_diff(previous.text if previous else None, version.text),
+                value_diff(previous.confidence if previous else None, version.confidence, shown=lambda value: formats.number_format(value, 2)),
+                mapping_diff(previous.metadata if previous else None, version.metadata),
                 version.get_status_display(),
                 version.confirmations,
             ]
@@ -373,20 +528,8 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
             return response.context_data.get(name)
         return None
 
-    def changelist_view(self, request, extra_context=None):
-        response = super().changelist_view(request, extra_context)
-        changelist = self.renders(response, "cl")
-        if changelist is not None:
-            # Evaluates the page's queryset once; the template renders these very rows.
-            self.audit_read(
-                request,
-                page="list",
-                records=list(changelist.result_list),
-                details={"filters": changelist.get_filters_params(), "search": changelist.query, "page_number": changelist.page_num},
-            )
-        return response
-
     def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        extra_context = {"decay_statement": self.decay_statement(request), **(extra_context or {})}
         response = super().changeform_view(request, object_id, form_url, extra_context)
         record = self.renders(response, "original")
         if record is not None:

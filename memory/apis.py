@@ -18,6 +18,7 @@ from memory.models import MemoryRecord
 from memory.selectors import (
     SEARCH_DEFAULT_LIMIT,
     SEARCH_MAX_LIMIT,
+    change_reason_parts,
     record_get_available,
     record_history,
     record_list,
@@ -274,10 +275,10 @@ class MemoryHistoryApi(CoreApi):
         changed_at = serializers.DateTimeField()
 
         def get_change(self, version) -> str:
-            return (version.history_change_reason or "").rpartition(" by ")[0]
+            return change_reason_parts(version.history_change_reason)[0]
 
         def get_actor(self, version) -> str | None:
-            return (version.history_change_reason or "").rpartition(" by ")[2] or None
+            return change_reason_parts(version.history_change_reason)[1]
 
     def get(self, request, record_id: str):
         """Read a record's history

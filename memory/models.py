@@ -14,6 +14,21 @@ from stores.models import KnowledgeIndex
 SEARCH_CONFIGS = ("dutch", "english")
 
 
+# What the console calls the types Core knows (SPEC §0); a switch's own types show as they are named.
+TYPE_LABELS = {
+    "fact": _("fact"),
+    "preference": _("preference"),
+    "commitment": _("commitment"),
+    "behaviour": _("behaviour"),
+    "episode": _("episode"),
+    "lesson": _("lesson"),
+}
+
+
+def type_label(type_name: str) -> str:
+    return TYPE_LABELS.get(type_name, type_name)
+
+
 def search_vector_expression():
     """Records are written in Dutch AND English, often mixed in one organisation.
 

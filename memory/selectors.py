@@ -5,7 +5,7 @@ import math
 from datetime import datetime
 
 from django.contrib.postgres.search import SearchRank
-from django.db.models import Case, DateTimeField, F, FloatField, Func, Q, QuerySet, Value, When
+from django.db.models import Case, Count, DateTimeField, F, FloatField, Func, Max, Q, QuerySet, Value, When
 from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 
@@ -40,6 +40,17 @@ def store_known_types(*, index: KnowledgeIndex) -> list[str]:
 def key_half_lives(*, key: ApiKey) -> dict[str, float]:
     decay = (key.memory or {}).get("decay") or {}
     return dict(decay.get("half_life_days") or {})
+
+
+def organisation_default_half_lives(*, organisation_id: str) -> dict[str, float]:
+    """The console's default reading of effective confidence (R-5.9, R-10.1): per type, the
+    shortest half-life any usable key of the organisation sets — the record as the most
+    forgetful of her assistants reads it. Empty when no key sets one (no decay)."""
+    shortest: dict[str, float] = {}
+    for key in ApiKey.objects.for_organisation(organisation_id).usable().only("memory"):
+        for type_name, half_life in key_half_lives(key=key).items():
+            shortest[type_name] = min(half_life, shortest.get(type_name, half_life))
+    return dict(sorted(shortest.items()))
 
 
 class _AgeDays(Func):
@@ -213,3 +224,104 @@ def _full_text_ranking(*, candidates: QuerySet[MemoryRecord], query: str, limit:
         .values_list("id", "score")[:limit]
     )
     return list(ranked)
+
+
+def change_reason_parts(reason: str | None) -> tuple[str, str | None]:
+    """A version's `history_change_reason` ("<what> by <actor>", memory.services.change_reason)
+    as (what, actor): what is created, confirmed, corrected, ended, updated or deleted."""
+    what, _by, actor = (reason or "").rpartition(" by ")
+    return what, actor or None
+
+
+def records_counted(*, organisation_id: str | None) -> list[dict]:
+    """Active records of live indexes counted per index and type, with how many are contested:
+    `[{"index_id", "index_name", "type", "records", "contested"}]`, by index name then type.
+    `organisation_id` None counts every organisation's (a console superuser's dashboard)."""
+    records = MemoryRecord.objects.unscoped() if organisation_id is None else MemoryRecord.objects.for_organisation(organisation_id)
+    return list(
+        records.filter(status=MemoryRecord.Status.ACTIVE, index__deleted_at__isnull=True)
+        .values("index_id", "type")
+        .annotate(index_name=F("index__name"), records=Count("id"), contested=Count("id", filter=Q(contested=True)))
+        .order_by("index_name", "index_id", "type")
+    )
+
+
+def person_record_figures(*, organisation_id: str, subjects: list[str]) -> dict[str, dict]:
+    """For each person: her not-deleted records per type (active ones) and when one last changed:
+    `{subject: {"types": {type: n}, "last_changed_at": datetime}}`. One query for the page of persons."""
+    figures: dict[str, dict] = {subject: {"types": {}, "last_changed_at": None} for subject in subjects}
+    rows = (
+        MemoryRecord.objects.for_organisation(organisation_id)
+        .filter(subject__in=subjects)
+        .exclude(status=MemoryRecord.Status.DELETED)
+        .values("subject", "type")
+        .annotate(active=Count("id", filter=Q(status=MemoryRecord.Status.ACTIVE)), last_changed_at=Max("updated_at"))
+        .order_by("subject", "type")
+    )
+    for row in rows:
+        entry = figures[row["subject"]]
+        if row["active"]:
+            entry["types"][row["type"]] = row["active"]
+        if entry["last_changed_at"] is None or row["last_changed_at"] > entry["last_changed_at"]:
+            entry["last_changed_at"] = row["last_changed_at"]
+    return figures
+
+
+def records_by_id(*, organisation_id: str, record_ids) -> dict[str, MemoryRecord]:
+    """The organisation's records among `record_ids` (any status), by id; ids of records since
+    erased, or of another organisation, are simply absent. One query."""
+    ids = list(dict.fromkeys(record_ids))
+    if not ids:
+        return {}
+    records = MemoryRecord.objects.for_organisation(organisation_id).filter(id__in=ids).select_related("index")
+    return {record.id: record for record in records}
+
+
+def record_subjects(*, organisation_id: str | None, search: str = ""):
+    """(organisation id, subject) of every person who has a not-deleted record; a values queryset
+    to combine with the other tables that name persons (core_memory.flows.persons)."""
+    records = MemoryRecord.objects.unscoped() if organisation_id is None else MemoryRecord.objects.for_organisation(organisation_id)
+    records = records.filter(subject__isnull=False).exclude(status=MemoryRecord.Status.DELETED)
+    if search:
+        records = records.filter(subject__icontains=search)
+    return records.values_list("organisation_id", "subject").order_by()
+
+
+# The person page's sections, in the injection block's order (R-7.5); lessons are injected
+# under about_this_person and shown apart.
+PERSON_SECTIONS = ("commitments", "behaviour", "about_this_person", "lessons", "past_sessions")
+
+
+def person_records_in_sections(
+    *, organisation_id: str, subject: str, half_life_days: dict[str, float], limit: int, now: datetime | None = None
+) -> dict[str, list[MemoryRecord]]:
+    """Her active records in live indexes, section by section in the order injection ranks them
+    (R-7.5, R-7.7: commitments soonest due first; behaviour newest first; the rest by effective
+    confidence, retrieval count, id; episodes newest first), at most `limit + 1` per section so a
+    caller can tell there are more. One query per section."""
+    mine = (
+        MemoryRecord.objects.for_organisation(organisation_id)
+        .filter(subject=subject, status=MemoryRecord.Status.ACTIVE, index__deleted_at__isnull=True)
+        .select_related("index")
+        .annotate(effective_confidence=effective_confidence_expression(half_life_days=half_life_days, now=now))
+    )
+    sections = {
+        "commitments": mine.filter(type="commitment", done=False).order_by(F("due_at").asc(nulls_last=True), *TIE_BREAKERS),
+        "behaviour": mine.filter(type="behaviour").order_by("-created_at", *TIE_BREAKERS),
+        "about_this_person": mine.exclude(type__in=("commitment", "behaviour", "episode", "lesson")).order_by(*TIE_BREAKERS),
+        "lessons": mine.filter(type="lesson").order_by(*TIE_BREAKERS),
+        "past_sessions": mine.filter(type="episode").order_by("-created_at", *TIE_BREAKERS),
+    }
+    return {name: list(sections[name][: limit + 1]) for name in PERSON_SECTIONS}
+
+
+def person_records_counted(*, organisation_id: str, subject: str) -> dict[str, int]:
+    """Every record of hers, whatever its status, per type: what erasing her removes (R-3.4)."""
+    rows = (
+        MemoryRecord.objects.for_organisation(organisation_id)
+        .filter(subject=subject)
+        .values("type")
+        .annotate(records=Count("id"))
+        .order_by("type")
+    )
+    return {row["type"]: row["records"] for row in rows}

@@ -21,6 +21,11 @@ from tests.factories import (
 from tests.fake_model import FakeChatModel
 
 
+def pytest_collection_modifyitems(config, items):
+    """Browser tests last (tests/core_memory/console/browser/conftest.py says why)."""
+    items.sort(key=lambda item: item.nodeid.startswith("tests/core_memory/console/browser/"))
+
+
 @dataclass
 class Tenant:
     """An organisation with its owner key (every capability, every index) and one index,
@@ -75,6 +80,18 @@ def write(tenant):
     def _write(text: str, *, type: str = "fact", subject: str | None = None, index=None, **fields) -> MemoryRecord:
         return record_write(
             key=tenant.key, index=resolved_for(tenant.key, index or tenant.index), subject=subject, type=type, text=text, actor="test", **fields
+        ).record
+
+    return _write
+
+
+@pytest.fixture
+def other_write(other_tenant):
+    """write(text, **fields) -> MemoryRecord of the other organisation, through the record service."""
+
+    def _write(text: str, **fields) -> MemoryRecord:
+        return record_write(
+            key=other_tenant.key, index=other_tenant.index, subject=fields.pop("subject", None), type="fact", text=text, actor="test", **fields
         ).record
 
     return _write

@@ -4,16 +4,46 @@ administrator's own organisation. Each app's admin.py builds on
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.admin.utils import quote
 from django.http import Http404
+from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
 from core_memory.console.models import ConsoleAdministrator
 from core_memory.console.selectors import EVERY_ORGANISATION, administered_organisation_id, console_actor
 from core_memory.organisations.models import Organisation
 
-admin.site.site_header = "Core Geheugen"
-admin.site.site_title = "Core Geheugen"
-admin.site.index_title = _("Console")
+
+def person_url(site: admin.AdminSite, organisation_id: str, subject: str) -> str:
+    """The console page of a person of an organisation (core_memory.persons.admin)."""
+    return reverse(f"{site.name}:persons_person_page", args=[organisation_id, quote(subject)])
+
+
+def thread_url(site: admin.AdminSite, thread_id: str) -> str:
+    """The console page of a thread and its responses' memory traces (core_memory.threads.admin)."""
+    return reverse(f"{site.name}:threads_thread_change", args=[quote(thread_id)])
+
+
+class TextInputFilter(admin.SimpleListFilter):
+    """A list filter typed in rather than picked: an exact value of one field (`field_name`)."""
+
+    template = "admin/console/input_filter.html"
+    field_name = ""
+
+    def lookups(self, request, model_admin):
+        return [("", "")]  # Django shows a filter only when it has choices; the input is the choice
+
+    def choices(self, changelist):
+        yield {
+            "value": self.value() or "",
+            "parameter_name": self.parameter_name,
+            "kept": [(name, values) for name, values in changelist.filter_params.items() if name != self.parameter_name],
+            "clear_query_string": changelist.get_query_string(remove=[self.parameter_name]),
+        }
+
+    def queryset(self, request, queryset):
+        value = (self.value() or "").strip()
+        return queryset.filter(**{self.field_name: value}) if value else queryset
 
 
 class OrganisationScopedAdmin(admin.ModelAdmin):

@@ -1,16 +1,16 @@
-"""Builders for the record tests: age records by moving their clock (`write` is in tests/conftest.py),
-another organisation's records, and the console's record pages."""
+"""Builders for the record tests: age records by moving their clock (`write` and `other_write` are in
+tests/conftest.py), and read the console's record pages and their versions."""
 from __future__ import annotations
 
 from datetime import timedelta
+from html import escape
+from html.parser import HTMLParser
 
-import pytest
 from django.contrib.admin.utils import quote
 from django.utils import timezone
 
 from audit.models import AuditEvent
 from memory.models import MemoryRecord
-from memory.services import record_write
 
 
 def age(record: MemoryRecord, *, days: float, now=None) -> MemoryRecord:
@@ -36,11 +36,57 @@ def read_events():
     return AuditEvent.objects.filter(action="memory.console_read").order_by("id")
 
 
-@pytest.fixture
-def other_write(other_tenant):
-    def _write(text: str, **fields) -> MemoryRecord:
-        return record_write(
-            key=other_tenant.key, index=other_tenant.index, subject=fields.pop("subject", None), type="fact", text=text, actor="test", **fields
-        ).record
 
-    return _write
+
+class _VersionsTable(HTMLParser):
+    """The rows of a page's versions table (memory.admin.versions_table): each cell's text and its HTML."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.rows: list[list[tuple[str, str]]] = []
+        self._inside = self._in_body = False
+        self._cell: list[str] | None = None
+        self._html: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table" and ("class", "memory-versions") in attrs:
+            self._inside = True
+        elif self._inside and tag == "tbody":
+            self._in_body = True
+        elif self._in_body and tag == "tr":
+            self.rows.append([])
+        elif self._in_body and tag == "td":
+            self._cell, self._html = [], []
+        elif self._cell is not None:
+            self._html.append(self.get_starttag_text())
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._inside = self._in_body = False
+        elif self._cell is not None and tag == "td":
+            self.rows[-1].append(("".join(self._cell).strip(), "".join(self._html).strip()))
+            self._cell = None
+        elif self._cell is not None:
+            self._html.append(f"</{tag}>")
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+            self._html.append(escape(data, quote=False))
+
+
+VERSION_COLUMNS = ("when", "change", "by", "text", "confidence", "metadata", "status", "confirmations")
+
+
+def version_rows(page: str) -> list[dict[str, str]]:
+    """Each version on the page as {column: text}, plus `<column>_html` for the highlighted cells."""
+    parser = _VersionsTable()
+    parser.feed(page)
+    rows = []
+    for cells in parser.rows:
+        row = {}
+        for name, (text, html) in zip(VERSION_COLUMNS, cells, strict=False):
+            row[name] = text
+            row[f"{name}_html"] = html
+        rows.append(row)
+    return rows

@@ -9,9 +9,12 @@ from django.test import Client
 from django.utils import timezone
 
 from audit.models import AuditEvent
+from core_memory.keys.services import key_delete
 from memory.models import MemoryRecord
-from tests.factories import console_client, make_index, staff_without_organisation
-from tests.memory.conftest import RECORDS, age, listed_ids, read_events, record_url
+from memory.services import record_write
+from tests.factories import console_client, make_index, resolved_for, staff_without_organisation
+from tests.core_memory.console.world import contest
+from tests.memory.conftest import RECORDS, age, listed_ids, read_events, record_url, version_rows
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_password_hashing")]
 
@@ -29,31 +32,80 @@ def test_the_list_shows_only_her_organisations_records_with_stored_and_effective
     assert listed_ids(response) == [own.id]
     page = response.content.decode()
     assert foreign.id not in page and "Bert drinkt thee" not in page
-    row = next(line for line in page.splitlines() if record_url(own) in line)
-    assert row.count("0,80") == 2  # stored and effective (in Dutch): no key's decay by default
-    assert "column-effective_confidence" in page
+    assert response.context["cl"].result_list[0].effective_confidence == 0.8  # no key of hers decays facts
+    assert '<td class="field-confidences">0,80</td>' in page  # stored = effective: shown once (in Dutch)
 
 
-def test_effective_confidence_uses_the_half_lives_of_the_key_chosen_in_the_decay_filter(console, tenant, other_tenant, write):
-    """R-5.9, R-10.1: the console reads with no key; the administrator picks whose decay to see."""
+def test_effective_confidence_reads_by_default_with_the_organisations_shortest_half_lives_and_says_so(
+    console, tenant, other_tenant, write
+):
+    """R-5.9, R-10.1: the console reads with no key; by default per type the shortest half-life of her
+    usable keys, stated above the list; the decay filter reads as one key, or without decay."""
     _client, decaying_key = tenant.key_client(memory={"decay": {"half_life_days": {"fact": 10}}})
-    foreign_key = other_tenant.key_client(memory={"decay": {"half_life_days": {"fact": 10}}})[1]
+    tenant.key_client(memory={"decay": {"half_life_days": {"fact": 20, "preference": 5}}})
+    foreign_key = other_tenant.key_client(memory={"decay": {"half_life_days": {"fact": 1}}})[1]
     record = age(write("Anna woont in Utrecht"), days=10)
     fresh = write("Anna drinkt koffie", confidence=0.9)
 
-    def effective(query: str) -> str:
+    def effective(query: str) -> float:
         response = console.get(RECORDS + query)
         return next(item for item in response.context["cl"].result_list if item.id == record.id).effective_confidence
 
-    assert effective("") == 1.0
+    assert effective("") == pytest.approx(0.5, abs=0.001)
+    assert effective("?decay_key=-") == 1.0
     assert effective(f"?decay_key={decaying_key.id}") == pytest.approx(0.5, abs=0.001)
-    assert effective(f"?decay_key={foreign_key.id}") == 1.0
-    least_effective_first = console.get(RECORDS, {"decay_key": decaying_key.id, "o": "4"})
+    assert effective(f"?decay_key={foreign_key.id}") == 1.0  # not her organisation's key: no decay
+    statement = console.get(RECORDS).context["decay_statement"]
+    assert statement == (
+        "De effectieve betrouwbaarheid is gelezen met de standaardhalfwaardetijden van de organisatie (per type de kortste "
+        "die een van haar bruikbare sleutels instelt): feit: 10 dagen, voorkeur: 5 dagen."
+    )
+    assert console.get(RECORDS, {"decay_key": "-"}).context["decay_statement"] == (
+        "De effectieve betrouwbaarheid is gelezen met geen verval: de effectieve betrouwbaarheid is de opgeslagen "
+        "betrouwbaarheid; geen type neemt af."
+    )
+    least_effective_first = console.get(RECORDS, {"decay_key": decaying_key.id, "o": "3"})  # the confidence column
     assert listed_ids(least_effective_first) == [record.id, fresh.id]
-    opened_from_the_list = console.get(record_url(record), {"_changelist_filters": f"decay_key={decaying_key.id}"})
-    assert opened_from_the_list.context["original"].effective_confidence == pytest.approx(0.5, abs=0.001)
+    opened_from_the_list = console.get(record_url(record), {"_changelist_filters": "decay_key=-"})
+    assert opened_from_the_list.context["original"].effective_confidence == 1.0
     choices = console.get(RECORDS).content.decode()
     assert decaying_key.id in choices and foreign_key.id not in choices
+
+
+def test_a_contested_record_shows_a_warning_badge_linking_to_the_record_it_contradicts(console, write):
+    """R-9.2, R-10.1: a warning, never a green tick."""
+    coffee = write("Anna drinkt koffie", subject="anna")
+    tea = write("Anna drinkt alleen thee", subject="anna")
+    contest(coffee, tea)
+
+    page = console.get(RECORDS).content.decode()
+    record_page = console.get(record_url(coffee)).content.decode()
+
+    badge = f'<a class="badge-contested" href="{record_url(tea)}" title="spreekt {tea.id} tegen">betwist</a>'
+    assert badge in page and badge in record_page
+    assert "icon-yes.svg" not in page
+
+
+def test_the_record_list_has_a_date_hierarchy_by_created_or_by_updated(console, write):
+    write("Anna drinkt koffie")
+
+    by_created = console.get(RECORDS)
+    by_updated = console.get(RECORDS, {"dates": "updated"})
+
+    assert by_created.context["cl"].date_hierarchy == "created_at"
+    assert by_updated.context["cl"].date_hierarchy == "updated_at"
+    assert "updated_at__year=" in by_updated.content.decode()
+
+
+def test_type_labels_are_translated_in_the_list_and_its_filter(console, write):
+    """R-10.4."""
+    write("Anna houdt van jazz", type="preference", subject="anna")
+
+    response = console.get(RECORDS)
+
+    assert '<td class="field-type_name">voorkeur</td>' in response.content.decode()
+    type_filter = next(spec for spec in response.context["cl"].filter_specs if spec.parameter_name == "type")
+    assert type_filter.lookup_choices == [("preference", "voorkeur")]
 
 
 @pytest.fixture
@@ -124,7 +176,7 @@ def test_a_search_of_only_stop_words_finds_nothing(console, write):
 
 
 def test_the_record_page_shows_its_versions_and_correction_links(console, write):
-    """R-5.4, R-10.1: versions, confirmations, corrections with links both ways."""
+    """R-5.4, R-10.1: versions, confirmations, corrections with links both ways, each kind named."""
     old = write("Anna woont in Delft", subject="anna")
     write("anna woont in delft.", subject="anna")  # a confirmation
     moved = write("Anna woont in Utrecht", subject="anna", replaces=old.id)
@@ -133,10 +185,11 @@ def test_the_record_page_shows_its_versions_and_correction_links(console, write)
     moved_page = console.get(record_url(moved)).content.decode()
 
     assert f'href="{record_url(moved)}"' in old_page
-    for reason in ("created by test", "confirmed by test", "ended by test"):
-        assert reason in old_page
+    assert [(row["change"], row["by"]) for row in version_rows(old_page)] == [
+        ("beëindigd door een correctie", "test"), ("bevestigd", "test"), ("aangemaakt", "test")
+    ]
     assert f'href="{record_url(old)}"' in moved_page
-    assert "corrected by test" in moved_page
+    assert [row["change"] for row in version_rows(moved_page)] == ["aangemaakt als correctie"]
     assert 'name="_save"' not in old_page  # an ended record is read-only
 
 
@@ -148,10 +201,10 @@ def test_the_record_page_shows_the_newest_versions_and_links_to_all(console, wri
 
     page = console.get(record_url(record)).content.decode()
 
-    assert page.count("confirmed by test") == 2
-    assert "created by test" not in page
+    assert [row["change"] for row in version_rows(page)] == ["bevestigd", "bevestigd"]
     assert f'<a href="{record_url(record, "history")}">Alle versies</a>' in page
-    assert "created by test" in console.get(record_url(record, "history")).content.decode()
+    every = version_rows(console.get(record_url(record, "history")).content.decode())
+    assert [row["change"] for row in every] == ["bevestigd", "bevestigd", "aangemaakt"]
 
 
 def test_the_history_page_lists_every_version(console, write):
@@ -162,8 +215,43 @@ def test_the_history_page_lists_every_version(console, write):
     response = console.get(record_url(record, "history"))
 
     assert response.status_code == 200
-    page = response.content.decode()
-    assert page.index("confirmed by test") < page.index("created by test")
+    assert [row["change"] for row in version_rows(response.content.decode())] == ["bevestigd", "aangemaakt"]
+
+
+def test_history_names_who_changed_what_and_highlights_the_change(console, tenant):
+    """Issue 13 item 2: a key by its name, an administrator as such; text, confidence and metadata diffed."""
+    record = record_write(
+        key=tenant.key, index=tenant.index, subject="anna", type="fact", text="Anna drinkt koffie zwart",
+        metadata={"bron": "gesprek", "oud": 1}, actor=tenant.key.id,
+    ).record
+    console.post(record_url(record), record_form(record, text="Anna drinkt thee zwart", confidence="0.7", metadata='{"bron": "mail", "nieuw": true}'))
+    console.post(record_url(record, "delete"), {"post": "yes"})
+
+    rows = version_rows(console.get(record_url(record, "history")).content.decode())
+
+    assert [(row["change"], row["by"]) for row in rows] == [
+        ("verwijderd", "beheerder anna"), ("bewerkt", "beheerder anna"), ("aangemaakt", "sleutel “owner”")
+    ]
+    edited = rows[1]
+    assert edited["text_html"] == 'Anna drinkt <del class="diff">koffie</del><ins class="diff">thee</ins> zwart'
+    assert edited["confidence_html"] == '<del class="diff">1,00</del> → <ins class="diff">0,70</ins>'
+    assert edited["metadata_html"] == (
+        'bron: <del class="diff">"gesprek"</del> → <ins class="diff">"mail"</ins><br>'
+        '<ins class="diff">nieuw: true</ins><br><del class="diff">oud: 1</del>'
+    )
+    assert rows[0]["text_html"] == "Anna drinkt thee zwart"  # the deletion changed no text
+    assert rows[2]["text"] == "Anna drinkt koffie zwart"
+
+
+def test_history_names_a_deleted_key_by_its_id(console, tenant):
+    client, key = tenant.key_client(name="weg")
+    record = record_write(key=key, index=resolved_for(key, tenant.index), subject=None, type="fact", text="Iets", actor=key.id).record
+    key_id = key.id
+    key_delete(key=key, actor="test")
+
+    rows = version_rows(console.get(record_url(record, "history")).content.decode())
+
+    assert rows[0]["by"] == f"verwijderde sleutel {key_id}"
 
 
 def test_record_text_is_escaped_on_every_page(console, write):
