@@ -165,3 +165,8 @@ def switches_naming_agent(*, organisation: Organisation | str, agent_id: str) ->
 def switches_existing(*, index_ids: list[str]) -> list[str]:
     """Which of `index_ids` have a switch, across organisations (the operator's command)."""
     return list(ExtractionSwitch.objects.unscoped().filter(index_id__in=index_ids).values_list("index_id", flat=True))
+
+
+def person_windows_counted(*, organisation_id: str, subject: str) -> int:
+    """How many extraction windows her threads have (what erasing her removes, R-3.4)."""
+    return ExtractionWindow.objects.for_organisation(organisation_id).filter(thread__subject=subject).count()

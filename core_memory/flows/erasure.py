@@ -5,11 +5,17 @@ from __future__ import annotations
 from django.db import transaction
 
 from audit.services import audit_event_record
+from core_memory.base.tenancy import organisation_id_of
+from core_memory.keys.selectors import subject_tokens_counted
 from core_memory.keys.services import subject_tokens_erase
 from core_memory.organisations.models import Organisation
+from core_memory.persons.selectors import person_rules
 from core_memory.persons.services import person_forget
+from core_memory.pii.selectors import person_placeholders_counted
 from core_memory.pii.services import person_placeholders_erase
+from extraction.selectors import person_windows_counted
 from extraction.services.windows import person_windows_erase
+from memory.selectors import person_records_counted
 from memory.services import person_records_erase
 
 
@@ -29,3 +35,18 @@ def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dic
     details = {"records": records, "subject_tokens": tokens, "thread_placeholders": placeholders, "extraction_windows": windows}
     audit_event_record(organisation=organisation, actor=actor, action="person.erased", target=subject, details=details)
     return {"subject": subject, "erased": details}
+
+
+def person_erasure_preview(*, organisation: Organisation | str, subject: str) -> dict:
+    """What `person_erase` would remove now, in the receipt's terms: her records per type (every
+    status), her subject tokens, her threads' placeholders and extraction windows, and whether she
+    has stored rules. Reads only."""
+    organisation_id = organisation_id_of(organisation)
+    return {
+        "subject": subject,
+        "records_per_type": person_records_counted(organisation_id=organisation_id, subject=subject),
+        "subject_tokens": subject_tokens_counted(organisation_id=organisation_id, subject=subject),
+        "thread_placeholders": person_placeholders_counted(organisation_id=organisation_id, subject=subject),
+        "extraction_windows": person_windows_counted(organisation_id=organisation_id, subject=subject),
+        "rules": bool(person_rules(organisation_id=organisation_id, subjects=[subject])),
+    }

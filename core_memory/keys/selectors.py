@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from core_memory.base.errors import NotFound
-from core_memory.keys.models import ApiKey, KeyTrailEntry
+from core_memory.keys.models import ApiKey, KeyTrailEntry, SubjectToken
 from core_memory.organisations.models import Organisation
 
 
@@ -33,3 +33,8 @@ def key_was_issued(*, organisation: Organisation, key_id: str) -> bool:
         .filter(key_id=key_id, event=KeyTrailEntry.Event.DELETED, at__gte=horizon)
         .exists()
     )
+
+
+def subject_tokens_counted(*, organisation_id: str, subject: str) -> int:
+    """How many subject tokens were minted for the person (what erasing her removes, R-3.4)."""
+    return SubjectToken.objects.for_organisation(organisation_id).filter(subject=subject).count()

@@ -40,3 +40,8 @@ def thread_read_mode(*, thread: Thread) -> ReadMode:
         .first()
     )
     return ReadMode.REDACT if key_redacts else ReadMode.AS_WRITTEN
+
+
+def person_placeholders_counted(*, organisation_id: str, subject: str) -> int:
+    """How many of her threads hold placeholders' real values (what erasing her removes, R-8.8)."""
+    return ThreadPlaceholders.objects.for_organisation(organisation_id).filter(thread__subject=subject).count()

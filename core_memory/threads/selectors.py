@@ -2,7 +2,7 @@
 names a person another person's thread, is the same 404 as a missing one (R-2.5, R-12.1)."""
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Count, F, Max, QuerySet
 
 from core_memory.base.errors import NotFound
 from core_memory.organisations.models import Organisation
@@ -43,4 +43,34 @@ def thread_responses(*, thread: Thread) -> QuerySet[Response]:
         .filter(thread_id=thread.id)
         .select_related("agent_version__agent")
         .order_by("id")
+    )
+
+
+def thread_subjects(*, organisation_id: str | None, search: str = ""):
+    """(organisation id, subject) of every person a thread names (core_memory.flows.persons)."""
+    threads = Thread.objects.unscoped() if organisation_id is None else Thread.objects.for_organisation(organisation_id)
+    threads = threads.filter(subject__isnull=False)
+    if search:
+        threads = threads.filter(subject__icontains=search)
+    return threads.values_list("organisation_id", "subject").order_by()
+
+
+def person_thread_figures(*, organisation_id: str, subjects: list[str]) -> dict[str, dict]:
+    """Per person: how many threads name her and when the latest last had an item. One query."""
+    rows = (
+        Thread.objects.for_organisation(organisation_id)
+        .filter(subject__in=subjects)
+        .values("subject")
+        .annotate(threads=Count("id"), last_item_at=Max("last_item_at"))
+        .order_by()
+    )
+    return {row["subject"]: {"threads": row["threads"], "last_item_at": row["last_item_at"]} for row in rows}
+
+
+def person_threads(*, organisation_id: str, subject: str, limit: int) -> list[Thread]:
+    """Her threads, the most recently active first, at most `limit + 1`."""
+    return list(
+        Thread.objects.for_organisation(organisation_id)
+        .filter(subject=subject)
+        .order_by(F("last_item_at").desc(nulls_last=True), "-id")[: limit + 1]
     )

@@ -1,0 +1,56 @@
+"""What Core holds about persons, read across the layers that name them (R-3.4): the console's
+person list and the counts erasing one would remove. Reads only."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from core_memory.keys.selectors import subject_tokens_counted
+from core_memory.persons.models import Person
+from core_memory.persons.selectors import person_rules, person_subjects
+from core_memory.threads.selectors import person_thread_figures, thread_subjects
+from memory.selectors import person_record_figures, person_records_counted, record_subjects
+
+
+@dataclass
+class PersonSummary:
+    organisation_id: str
+    subject: str
+    records_per_type: dict[str, int] = field(default_factory=dict)
+    threads: int = 0
+    last_activity_at: datetime | None = None
+    helper_model_may_read: bool = True
+    has_rules: bool = False
+
+
+def persons_page(*, organisation_id: str | None, search: str = "", offset: int = 0, limit: int = 50) -> tuple[list[PersonSummary], bool]:
+    """One page of the persons Core knows — named by a record, a thread or stored rules — by
+    subject, with her active records per type, her threads, her last activity (a record changed
+    or a thread item) and her rules; and whether another page follows. `organisation_id` None:
+    every organisation's (a superuser). A fixed number of queries per page."""
+    named = record_subjects(organisation_id=organisation_id, search=search).union(
+        thread_subjects(organisation_id=organisation_id, search=search),
+        person_subjects(organisation_id=organisation_id, search=search),
+    )
+    rows = list(named.order_by("subject", "organisation_id")[offset : offset + limit + 1])
+    has_more = len(rows) > limit
+    summaries = [PersonSummary(organisation_id=row[0], subject=row[1]) for row in rows[:limit]]
+    by_organisation: dict[str, list[PersonSummary]] = {}
+    for summary in summaries:
+        by_organisation.setdefault(summary.organisation_id, []).append(summary)
+    for each_organisation_id, group in by_organisation.items():
+        subjects = [summary.subject for summary in group]
+        records = person_record_figures(organisation_id=each_organisation_id, subjects=subjects)
+        threads = person_thread_figures(organisation_id=each_organisation_id, subjects=subjects)
+        rules = person_rules(organisation_id=each_organisation_id, subjects=subjects)
+        for summary in group:
+            record_figures = records.get(summary.subject, {})
+            thread_figures = threads.get(summary.subject, {})
+            summary.records_per_type = record_figures.get("types", {})
+            summary.threads = thread_figures.get("threads", 0)
+            moments = [moment for moment in (record_figures.get("last_changed_at"), thread_figures.get("last_item_at")) if moment]
+            summary.last_activity_at = max(moments, default=None)
+            person = rules.get(summary.subject)
+            summary.has_rules = person is not None
+            summary.helper_model_may_read = person.helper_model_may_read if person else Person._meta.get_field("helper_model_may_read").default
+    return summaries, has_more

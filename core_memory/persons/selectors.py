@@ -1,0 +1,17 @@
+"""Reading persons and their rules (R-3.4)."""
+from __future__ import annotations
+
+from core_memory.persons.models import Person
+
+
+def person_subjects(*, organisation_id: str | None, search: str = ""):
+    """(organisation id, subject) of every person who has rules stored (core_memory.flows.persons)."""
+    persons = Person.objects.unscoped() if organisation_id is None else Person.objects.for_organisation(organisation_id)
+    if search:
+        persons = persons.filter(subject__icontains=search)
+    return persons.values_list("organisation_id", "subject").order_by()
+
+
+def person_rules(*, organisation_id: str, subjects: list[str]) -> dict[str, Person]:
+    """The stored rules of those persons who have any; the others have the defaults."""
+    return {person.subject: person for person in Person.objects.for_organisation(organisation_id).filter(subject__in=subjects)}
