@@ -1,4 +1,8 @@
-"""Indexes and their memory stores in the console (R-10.3), written through stores.services."""
+"""Indexes and their memory stores in the console (R-10.3), written through stores.services.
+
+A store's sections are a form of plain settings (core_memory.console.forms), each with its
+help and default, validated by the same serializers as `PATCH /v1/memory/stores/{id}`; a
+section whose settings changed is sent whole (R-4.3). Stores are titled by their index's name."""
 from __future__ import annotations
 
 from django import forms
@@ -9,10 +13,49 @@ from rest_framework.exceptions import ValidationError as DrfValidationError
 from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import first_error
 from core_memory.console.admin import OrganisationScopedAdmin, SoftDeleteScopedAdmin
+from core_memory.console.forms import SettingsFields, field_name_of
+from stores.configuration import SECTION_SERIALIZERS, store_sections_normalise
 from stores.models import SECTION_DEFAULTS, KnowledgeIndex, MemoryStore
 from stores.services import index_create, index_delete, store_sections_validate, store_update
 
 SECTIONS = tuple(SECTION_DEFAULTS)
+SECTION_TITLES = {
+    "injection": _("Injection"),
+    "lessons": _("Lessons"),
+    "promotion": _("Promotion"),
+    "maintenance": _("Maintenance"),
+}
+SETTING_TEXTS = {
+    "token_budget": (
+        _("token budget"),
+        _("The most tokens a turn's block may take from this store; empty: the key's or agent's budget (the lower of the two applies)."),
+    ),
+    "organisation_share": (
+        _("organisation share"),
+        _("The most of the budget that shared records may use in a turn for a person, 0 to 0.4."),
+    ),
+    "rank": (_("ranking"), _("How records are ordered within a section: by confidence, by relevance to the turn's topic, or both.")),
+    "episodes_limit": (_("past sessions"), _("How many episodes a turn gets under [past_sessions]; 0: none.")),
+    "commitments.inject_limit": (_("commitments injected"), _("The most open commitments a turn gets.")),
+    "enabled": (_("on"), ""),
+    "min_episodes": (_("episodes needed"), _("How many unused episodes of a person that went the same way one lesson needs.")),
+    "labels": (_("labels"), _("A JSON object of label name to value, put into the metadata of promoted records.")),
+}
+SECTION_ENABLED_TEXTS = {
+    "lessons": (_("store lessons"), _("Learn a working method or a pitfall from a person's episodes (maintenance).")),
+    "promotion": (
+        _("promotion"),
+        _("Propose shared records from facts several persons hold. Needs the organisation's improvements capability."),
+    ),
+    "maintenance": (_("maintenance"), _("Mark contradicting records as contested and run the store's lessons and analyses.")),
+}
+
+
+def section_fields(name: str) -> SettingsFields:
+    texts = dict(SETTING_TEXTS)
+    if name in SECTION_ENABLED_TEXTS:
+        texts["enabled"] = SECTION_ENABLED_TEXTS[name]
+    return SettingsFields(SECTION_SERIALIZERS[name], prefix=name, texts=texts)
 
 
 @admin.register(KnowledgeIndex)
@@ -49,32 +92,52 @@ class KnowledgeIndexAdmin(SoftDeleteScopedAdmin):  # deleting marks the index de
             index_delete(index=index, actor=self.actor(request))
 
 
-class MemoryStoreForm(forms.ModelForm):
+SECTION_SETTINGS = {name: section_fields(name) for name in SECTIONS}
+
+
+class MemoryStoreFormBase(forms.ModelForm):
+    """One field per setting of every section (declared by `MemoryStoreForm` below); the sections
+    whose settings changed are validated (stores.services.store_sections_validate) and sent whole."""
+
     class Meta:
         model = MemoryStore
-        fields = SECTIONS
+        fields = ()
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        # A section counts as sent when it differs from the stored one, not from a hidden
-        # copy the browser posts back (Django adds one for fields with callable defaults).
-        for name in SECTIONS:
-            self.fields[name].show_hidden_initial = False
+        for name, settings in SECTION_SETTINGS.items():
+            stored = getattr(self.instance, name) if self.instance.pk else SECTION_DEFAULTS[name]()
+            self.initial.update(settings.initial(stored))
 
     def clean(self):
         cleaned = super().clean()
-        sent = {name: cleaned[name] for name in SECTIONS if name in self.changed_data and name in cleaned}
+        sent = {}
+        for name, settings in SECTION_SETTINGS.items():
+            wanted = settings.data(cleaned)
+            try:
+                unchanged = store_sections_normalise({name: wanted})[name] == getattr(self.instance, name)
+            except DrfValidationError:
+                unchanged = False  # sent, so that store_sections_validate names the error
+            if not unchanged:
+                sent[name] = wanted
         try:
-            cleaned["sections"] = store_sections_validate(
-                organisation=self.instance.index.organisation, sections=sent, may_promote=True
-            )
+            cleaned["sections"] = store_sections_validate(organisation=self.instance.index.organisation, sections=sent, may_promote=True)
         except DrfValidationError as error:
             path, message = first_error(error.detail)
-            section, _, field = (path or "").partition(".")
-            self.add_error(section if section in SECTIONS else None, f"{field}: {message}" if field else message)
+            section, _dot, setting = (path or "").partition(".")
+            self.add_error(SECTION_SETTINGS[section].field_for(setting) if section in SECTION_SETTINGS else None, message)
         except ApplicationError as error:
-            self.add_error(error.param if error.param in SECTIONS else None, error.message)
+            # Refused whole (promotion without `improvements`): the error sits on the section's switch.
+            name = field_name_of(f"{error.param}.enabled") if error.param else ""
+            self.add_error(name if name in self.fields else None, error.message)
         return cleaned
+
+
+MemoryStoreForm = type(
+    "MemoryStoreForm",
+    (MemoryStoreFormBase,),
+    {name: field for settings in SECTION_SETTINGS.values() for name, field in settings.fields().items()},
+)
 
 
 @admin.register(MemoryStore)
@@ -83,20 +146,28 @@ class MemoryStoreAdmin(OrganisationScopedAdmin):
     is open to administrators of an organisation with `improvements`."""
 
     form = MemoryStoreForm
-    list_display = ("index", "lessons_enabled", "maintenance_enabled", "promotion_enabled", "updated_at")
+    list_display = ("index_name", "index_id", "lessons_enabled", "maintenance_enabled", "promotion_enabled", "updated_at")
     list_select_related = ("index",)
     search_fields = ("index__name", "index__id")
-    fields = ("index_link", *SECTIONS, "updated_at")
     readonly_fields = ("index_link", "updated_at")
 
+    fieldsets = [
+        (None, {"fields": ("index_link", "updated_at")}),
+        *((SECTION_TITLES[name], {"fields": tuple(settings.fields())}) for name, settings in SECTION_SETTINGS.items()),
+    ]
+
     def get_queryset(self, request):
-        return super().get_queryset(request).filter(index__deleted_at__isnull=True)
+        return super().get_queryset(request).filter(index__deleted_at__isnull=True).select_related("index")
 
     def has_add_permission(self, request):
         return False  # a store is made with its index
 
     def has_delete_permission(self, request, obj=None):
         return False  # and goes with it
+
+    @admin.display(description=_("index"), ordering="index__name")
+    def index_name(self, store: MemoryStore) -> str:
+        return store.index.name
 
     @admin.display(description=_("index"))
     def index_link(self, store: MemoryStore) -> str:

@@ -110,4 +110,4 @@ class MemoryStore(models.Model):
         verbose_name_plural = _("memory stores")
 
     def __str__(self) -> str:
-        return str(self.index_id)
+        return str(self.index)  # titled by its index's name (the console's store pages)

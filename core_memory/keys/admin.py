@@ -1,5 +1,7 @@
 """Keys in the console (R-10.3): capabilities, policy and memory configuration,
-written through core_memory.keys.services like the API's key routes."""
+written through core_memory.keys.services like the API's key routes. The memory
+configuration is a form of plain settings (core_memory.console.forms), validated by the
+same serializer as the API's (`memory_config_normalise`)."""
 from __future__ import annotations
 
 from django import forms
@@ -10,16 +12,36 @@ from rest_framework.exceptions import ValidationError as DrfValidationError
 from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import first_error
 from core_memory.console.admin import OrganisationScopedAdmin
-from core_memory.keys.configuration import memory_config_normalise
+from core_memory.console.forms import SettingsFields, field_name_of
+from core_memory.keys.configuration import MemoryConfigSerializer, memory_config_normalise
 from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES, ApiKey
 from core_memory.keys.services import key_create, key_delete, key_revoke, key_rights_validate, key_update
 from core_memory.organisations.models import Organisation
 from stores.models import KnowledgeIndex
 
 EDITABLE_FIELDS = ("name", "capabilities", "policy", "memory", "pii_redaction", "expires_at")
+MEMORY_TEXTS = {
+    "retrieval_tool": (_("search tool"), _("The key may offer its indexes' search tools in a turn.")),
+    "write_tool": (_("write tool"), _("The key may offer its indexes' write tools in a turn.")),
+    "injection.enabled": (_("inject memory"), _("Turns of this key get a memory block.")),
+    "injection.index_id": (_("injected index"), _("The store whose records are injected.")),
+    "injection.types": (_("types"), _("Only records of these types; empty: every type.")),
+    "injection.metadata": (_("metadata"), _("A JSON object: only records whose metadata has every one of these values.")),
+    "injection.min_confidence": (_("minimum confidence"), _("Only records whose effective confidence is at least this, 0 to 1.")),
+    "injection.limit": (_("limit"), _("The most records about the person and shared records together.")),
+    "injection.token_budget": (_("token budget"), _("The most tokens the whole block may use.")),
+    "decay.half_life_days": (
+        _("half-life in days"),
+        _("Effective confidence halves every this many days since the record last changed; empty: the type does not decay."),
+    ),
+}
+MEMORY_SETTINGS = SettingsFields(
+    MemoryConfigSerializer, prefix="memory", texts=MEMORY_TEXTS, choices=lambda path: [] if path == "injection.index_id" else None
+)
+INDEX_FIELD = field_name_of("memory.injection.index_id")
 
 
-class ApiKeyForm(forms.ModelForm):
+class ApiKeyFormBase(forms.ModelForm):
     organisation_id: str | None = None  # set per request by ApiKeyAdmin.get_form
 
     capabilities = forms.MultipleChoiceField(
@@ -31,15 +53,10 @@ class ApiKeyForm(forms.ModelForm):
     )
     policy_read = forms.MultipleChoiceField(label=_("may read"), widget=forms.CheckboxSelectMultiple, required=False)
     policy_write = forms.MultipleChoiceField(label=_("may write"), widget=forms.CheckboxSelectMultiple, required=False)
-    memory = forms.JSONField(
-        label=_("memory configuration"),
-        required=False,
-        help_text=_("retrieval_tool, write_tool, injection and decay; fields left out get their defaults."),
-    )
 
     class Meta:
         model = ApiKey
-        fields = ("organisation", "name", "capabilities", "memory", "pii_redaction", "expires_at")
+        fields = ("organisation", "name", "capabilities", "pii_redaction", "expires_at")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -52,6 +69,8 @@ class ApiKeyForm(forms.ModelForm):
             field = self.fields[f"policy_{right}"]
             field.choices = choices
             field.initial = list((self.instance.policy or {}).get(right, [])) if self.instance.pk else []
+        self.fields[INDEX_FIELD].choices = [("", "—")] + [(index.id, str(index)) for index in indexes]
+        self.initial.update(MEMORY_SETTINGS.initial(memory_config_normalise(self.instance.memory or None)))
 
     def _organisation(self) -> Organisation | None:
         if self.organisation_id:
@@ -62,10 +81,10 @@ class ApiKeyForm(forms.ModelForm):
         cleaned = super().clean()
         cleaned["policy"] = {"read": cleaned.pop("policy_read", []), "write": cleaned.pop("policy_write", [])}
         try:
-            cleaned["memory"] = memory_config_normalise(cleaned.get("memory"))
+            cleaned["memory"] = memory_config_normalise(MEMORY_SETTINGS.data(cleaned))
         except DrfValidationError as error:
             path, message = first_error(error.detail)
-            self.add_error("memory", f"{path}: {message}" if path else message)
+            self.add_error(MEMORY_SETTINGS.field_for(path), message)
             return cleaned
         organisation = self._organisation()
         if organisation is None:
@@ -79,9 +98,14 @@ class ApiKeyForm(forms.ModelForm):
             )
         except ApplicationError as error:
             field = {"capabilities": "capabilities", "policy.read": "policy_read", "policy.write": "policy_write"}
-            target = next((name for prefix, name in field.items() if (error.param or "").startswith(prefix)), "memory")
+            target = next((name for prefix, name in field.items() if (error.param or "").startswith(prefix)), None)
+            if target is None and (error.param or "").startswith("memory."):
+                target = MEMORY_SETTINGS.field_for(error.param.removeprefix("memory."))
             self.add_error(target, error.message)
         return cleaned
+
+
+ApiKeyForm = type("ApiKeyForm", (ApiKeyFormBase,), MEMORY_SETTINGS.fields())
 
 
 @admin.register(ApiKey)
@@ -93,13 +117,19 @@ class ApiKeyAdmin(OrganisationScopedAdmin):
     readonly_fields = ("id", "secret_hint", "revoked_at", "created_at", "updated_at")
     actions = ("revoke_keys",)
 
-    def get_fields(self, request, obj=None):
-        fields = ["name", "capabilities", "policy_read", "policy_write", "memory", "pii_redaction", "expires_at"]
+    def get_fieldsets(self, request, obj=None):
+        fields = ["name", "capabilities", "policy_read", "policy_write", "pii_redaction", "expires_at"]
         if obj is None and self.organisation_id(request) is None:
             fields.insert(0, "organisation")
         if obj is not None:
             fields = ["id", "secret_hint", *fields, "revoked_at", "created_at", "updated_at"]
-        return fields
+        memory_fields = list(MEMORY_SETTINGS.fields())
+        return [
+            (None, {"fields": fields}),
+            (_("Tools"), {"fields": [name for name in memory_fields if "__injection__" not in name and "__decay__" not in name]}),
+            (_("Memory injection"), {"fields": [name for name in memory_fields if "__injection__" in name]}),
+            (_("Decay"), {"fields": [name for name in memory_fields if "__decay__" in name]}),
+        ]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change, **kwargs)
@@ -119,7 +149,10 @@ class ApiKeyAdmin(OrganisationScopedAdmin):
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data
         if change:
-            changed = {"policy" if name.startswith("policy_") else name for name in form.changed_data}
+            changed = {
+                "policy" if name.startswith("policy_") else "memory" if name.startswith("memory__") else name
+                for name in form.changed_data
+            }
             changes = {field: data[field] for field in EDITABLE_FIELDS if field in changed}
             key_update(key=obj, actor=self.actor(request), changes=changes)
             return

@@ -19,7 +19,7 @@ def key_form(**overrides) -> dict:
         "capabilities": ["knowledge", "memory"],
         "policy_read": ["*"],
         "policy_write": [],
-        "memory": "{}",
+        "memory__retrieval_tool": "on",  # a checkbox left unticked is off; the search tool is on by default
         "expires_at_0": "",
         "expires_at_1": "",
     }
@@ -54,17 +54,44 @@ def test_a_key_with_memory_but_not_knowledge_is_refused_on_capabilities(console,
     assert ApiKey.objects.count() == keys_before
 
 
-def test_an_invalid_memory_configuration_is_refused_naming_the_field(console, tenant):
-    response = console.post(
-        f"/console/keys/apikey/{tenant.key.id}/change/",
-        key_form(memory='{"injection": {"enabled": true, "index_id": "%s", "limit": -1}}' % tenant.index.id),
-    )
+@pytest.mark.parametrize(
+    ("values", "errors"),
+    [
+        (
+            {"memory__injection__enabled": "on", "memory__injection__index_id": "IDX", "memory__injection__limit": "-1"},
+            {"memory__injection__limit": ["Zorg ervoor dat deze waarde minstens 0 is."]},
+        ),
+        (
+            {"memory__injection__enabled": "on"},
+            {"memory__injection__index_id": ["An enabled injection block names its index."]},
+        ),
+        (
+            {"memory__decay__half_life_days__other_types": '{"Invoice": 3}'},
+            {"memory__decay__half_life_days__other_types": ["A type is lower-case: [a-z][a-z0-9_]{0,39}."]},
+        ),
+    ],
+)
+def test_an_invalid_memory_configuration_is_refused_naming_the_field(console, tenant, values, errors):
+    """R-3.2: the API's validation, each error on its own setting."""
+    values = {name: value.replace("IDX", tenant.index.id) for name, value in values.items()}
+    response = console.post(f"/console/keys/apikey/{tenant.key.id}/change/", key_form(name="renamed", **values))
 
     assert response.status_code == 200
-    assert response.context["adminform"].form.errors == {
-        "memory": ["injection.limit: Zorg ervoor dat deze waarde groter is dan of gelijk is aan 0."]
-    }
+    assert response.context["adminform"].form.errors == errors
     assert ApiKey.objects.get(pk=tenant.key.pk).name == "owner"
+
+
+def test_the_memory_configuration_is_a_form_of_settings_with_their_defaults_shown(console, tenant):
+    """Issue 13 item 4: one field per setting, its help and its default; the index picked from hers."""
+    form = console.get(f"/console/keys/apikey/{tenant.key.id}/change/").context["adminform"].form
+
+    limit = form.fields["memory__injection__limit"]
+    assert (limit.min_value, limit.max_value, str(limit.help_text)) == (
+        0, 500, "Het grootste aantal records over de persoon en gedeelde records samen. Standaard: 20."
+    )
+    assert [value for value, _label in form.fields["memory__injection__index_id"].choices] == ["", tenant.index.id]
+    assert form.initial["memory__retrieval_tool"] is True
+    assert form.initial["memory__decay__half_life_days__preference"] is None
 
 
 def test_changing_a_key_goes_through_the_key_service(console, tenant):
@@ -75,14 +102,24 @@ def test_changing_a_key_goes_through_the_key_service(console, tenant):
             capabilities=["knowledge", "memory", "threads", "management", "trust_envelope"],
             policy_read=[tenant.index.id],
             policy_write=[tenant.index.id],
-            memory='{"injection": {"enabled": true, "index_id": "%s"}}' % tenant.index.id,
+            memory__injection__enabled="on",
+            memory__injection__index_id=tenant.index.id,
+            memory__injection__types="fact, preference",
+            memory__injection__metadata='{"team": "support"}',
+            memory__decay__half_life_days__preference="90",
+            memory__decay__half_life_days__other_types='{"invoice": 30}',
         ),
     )
 
     assert response.status_code == 302
     key = ApiKey.objects.get(pk=tenant.key.pk)
     assert key.policy == {"read": [tenant.index.id], "write": [tenant.index.id]}
-    assert key.memory["injection"] == {**INJECTION_BLOCK_DEFAULTS, "enabled": True, "index_id": tenant.index.id}
+    assert key.memory["injection"] == {
+        **INJECTION_BLOCK_DEFAULTS, "enabled": True, "index_id": tenant.index.id, "types": ["fact", "preference"],
+        "metadata": {"team": "support"},
+    }
+    assert key.memory["decay"] == {"half_life_days": {"preference": 90.0, "invoice": 30.0}}
+    assert key.memory["retrieval_tool"] is True
     event = AuditEvent.objects.get(action="key.updated", target=key.id)
     assert event.details == {"fields": ["policy", "memory"]}
 
