@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import pytest
 
+from django.contrib.admin.utils import quote
+
 from audit.models import AuditEvent
+from audit.services import audit_event_record
 from tests.audit.builders import audit_event_of
 from tests.factories import console_client
 
@@ -29,3 +32,40 @@ def test_the_audit_log_has_no_add_change_or_delete_even_for_a_superuser(request,
     page = client.get(f"/console/audit/auditevent/{event.id}/change/")
     assert page.status_code == 200
     assert 'name="_save"' not in page.content.decode()
+
+
+def test_an_event_page_names_the_organisation_the_actor_and_links_the_records_a_read_showed(console, tenant, write):
+    """Issue 13 item 8, R-10.2: "Organisation id: -" no more; a key by its name; records as links."""
+    record = write("Anna drinkt koffie", subject="anna")
+    console.get(f"/console/memory/memoryrecord/{record.id}/change/")
+    read = AuditEvent.objects.get(action="memory.console_read")
+    written = audit_event_record(organisation=tenant.organisation, actor=tenant.key.id, action="memory.updated", target=record.id)
+
+    read_page = console.get(f"/console/audit/auditevent/{read.id}/change/").content.decode()
+    written_page = console.get(f"/console/audit/auditevent/{written.id}/change/").content.decode()
+
+    assert f"{tenant.organisation.name} ({tenant.organisation.id})" in read_page
+    assert f'<a href="/console/memory/memoryrecord/{quote(record.id)}/change/">{record.id}</a>' in read_page
+    assert f"sleutel “owner” ({tenant.key.id})" in written_page
+
+
+def test_the_audit_log_filters_by_actor_and_target_typed_in(console, tenant):
+    audit_event_record(organisation=tenant.organisation, actor="key_a", action="key.updated", target="key_x")
+    wanted = audit_event_record(organisation=tenant.organisation, actor="key_b", action="key.updated", target="key_x")
+    audit_event_record(organisation=tenant.organisation, actor="key_b", action="key.updated", target="key_y")
+
+    response = console.get("/console/audit/auditevent/", {"actor": "key_b", "target": "key_x"})
+
+    assert [event.id for event in response.context["cl"].result_list] == [wanted.id]
+    page = response.content.decode()
+    assert 'name="actor" value="key_b"' in page and 'name="target" value="key_x"' in page
+
+
+def test_the_audit_log_counts_events(console, tenant):
+    """Issue 13 item 8: "3 gebeurtenissen", not "3 auditlogboek"."""
+    audit_event_of(tenant, "key_x")
+    events = AuditEvent.objects.filter(organisation_id=tenant.organisation.id).count()  # the set-up's too
+
+    page = console.get("/console/audit/auditevent/").content.decode()
+
+    assert f"\n{events} gebeurtenissen\n" in page
