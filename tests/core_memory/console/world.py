@@ -1,0 +1,93 @@
+"""A console with something on every page: records of every type and kind of version, a
+contested pair, persons with and without rules, a thread whose turn injected, skipped and
+searched, store and key settings, audit events. The language and browser tests walk it."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from core_memory.flows.turns.models import Response
+from core_memory.keys.services import subject_token_create
+from core_memory.persons.services import person_update
+from memory.models import MemoryRecord
+from memory.services import record_delete_by_administrator, record_update_by_administrator, record_write
+from tests.factories import client_for, make_key, resolved_for
+
+
+@dataclass
+class World:
+    tenant: object
+    key: object
+    coffee: object
+    tea: object
+    moved: object
+    old: object
+    thread_id: str
+    response_id: str
+
+
+def contest(first: MemoryRecord, second: MemoryRecord) -> None:
+    """As maintenance marks a contradiction (R-9.2): both contested, pointing at each other."""
+    first.contradicts.add(second)
+    MemoryRecord.objects.unscoped().filter(pk__in=[first.pk, second.pk]).update(contested=True)
+
+
+def build_world(tenant, fake_model) -> World:
+    key, secret = make_key(
+        tenant.organisation,
+        name="assistent",
+        memory={
+            "write_tool": True,
+            "injection": {"enabled": True, "index_id": tenant.index.id, "token_budget": 120},
+            "decay": {"half_life_days": {"preference": 30}},
+        },
+    )
+    index = resolved_for(key, tenant.index)
+
+    def write(text, **fields):
+        fields.setdefault("subject", "anna")
+        return record_write(key=key, index=index, type=fields.pop("type", "fact"), text=text, actor=key.id, **fields).record
+
+    coffee = write("Anna drinkt koffie zwart", type="preference", metadata={"bron": "gesprek"})
+    tea = write("Anna drinkt alleen thee", type="preference")
+    contest(coffee, tea)
+    write("anna drinkt koffie zwart.", type="preference")  # a confirmation
+    old = write("Anna woont in Delft")
+    moved = write("Anna woont in Utrecht", replaces=old.id)
+    record_update_by_administrator(
+        organisation=tenant.organisation, record_id=moved.id, actor="console:anna", changes={"confidence": 0.8, "metadata": {"wijk": "oost"}}
+    )
+    write("Offerte sturen aan Acme", type="commitment")
+    write("Antwoord altijd in het Nederlands", type="behaviour")
+    write("Het kantoor sluit om zes uur", subject=None)
+    gone = write("Een vergissing", subject="bert")
+    record_delete_by_administrator(organisation=tenant.organisation, record_id=gone.id, actor="console:anna")
+    MemoryRecord.objects.create(
+        organisation_id=tenant.organisation.id, index=tenant.index, subject="anna", type="episode", text="Anna plande haar verhuizing.",
+        normalised_text="anna plande haar verhuizing.", source="extraction", changed_at=coffee.changed_at,
+        structured={"thread_id": "thr_x", "result": "succeeded"},
+    )
+    MemoryRecord.objects.create(
+        organisation_id=tenant.organisation.id, index=tenant.index, subject="anna", type="lesson", text="Vraag eerst naar de datum.",
+        normalised_text="vraag eerst naar de datum.", source="maintenance", trusted=False, changed_at=coffee.changed_at,
+    )
+    write("x" * 300, subject="anna", confidence=0.99)  # too long for the key's budget: skipped
+    person_update(organisation=tenant.organisation, subject="anna", actor="test", helper_model_may_read=False)
+    subject_token_create(key=key, subject="carla", ttl_seconds=600)
+
+    tool = f"memory__{tenant.index.id}__search"
+    fake_model.reply(tool_calls=[("call_1", tool, {"query": "koffie"})])
+    fake_model.reply("Anna drinkt haar koffie zwart.")
+    body = client_for(secret).post(
+        "/v1/responses",
+        {"model": "fake-chat", "input": "Hoe drinkt Anna koffie?", "user": "anna", "tools": [{"type": "tool", "name": tool}]},
+        format="json",
+    ).json()
+    assert body["status"] == "completed", json.dumps(body)
+    return World(
+        tenant=tenant, key=key, coffee=coffee, tea=tea, moved=moved, old=old, thread_id=body["thread_id"], response_id=body["id"]
+    )
+
+
+def response_of(world: World) -> Response:
+    return Response.objects.unscoped().get(pk=world.response_id)
