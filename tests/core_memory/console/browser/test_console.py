@@ -1,0 +1,89 @@
+"""An administrator's day in the console, in a real browser (issue 13): log in, find a person, read a
+record and its history's diff, see a contested badge, follow a response's memory trace, change a store
+setting, switch to English, erase a person — in Dutch and in English."""
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from audit.models import AuditEvent
+from core_memory.persons.models import Person
+from memory.models import MemoryRecord
+from stores.models import MemoryStore
+
+
+def test_find_a_person_read_her_contested_record_and_its_history(signed_in: Page, world):
+    page = signed_in
+    page.locator("tr.model-person th a").click()
+    page.get_by_label("Zoek een persoon").fill("ann")
+    page.get_by_role("button", name="Zoeken").click()
+    page.get_by_role("link", name="anna", exact=True).click()
+
+    expect(page.get_by_role("heading", name="Persoon anna")).to_be_visible()
+    about = page.locator("#section-about_this_person")
+    expect(about.get_by_role("link", name="Anna drinkt koffie zwart")).to_be_visible()
+    about.get_by_role("link", name="Anna drinkt koffie zwart").click()
+
+    badge = page.locator("a.badge-contested")
+    expect(badge).to_have_text("betwist")
+    badge.click()
+    expect(page).to_have_url(re.compile(re.escape(world.tea.id.split("_")[1])))
+    expect(page.locator(".field-text")).to_contain_text("Anna drinkt alleen thee")
+
+    page.goto(page.url.replace("/change/", "/history/").replace(world.tea.id.split("_")[1], world.moved.id.split("_")[1]))
+    edited = page.locator("table.memory-versions tbody tr").first
+    expect(edited.locator(".change-kind")).to_have_text("bewerkt")
+    expect(edited).to_contain_text("beheerder anna")
+    expect(edited.locator("del.diff").first).to_have_text("1,00")
+    expect(edited.locator("ins.diff").first).to_have_text("0,80")
+    assert AuditEvent.objects.filter(action="memory.console_read", details__page="history", target=world.moved.id).count() == 1
+
+
+def test_why_did_the_assistant_know_that(signed_in: Page, world):
+    page = signed_in
+    page.goto(page.url.rstrip("/") + f"/threads/thread/{world.thread_id}/change/")
+
+    expect(page.get_by_role("heading", name="Waarom wist de assistent dat?")).to_be_visible()
+    trace = page.locator(f"#{world.response_id}")
+    expect(trace.get_by_role("heading", name="[toezeggingen]")).to_be_visible()
+    expect(trace.locator(".trace-dropped")).to_contain_text("paste niet in het tokenbudget")
+    expect(trace.locator(".tool-run")).to_contain_text(f"memory__{world.tenant.index.id}__search")
+    trace.locator(".tool-run").get_by_role("link", name=world.coffee.id).click()
+    expect(page.locator(".field-text")).to_contain_text("Anna drinkt koffie zwart")
+
+
+def test_a_store_setting_is_changed_in_its_form(signed_in: Page, world):
+    page = signed_in
+    page.goto(page.url.rstrip("/") + f"/stores/memorystore/{world.tenant.index.id}/change/")
+
+    expect(page.locator(".field-injection__episodes_limit")).to_contain_text("Standaard: 0.")
+    page.get_by_label("rangschikking").select_option("blend")
+    page.get_by_label("eerdere sessies").fill("3")
+    page.get_by_role("button", name="Opslaan", exact=True).click()
+
+    expect(page.locator(".messagelist")).to_be_visible()
+    store = MemoryStore.objects.get(index=world.tenant.index)
+    assert (store.injection["rank"], store.injection["episodes_limit"]) == ("blend", 3)
+
+
+def test_in_english_erase_a_person_after_seeing_what_will_go(signed_in: Page, world):
+    page = signed_in
+    page.locator("#language-switch-select").select_option("en")
+    page.locator("#language-switch").get_by_role("button").click()
+    expect(page.get_by_role("heading", name="Memory at a glance")).to_be_visible()
+
+    page.locator("tr.model-person th a").click()
+    page.get_by_role("link", name="anna", exact=True).click()
+    page.get_by_role("link", name="Erase her").click()
+
+    counts = page.locator("#erase-counts")
+    expect(counts).to_contain_text("9 records (behaviour: 1, commitment: 1, episode: 1, fact: 3, lesson: 1, preference: 2)")
+    expect(counts).to_contain_text("her stored rules")
+    page.get_by_role("button", name="Yes, erase her").click()
+
+    expect(page.locator("#erase-receipt-summary")).to_contain_text("anna is erased")
+    expect(page.locator("#erase-receipt")).to_contain_text('"records": 9')
+    assert not MemoryRecord.objects.filter(subject="anna").exists()
+    assert not Person.objects.filter(subject="anna").exists()
+    assert AuditEvent.objects.filter(action="person.erased", target="anna", actor="console:anna").count() == 1
