@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from core_memory.flows.turns.models import Response
+from core_memory.threads.models import Response
 from core_memory.keys.services import subject_token_create
 from core_memory.persons.services import person_update
 from memory.models import MemoryRecord
