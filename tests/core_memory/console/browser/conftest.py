@@ -26,10 +26,22 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
-# Playwright's sync API marks an event loop as running in the main thread, so Django's ORM (the
-# tests' set-up, the live server's flush) would refuse to run there. Safe here: nothing else runs
-# on that loop while the ORM does. Browser tests only, never in settings.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+ASYNC_UNSAFE = "DJANGO_ALLOW_ASYNC_UNSAFE"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def orm_beside_playwright():
+    """Playwright's sync API marks an event loop as running in the main thread, so Django's ORM (the
+    tests' set-up, the live server's flush) would refuse to run there. Safe here: nothing else runs
+    on that loop while the ORM does. Set from the first browser test (they run last) to the end of
+    the session, never for the tests before them (a subprocess would inherit it), never in settings."""
+    previous = os.environ.get(ASYNC_UNSAFE)
+    os.environ[ASYNC_UNSAFE] = "true"
+    yield
+    if previous is None:
+        os.environ.pop(ASYNC_UNSAFE, None)
+    else:
+        os.environ[ASYNC_UNSAFE] = previous
 
 
 def pytest_collection_modifyitems(config, items):
