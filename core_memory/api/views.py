@@ -68,6 +68,14 @@ class CoreApi(APIView):
             return validate_subject(body_user, param=body_param)
         return None
 
+    def path_person(self, subject: str, *, param: str = "subject") -> str:
+        """The person a route's path names (`/v1/persons/{subject}…`), checked: a request for one
+        person — her subject token or her `X-Core-Subject` — acts only for her (R-2.2)."""
+        validate_subject(subject, param=param)
+        if self.request_subject(body_user=subject, body_param=param) != subject:
+            raise PermissionDenied(_("A request for one person cannot act for another."), param="X-Core-Subject")
+        return subject
+
     # Idempotency wraps the handler once the caller is known (R-2.6).
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)

@@ -1,10 +1,8 @@
-from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from core_memory.api.views import CoreApi, validate_subject
-from core_memory.base.errors import PermissionDenied
+from core_memory.api.views import CoreApi
 from core_memory.base.validation import StrictSerializer
 from core_memory.flows.erasure import person_erase
 from core_memory.flows.export import person_export
@@ -25,21 +23,13 @@ class PersonApi(CoreApi):
     class InputSerializer(StrictSerializer):
         helper_model_may_read = serializers.BooleanField(required=False)
 
-    def _subject(self, subject: str) -> str:
-        # A request for one person — her subject token or her X-Core-Subject — acts only for her (R-2.2).
-        validate_subject(subject, param="subject")
-        named = self.request_subject(body_user=subject, body_param="subject")
-        if named != subject:
-            raise PermissionDenied(_("A request for one person cannot act for another."), param="X-Core-Subject")
-        return subject
-
     def patch(self, request, subject: str):
         """Set a person's rules
 
         Her rules, e.g. `{"helper_model_may_read": false}`: the helper model is then never shown her
         conversations or records. She exists from the moment she is first named. Needs `memory`.
         """
-        subject = self._subject(subject)
+        subject = self.path_person(subject)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         person = person_update(
@@ -68,7 +58,7 @@ class PersonApi(CoreApi):
         episodes and lessons, her subject tokens and her rules; the answer counts what went. Erasing a
         person never named is a 200 too. Audited as `person.erased`. Needs `management`.
         """
-        subject = self._subject(subject)
+        subject = self.path_person(subject)
         return Response(person_erase(organisation=self.organisation, subject=subject, actor=self.principal.actor))
 
 
@@ -107,5 +97,5 @@ class PersonExportApi(CoreApi):
         for her (never a secret). For a person never named the parts are empty. Audited as
         `person.exported`. Needs `management`.
         """
-        validate_subject(subject, param="subject")
+        subject = self.path_person(subject)
         return Response(person_export(organisation=self.organisation, subject=subject, actor=self.principal.actor))

@@ -101,3 +101,14 @@ def test_a_request_for_a_person_may_set_her_own_rules(tenant):
 
     assert response.status_code == 200
     assert Person.objects.get(subject="anna").helper_model_may_read is False
+
+
+def test_a_request_for_one_person_cannot_export_another(tenant):
+    """R-2.2, R-12.1 (found by the isolation matrix): with `X-Core-Subject: bob`,
+    `GET /v1/persons/anna/export` answered everything Core holds about anna."""
+    make_record(tenant.index, "Anna's geheim", subject="anna")
+
+    response = tenant.client(subject="bob").get("/v1/persons/anna/export")
+
+    assert (response.status_code, response.json()["error"]["param"]) == (403, "X-Core-Subject")
+    assert "geheim" not in response.content.decode()

@@ -1,0 +1,518 @@
+"""The isolation matrix (R-12.1, R-2.5, R-2.7, R-4.2, R-5.2; issue 11).
+
+Every route the URL resolver knows is called, with every method it answers, by every
+attacker below, against one victim organisation whose data carries canary strings:
+
+- `other_organisation`: another organisation's owner key (every capability, every index);
+- `policy_without_index`: a key of the victim's organisation whose policy names another index;
+- `read_only` / `write_only`: keys whose policy names the victim's index for one right only;
+- `without_capability`: a key of the organisation with no capability at all;
+- `token_of_bob`: a subject token for another person (bob) of a key with every right;
+- `header_bob`: a key with every right, sending `X-Core-Subject: bob`;
+- `revoked`: a revoked key of the organisation; `anonymous`: no credential.
+
+Each call asserts the exact status, that no canary of what the attacker may not see is in
+the body, and that nothing it may not change changed; a refusal (4xx) wrote nothing at all
+but the `memory.write_denied` audit event R-5.2 asks for. The owner's own call (`owner`)
+proves each request reaches its route. A route or method without an entry in ROUTES fails
+`test_every_route_is_in_the_matrix`, so a new route cannot be missed.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pytest
+from django.db import connection, transaction
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from core_memory.agents.models import Agent
+from core_memory.keys.models import ApiKey
+from core_memory.keys.services import key_revoke, subject_token_create
+from core_memory.organisations.models import Organisation
+from core_memory.persons.models import Person
+from core_memory.threads.models import Item, Thread
+from memory.models import MemoryRecord
+from memory.services import record_write
+from stores.models import KnowledgeIndex, MemoryStore
+from tests.factories import client_for, make_index, make_key, resolved_for
+from tests.fake_model import FakeChatModel, completion
+
+pytestmark = pytest.mark.django_db
+
+ATTACKERS = (
+    "owner",
+    "other_organisation",
+    "policy_without_index",
+    "read_only",
+    "write_only",
+    "without_capability",
+    "token_of_bob",
+    "header_bob",
+    "revoked",
+    "anonymous",
+)
+
+# What each attacker may neither see (canaries) nor change (state), by asset: `anna` (her
+# records, thread and rules), `records` (the victim index's records), `index` (that index
+# and its store), `keys`, `audit`, `organisation` (its settings), `agents`, `switch` (the
+# index's extraction switch and connector), `structure` (indexes and stores as a whole).
+ALL_ASSETS = ("anna", "records", "index", "keys", "audit", "organisation", "agents", "switch", "structure")
+FORBIDDEN = {
+    "owner": (),
+    "other_organisation": ALL_ASSETS,
+    "revoked": ALL_ASSETS,
+    "anonymous": ALL_ASSETS,
+    "policy_without_index": ("records", "index", "switch"),
+    "read_only": (),
+    "write_only": (),
+    "without_capability": ("anna", "records", "index", "keys", "audit", "organisation", "switch", "structure"),
+    "token_of_bob": ("anna", "keys", "audit", "organisation"),
+    "header_bob": ("anna",),
+}
+# Assets an attacker may change but not read: the records of an index a key may only write.
+UNREADABLE = {"write_only": ("records",)}
+# Assets an attacker may read but not change.
+UNCHANGEABLE = {"read_only": ("records", "index", "switch"), "token_of_bob": ("structure", "agents")}
+# The management routes are the organisation's administration: a key with `management` reads
+# and erases across every index, whatever its policy names (R-2.7, R-3.4, R-11.3).
+ORGANISATION_WIDE = {
+    "policy_without_index": ("anna", "records", "index", "switch"),
+    "read_only": ("records",),
+    "write_only": ("anna", "records", "switch"),
+}
+
+
+@dataclass
+class World:
+    ids: dict
+    clients: dict
+    canaries: dict = field(default_factory=dict)
+    model: FakeChatModel | None = None
+
+    def path(self, template: str) -> str:
+        return template.format(**self.ids)
+
+
+def _client(secret, subject=None):
+    return client_for(secret, subject=subject)
+
+
+@pytest.fixture
+def world(tenant, other_tenant, settings):
+    """The victim organisation, its data marked with canaries, and one client per attacker."""
+    model = FakeChatModel().start()
+    settings.CORE_MODELS = [model.config("fake-chat")]
+    organisation = tenant.organisation
+    Organisation.objects.filter(pk=organisation.pk).update(name="cnry-organisation-name")
+    KnowledgeIndex.objects.filter(pk=tenant.index.pk).update(name="cnry-index-name")
+    index = tenant.index
+    elsewhere = make_index(organisation, name="cnry-elsewhere")
+    anna_fact = record_write(key=tenant.key, index=index, subject="anna", type="fact", text="cnry-anna-fact", actor="test").record
+    shared_fact = record_write(key=tenant.key, index=index, subject=None, type="fact", text="cnry-shared-fact", actor="test").record
+    bob_fact = record_write(key=tenant.key, index=index, subject="bob", type="fact", text="Bob likes tea", actor="test").record
+    owner = tenant.client()
+    thread = owner.post("/v1/threads", {"subject": "anna", "metadata": {"note": "cnry-anna-thread"}}, format="json").json()
+    owner.post(f"/v1/threads/{thread['id']}/items", {"items": [{"role": "user", "content": "cnry-anna-said"}]}, format="json")
+    agent = owner.post("/v1/agents", {"name": "desk", "model": "fake-chat", "instructions": "cnry-agent-instructions"}, format="json").json()
+    switch = owner.put(
+        f"/v1/memory/stores/{index.id}/extraction",
+        {"enabled": True, "model": "fake-chat", "instructions": "cnry-switch-instructions"},
+        format="json",
+    ).json()
+    named_key, _secret = make_key(organisation, name="cnry-key-name")
+    owner.patch("/v1/persons/anna", {"helper_model_may_read": False}, format="json")
+    anna_token, _token_secret = subject_token_create(key=tenant.key, subject="anna", ttl_seconds=600)
+
+    full = {"name": "attacker"}
+    _policy_client, _k = tenant.key_client(read=(elsewhere.id,), write=(elsewhere.id,), **full)
+    _read_client, _k = tenant.key_client(read=(index.id,), write=(), **full)
+    _write_client, _k = tenant.key_client(read=(), write=(index.id,), **full)
+    _bare_client, _k = tenant.key_client(capabilities=(), **full)
+    bob_key, _bob_key_secret = make_key(organisation, name="attacker")
+    _bob_token, bob_token_secret = subject_token_create(key=bob_key, subject="bob", ttl_seconds=600)
+    revoked_key, revoked_secret = make_key(organisation, name="attacker")
+    key_revoke(key=revoked_key, actor="test")
+    header_key, header_secret = make_key(organisation, name="attacker")
+    clients = {
+        "owner": owner,
+        "other_organisation": other_tenant.client(),
+        "policy_without_index": _policy_client,
+        "read_only": _read_client,
+        "write_only": _write_client,
+        "without_capability": _bare_client,
+        "token_of_bob": _client(bob_token_secret),
+        "header_bob": _client(header_secret, subject="bob"),
+        "revoked": _client(revoked_secret),
+        "anonymous": _client(None),
+    }
+    ids = {
+        "org": organisation.id,
+        "idx": index.id,
+        "elsewhere": elsewhere.id,
+        "anna_record": anna_fact.id,
+        "shared_record": shared_fact.id,
+        "bob_record": bob_fact.id,
+        "thread": thread["id"],
+        "agent": agent["id"],
+        "connector": switch["connector_id"],
+        "named_key": named_key.id,
+        "other_org": other_tenant.organisation.id,
+    }
+    canaries = {
+        "anna": ("cnry-anna-fact", anna_fact.id, "cnry-anna-said", "cnry-anna-thread", thread["id"], anna_token.id),
+        "records": ("cnry-anna-fact", "cnry-shared-fact", "Bob likes tea", anna_fact.id, shared_fact.id, bob_fact.id),
+        "index": ("cnry-index-name", index.id),
+        "keys": ("cnry-key-name", named_key.id),
+        "audit": ("memory.updated", "person.updated", "extraction.switch_set"),
+        "organisation": ("cnry-organisation-name",),
+        "agents": ("cnry-agent-instructions", agent["id"]),
+        "switch": ("cnry-switch-instructions", switch["connector_id"]),
+        "structure": ("cnry-index-name", "cnry-elsewhere", index.id, elsewhere.id),
+    }
+    yield World(ids=ids, clients=clients, canaries=canaries, model=model)
+    model.stop()
+
+
+def victim_state(world: World, asset: str, organisation_id: str):
+    """What an attacker must not change, per asset (retrieval counts excepted: a permitted read raises them)."""
+    records = MemoryRecord.objects.for_organisation(organisation_id)
+    record_fields = ("id", "text", "status", "metadata", "confidence", "confirmations", "updated_at")
+    if asset == "anna":
+        return (
+            sorted(records.filter(subject="anna").values_list(*record_fields)),
+            sorted(Thread.objects.for_organisation(organisation_id).filter(subject="anna").values_list("id", "metadata", "item_count")),
+            sorted(Item.objects.for_organisation(organisation_id).filter(thread__subject="anna").values_list("id", "content")),
+            sorted(Person.objects.for_organisation(organisation_id).filter(subject="anna").values_list("id", "helper_model_may_read")),
+        )
+    if asset == "records":
+        return sorted(records.filter(index_id=world.ids["idx"]).values_list(*record_fields))
+    if asset == "index":
+        return (
+            list(KnowledgeIndex.objects.for_organisation(organisation_id).filter(pk=world.ids["idx"]).values_list("name", "deleted_at")),
+            list(MemoryStore.objects.for_organisation(organisation_id).filter(pk=world.ids["idx"]).values_list("injection", "lessons", "promotion", "maintenance")),
+        )
+    if asset == "keys":
+        return sorted(ApiKey.objects.for_organisation(organisation_id).values_list("id", "name", "capabilities", "policy", "memory", "revoked_at"))
+    if asset == "organisation":
+        return list(Organisation.objects.filter(pk=organisation_id).values_list("name", "timezone", "capabilities", "rate_limit_per_minute", "updated_at"))
+    if asset == "agents":
+        return sorted(Agent.objects.for_organisation(organisation_id).values_list("id", "deleted_at"))
+    if asset == "switch":
+        from extraction.models import ExtractionSwitch
+
+        return sorted(ExtractionSwitch.objects.for_organisation(organisation_id).values_list("index_id", "enabled", "instructions", "model"))
+    if asset == "structure":
+        return (
+            sorted(KnowledgeIndex.objects.for_organisation(organisation_id).values_list("id", "name", "deleted_at")),
+            sorted(MemoryStore.objects.for_organisation(organisation_id).values_list("index_id", "injection", "lessons", "promotion", "maintenance")),
+        )
+    return None  # audit: append-only anyway; its canaries are what matters
+
+
+def writes_so_far() -> dict[str, int]:
+    """Rows inserted, updated or deleted per table in this transaction (PostgreSQL's own count)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relname, n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_xact_user_tables")
+        return dict(cursor.fetchall())
+
+
+def new_audit_actions(before_count: int) -> list[str]:
+    from audit.models import AuditEvent
+
+    return list(AuditEvent.objects.unscoped().order_by("id").values_list("action", flat=True)[before_count:])
+
+
+# --- the routes ----------------------------------------------------------------------------
+# Each entry: (method, path, body) and the expected status per attacker. Statuses not named
+# follow DEFAULTS: revoked and anonymous 401, everyone else the owner's status.
+
+DENIED = {"revoked": 401, "anonymous": 401}
+
+
+def expect(owner: int, **others: int) -> dict[str, int]:
+    statuses = {attacker: owner for attacker in ATTACKERS}
+    statuses.update(DENIED)
+    statuses.update(others)
+    return statuses
+
+
+MANAGEMENT = {"without_capability": 403, "token_of_bob": 403}
+MEMORY_READ = {"policy_without_index": 404, "write_only": 403, "without_capability": 403}
+MEMORY_WRITE = {"policy_without_index": 404, "read_only": 403, "without_capability": 403}
+
+ROUTES: dict[tuple[str, str], tuple[str, dict | str | None, dict[str, int]]] = {
+    ("v1/tenants/<str:organisation_id>", "GET"): ("/v1/tenants/{org}", None, expect(200, other_organisation=404, **MANAGEMENT)),
+    ("v1/tenants/<str:organisation_id>", "PATCH"): ("/v1/tenants/{org}", {}, expect(200, other_organisation=404, **MANAGEMENT)),
+    ("v1/tenants/<str:organisation_id>/keys", "GET"): ("/v1/tenants/{org}/keys", None, expect(200, other_organisation=404, **MANAGEMENT)),
+    ("v1/tenants/<str:organisation_id>/keys", "POST"): (
+        "/v1/tenants/{org}/keys", {"name": "new"}, expect(201, other_organisation=404, **MANAGEMENT)
+    ),
+    ("v1/tenants/<str:organisation_id>/keys/<str:key_id>", "GET"): (
+        "/v1/tenants/{org}/keys/{named_key}", None, expect(200, other_organisation=404, **MANAGEMENT)
+    ),
+    ("v1/tenants/<str:organisation_id>/keys/<str:key_id>", "PATCH"): (
+        "/v1/tenants/{org}/keys/{named_key}", {}, expect(200, other_organisation=404, **MANAGEMENT)
+    ),
+    ("v1/tenants/<str:organisation_id>/keys/<str:key_id>", "DELETE"): (
+        "/v1/tenants/{org}/keys/{named_key}", None, expect(200, other_organisation=404, **MANAGEMENT)
+    ),
+    ("v1/subject-tokens", "POST"): ("/v1/subject-tokens", {"subject": "anna"}, expect(201, token_of_bob=403)),
+    ("v1/persons/<path:subject>/export", "GET"): ("/v1/persons/anna/export", None, expect(200, header_bob=403, **MANAGEMENT)),
+    ("v1/persons/<path:subject>", "PATCH"): (
+        "/v1/persons/anna", {"helper_model_may_read": True}, expect(200, without_capability=403, token_of_bob=403, header_bob=403)
+    ),
+    ("v1/persons/<path:subject>", "DELETE"): ("/v1/persons/anna", None, expect(200, header_bob=403, **MANAGEMENT)),
+    ("v1/models", "GET"): ("/v1/models", None, expect(200)),
+    ("v1/threads", "POST"): ("/v1/threads", {"subject": "anna"}, expect(201, without_capability=403, token_of_bob=403)),
+    ("v1/threads/<str:thread_id>", "GET"): (
+        "/v1/threads/{thread}", None, expect(200, other_organisation=404, without_capability=403, token_of_bob=404, header_bob=404)
+    ),
+    ("v1/threads/<str:thread_id>/items", "GET"): (
+        "/v1/threads/{thread}/items", None, expect(200, other_organisation=404, without_capability=403, token_of_bob=404, header_bob=404)
+    ),
+    ("v1/threads/<str:thread_id>/items", "POST"): (
+        "/v1/threads/{thread}/items",
+        {"items": [{"role": "user", "content": "injected"}]},
+        expect(201, other_organisation=404, without_capability=403, token_of_bob=404, header_bob=404),
+    ),
+    ("v1/agents", "GET"): ("/v1/agents", None, expect(200)),
+    ("v1/agents", "POST"): ("/v1/agents", {"name": "other", "model": "fake-chat"}, expect(201, token_of_bob=403)),
+    ("v1/agents/<str:agent_id>", "GET"): ("/v1/agents/{agent}", None, expect(200, other_organisation=404)),
+    ("v1/agents/<str:agent_id>", "DELETE"): ("/v1/agents/{agent}", None, expect(204, other_organisation=404, token_of_bob=403)),
+    ("v1/agents/<str:agent_id>/versions", "POST"): (
+        "/v1/agents/{agent}/versions", {"model": "fake-chat"}, expect(201, other_organisation=404, token_of_bob=403)
+    ),
+    ("v1/responses", "POST"): (
+        "/v1/responses",
+        {"model": "fake-chat", "input": "cnry", "thread_id": "{thread}", "tools": [{"type": "tool", "name": "memory__{idx}__search"}]},
+        # A memory tool of an index the key cannot search is a 400 on tools[0] (R-6.3).
+        expect(200, other_organisation=404, token_of_bob=404, header_bob=404, policy_without_index=400, write_only=400, without_capability=400),
+    ),
+    ("v1/tools", "GET"): ("/v1/tools", None, expect(200, without_capability=403)),
+    ("v1/indexes", "GET"): ("/v1/indexes", None, expect(200, without_capability=403)),
+    ("v1/indexes", "POST"): ("/v1/indexes", {"name": "new"}, expect(201, without_capability=403, token_of_bob=403)),
+    ("v1/indexes/<str:index_id>", "GET"): (
+        "/v1/indexes/{idx}", None, expect(200, other_organisation=404, policy_without_index=404, without_capability=403)
+    ),
+    ("v1/indexes/<str:index_id>", "DELETE"): (
+        "/v1/indexes/{idx}",
+        None,
+        expect(204, other_organisation=404, policy_without_index=404, read_only=403, without_capability=403, token_of_bob=403),
+    ),
+    ("v1/memory/stores/<str:index_id>", "GET"): (
+        "/v1/memory/stores/{idx}", None, expect(200, other_organisation=404, **MEMORY_READ)
+    ),
+    ("v1/memory/stores/<str:index_id>", "PATCH"): (
+        "/v1/memory/stores/{idx}", {}, expect(200, other_organisation=404, token_of_bob=403, **MEMORY_WRITE)
+    ),
+    ("v1/memory", "GET"): ("/v1/memory?index_id={idx}", None, expect(200, other_organisation=404, **MEMORY_READ)),
+    ("v1/memory", "POST"): (
+        "/v1/memory", {"index_id": "{idx}", "type": "fact", "text": "new fact"}, expect(201, other_organisation=404, **MEMORY_WRITE)
+    ),
+    ("v1/memory/search", "POST"): (
+        "/v1/memory/search", {"index_id": "{idx}", "query": "cnry anna shared bob"}, expect(200, other_organisation=404, **MEMORY_READ)
+    ),
+    ("v1/memory/import", "POST"): (
+        "/v1/memory/import?index_id={idx}",
+        '{"type": "fact", "text": "imported"}\n',
+        expect(200, other_organisation=404, **MEMORY_WRITE),
+    ),
+    ("v1/memory/<record_id:record_id>", "GET"): (
+        "/v1/memory/{anna_record}", None, expect(200, other_organisation=404, token_of_bob=404, header_bob=404, **MEMORY_READ)
+    ),
+    ("v1/memory/<record_id:record_id>", "PATCH"): (
+        "/v1/memory/{anna_record}",
+        {"confidence": 0.5},
+        expect(200, other_organisation=404, token_of_bob=404, header_bob=404, write_only=204, **MEMORY_WRITE),
+    ),
+    ("v1/memory/<record_id:record_id>", "DELETE"): (
+        "/v1/memory/{anna_record}", None, expect(204, other_organisation=404, token_of_bob=404, header_bob=404, **MEMORY_WRITE)
+    ),
+    ("v1/memory/<record_id:record_id>/history", "GET"): (
+        "/v1/memory/{anna_record}/history", None, expect(200, other_organisation=404, token_of_bob=404, header_bob=404, **MEMORY_READ)
+    ),
+    ("v1/memory/stores/<str:index_id>/extraction", "GET"): (
+        "/v1/memory/stores/{idx}/extraction", None, expect(200, other_organisation=404, **MEMORY_READ)
+    ),
+    ("v1/memory/stores/<str:index_id>/extraction", "PUT"): (
+        "/v1/memory/stores/{idx}/extraction",
+        {"enabled": False},
+        expect(200, other_organisation=404, token_of_bob=403, **MEMORY_WRITE),
+    ),
+    ("v1/connectors/<str:connector_id>", "GET"): (
+        "/v1/connectors/{connector}", None, expect(200, other_organisation=404, policy_without_index=404, without_capability=403)
+    ),
+    ("v1/connectors/<str:connector_id>", "DELETE"): (
+        "/v1/connectors/{connector}",
+        None,
+        expect(204, other_organisation=404, policy_without_index=404, read_only=403, without_capability=403, token_of_bob=403),
+    ),
+    ("v1/audit", "GET"): ("/v1/audit", None, expect(200, **MANAGEMENT)),
+}
+# Routes outside the tenant's data: the API document and its pages answer everyone the same.
+PUBLIC_ROUTES = {("v1/schema", "GET"), ("v1/docs", "GET"), ("v1/redoc", "GET")}
+
+
+def _api_routes() -> set[tuple[str, str]]:
+    found = set()
+
+    def walk(patterns, prefix=""):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            elif isinstance(pattern, URLPattern):
+                route = prefix + str(pattern.pattern)
+                view = getattr(pattern.callback, "view_class", None) or getattr(pattern.callback, "cls", None)
+                if route.startswith("v1/") and view is not None:
+                    for method in ("get", "post", "put", "patch", "delete"):
+                        if hasattr(view, method):
+                            found.add((route, method.upper()))
+
+    walk(get_resolver().url_patterns)
+    return found
+
+
+def _is_management(route: tuple[str, str]) -> bool:
+    """The organisation's administration: the view asks `management` for this method (ORGANISATION_WIDE)."""
+    from django.urls import resolve
+
+    path = ROUTES[route][0].split("?")[0].format(**{name: "x" for name in ("org", "named_key", "idx", "thread", "agent", "connector")}, anna_record="mem_x")
+    view = resolve(path).func.view_class
+    required = view.required_capabilities
+    required = required.get(route[1], ()) if isinstance(required, dict) else required
+    return "management" in required
+
+
+def test_every_route_is_in_the_matrix():
+    """A route or method added without an entry here fails: the matrix cannot fall behind."""
+    assert _api_routes() - set(ROUTES) - PUBLIC_ROUTES == set()
+    assert set(ROUTES) - _api_routes() == set()
+
+
+def _fill(value, world: World):
+    if isinstance(value, str):
+        return value.format(**world.ids)
+    if isinstance(value, dict):
+        return {name: _fill(item, world) for name, item in value.items()}
+    if isinstance(value, list):
+        return [_fill(item, world) for item in value]
+    return value
+
+
+def _rolled_back():
+    """A savepoint that is always rolled back, marked as the test case's own so that the
+    services' durable transactions run inside it as they do inside the test's."""
+    block = transaction.atomic()
+    block._from_testcase = True
+    return block
+
+
+class _Undo(Exception):
+    pass
+
+
+def _call(world: World, attacker: str, method: str, path: str, body):
+    client = world.clients[attacker]
+    url = world.path(path)
+    if isinstance(body, str):  # JSON Lines, sent as they are
+        return client.generic(method, url, body, content_type="application/x-ndjson")
+    data = json.dumps(_fill(body, world)) if body is not None else ""
+    return client.generic(method, url, data, content_type="application/json")
+
+
+def _search_tool_call(world: World) -> None:
+    """The model asks the memory search tool for everything, so a tool result would carry any leak."""
+    world.model.answer(completion(tool_calls=[("call_1", f"memory__{world.ids['idx']}__search", {"query": "cnry anna shared bob"})]))
+    world.model.reply("done")
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES), ids=lambda route: f"{route[1]} {route[0]}")
+def test_isolation_matrix(world, route):
+    method, (path, body, statuses) = route[1], ROUTES[route]
+    from audit.models import AuditEvent
+
+    failures = []
+    organisation_id = world.ids["org"]
+    # The owner last: its call may change what the others must find unchanged.
+    for attacker in sorted(ATTACKERS, key=lambda name: name == "owner"):
+        hidden = set(FORBIDDEN[attacker]) | set(UNREADABLE.get(attacker, ()))
+        fixed = set(FORBIDDEN[attacker]) | set(UNCHANGEABLE.get(attacker, ()))
+        if _is_management(route):
+            hidden -= set(ORGANISATION_WIDE.get(attacker, ()))
+            fixed -= set(ORGANISATION_WIDE.get(attacker, ()))
+        try:
+            with _rolled_back():
+                states = {asset: victim_state(world, asset, organisation_id) for asset in fixed}
+                events = AuditEvent.objects.unscoped().count()
+                writes = writes_so_far()
+                world.model.requests.clear()
+                if route[0] == "v1/responses":
+                    _search_tool_call(world)
+                response = _call(world, attacker, method, path, body)
+                content = response.content.decode(errors="replace")
+                sent_to_model = json.dumps([request.body for request in world.model.requests])
+                changed = {asset for asset in fixed if victim_state(world, asset, organisation_id) != states[asset]}
+                written = {table for table, count in writes_so_far().items() if count != writes.get(table, 0)}
+                actions = new_audit_actions(events)
+                raise _Undo
+        except _Undo:
+            pass
+        # What the attacker sent itself (an id in the path, say) is no leak when it comes back.
+        asked = world.path(path) + (body if isinstance(body, str) else json.dumps(_fill(body, world)))
+        leaked = sorted(
+            canary
+            for asset in hidden
+            for canary in world.canaries[asset]
+            if canary not in asked and (canary in content or canary in sent_to_model)
+        )
+        problems = []
+        if response.status_code != statuses[attacker]:
+            problems.append(f"status {response.status_code} (expected {statuses[attacker]}): {content[:200]}")
+        if leaked:
+            problems.append(f"leaked {leaked}")
+        if changed:
+            problems.append(f"changed {sorted(changed)}: {content[:300]}")
+        if response.status_code >= 400:
+            denial_writes = written - {"audit_auditevent", "audit_auditchainhead"}
+            if denial_writes or any(action != "memory.write_denied" for action in actions):
+                problems.append(f"a refusal wrote {sorted(denial_writes)} {actions}")
+        if problems:
+            failures.append(f"{attacker}: {'; '.join(problems)}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("route", sorted(PUBLIC_ROUTES), ids=lambda route: route[0])
+def test_the_public_pages_carry_no_tenant_data(world, route):
+    """The API document and its pages answer anyone alike, and name nothing of a tenant."""
+    response = world.clients["anonymous"].get("/" + route[0])
+
+    assert response.status_code == 200
+    content = response.content.decode()
+    assert [canary for canaries in world.canaries.values() for canary in canaries if canary in content] == []
+
+
+@pytest.mark.parametrize("attacker", ["token_of_bob", "header_bob", "read_only", "policy_without_index", "other_organisation"])
+def test_a_turn_injects_and_searches_only_what_its_caller_may_see(world, attacker):
+    """R-7.5, R-6.4, R-12.1: a turn for bob, or by a key without the index, gets neither anna's
+    records in its memory block nor in a search tool's result; the shared record reaches bob."""
+    from core_memory.keys.configuration import memory_config_normalise
+
+    injection = memory_config_normalise({"injection": {"enabled": True, "index_id": world.ids["idx"], "types": []}})
+    ApiKey.objects.for_organisation(world.ids["org"]).update(memory=injection)
+    world.model.requests.clear()
+    _search_tool_call(world)
+    tools = [{"type": "tool", "name": f"memory__{world.ids['idx']}__search"}] if attacker in ("token_of_bob", "header_bob", "read_only") else []
+    body = {"model": "fake-chat", "input": "cnry anna shared bob", "tools": tools}
+    if attacker == "read_only":
+        body["user"] = "bob"
+
+    response = world.clients[attacker].post("/v1/responses", body, format="json")
+
+    assert response.status_code == 200, response.content
+    sent = json.dumps([request.body for request in world.model.requests]) + response.content.decode()
+    assert [canary for canary in world.canaries["anna"] if canary in sent] == []
+    if attacker in ("policy_without_index", "other_organisation"):
+        assert [canary for canary in world.canaries["records"] if canary in sent] == []
+    else:
+        assert "cnry-shared-fact" in sent  # the shared record did reach her turn: the check can see
