@@ -9,6 +9,7 @@ from datetime import datetime
 
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from core_memory.base.errors import NotFound
 from core_memory.keys.models import ApiKey
@@ -27,6 +28,16 @@ class SwitchState:
     AUTHOR_UNAVAILABLE = "author_unavailable"
     MODEL_UNAVAILABLE = "model_unavailable"
     ACTIVE = "active"
+
+
+# What the console calls each state (R-8.6).
+STATE_LABELS = {
+    SwitchState.ACTIVE: _("active"),
+    SwitchState.OFF: _("off"),
+    SwitchState.AUTHOR_UNAVAILABLE: _("key unavailable"),
+    SwitchState.MODEL_UNAVAILABLE: _("model unavailable"),
+    SwitchState.OBJECTS_MISSING: _("connector or index missing"),
+}
 
 
 @dataclass(frozen=True)
@@ -170,3 +181,9 @@ def switches_existing(*, index_ids: list[str]) -> list[str]:
 def person_windows_counted(*, organisation_id: str, subject: str) -> int:
     """How many extraction windows her threads have (what erasing her removes, R-3.4)."""
     return ExtractionWindow.objects.for_organisation(organisation_id).filter(thread__subject=subject).count()
+
+
+def switches_of_organisation(*, organisation_id: str | None) -> list[ExtractionSwitch]:
+    """Every switch of the organisation (of every organisation when None), with its index, by index name."""
+    switches = ExtractionSwitch.objects.unscoped() if organisation_id is None else ExtractionSwitch.objects.for_organisation(organisation_id)
+    return list(switches.select_related("connector", "index", "organisation").order_by("index__name", "index_id"))

@@ -11,6 +11,7 @@ from django.utils import timezone
 from audit.selectors import audit_events_counted
 from core_memory.console.models import ConsoleAdministrator
 from core_memory.organisations.models import Organisation
+from extraction.selectors import switch_status, switches_of_organisation
 from memory.console import CONSOLE_READ
 from memory.selectors import records_counted
 
@@ -45,6 +46,16 @@ class IndexFigures:
 
 
 @dataclass
+class SwitchHealth:
+    index_id: str
+    name: str
+    state: str
+    failed_windows: int
+    queued_windows: int
+    error_code: str | None
+
+
+@dataclass
 class DashboardFigures:
     """The console home's figures (issue 13, item 7)."""
 
@@ -52,6 +63,7 @@ class DashboardFigures:
     contested: int
     reads_today: int
     today_from: datetime
+    switches: list[SwitchHealth] = field(default_factory=list)
 
     @property
     def records(self) -> int:
@@ -63,6 +75,7 @@ class DashboardFigures:
             "records": {index.index_id: index.types for index in self.indexes},
             "contested": self.contested,
             "reads_today": self.reads_today,
+            "extraction": {switch.index_id: switch.state for switch in self.switches},
         }
 
 
@@ -79,7 +92,8 @@ def _local_midnight(*, organisation_id: str | None) -> datetime:
 
 
 def dashboard_figures(*, organisation_id: str | None) -> DashboardFigures:
-    """Records per index and type, contested records, and the console reads audited today.
+    """Records per index and type, contested records, the console reads audited today, and how
+    each extraction switch is doing.
     `organisation_id` None: every organisation (a superuser)."""
     indexes: dict[str, IndexFigures] = {}
     for row in records_counted(organisation_id=organisation_id):
@@ -88,7 +102,22 @@ def dashboard_figures(*, organisation_id: str | None) -> DashboardFigures:
         entry.records += row["records"]
         entry.contested += row["contested"]
     today_from = _local_midnight(organisation_id=organisation_id)
+    # A store has at most one switch: a few queries per store, not per record.
+    switches = []
+    for switch in switches_of_organisation(organisation_id=organisation_id):
+        status = switch_status(switch=switch)
+        switches.append(
+            SwitchHealth(
+                index_id=switch.index_id,
+                name=switch.index.name,
+                state=status.state,
+                failed_windows=status.windows["failed"],
+                queued_windows=status.windows["queued"],
+                error_code=status.error_code,
+            )
+        )
     return DashboardFigures(
+        switches=switches,
         indexes=list(indexes.values()),
         contested=sum(index.contested for index in indexes.values()),
         reads_today=audit_events_counted(organisation_id=organisation_id, action=CONSOLE_READ, since=today_from),

@@ -1,6 +1,7 @@
 """Template filters the console's pages share."""
 from django import template
 
+from extraction.selectors import STATE_LABELS
 from memory.models import type_label as memory_type_label
 
 register = template.Library()
@@ -15,3 +16,9 @@ def type_label(type_name: str) -> str:
 @register.filter
 def get_item(mapping: dict, key):
     return mapping.get(key)
+
+
+@register.filter
+def switch_state(state: str) -> str:
+    """An extraction switch's state as the console names it, translated (extraction.selectors.STATE_LABELS)."""
+    return STATE_LABELS.get(state, state)

@@ -92,7 +92,7 @@ def test_every_console_page_is_dutch_throughout(console, tenant, fake_model, unt
     console.post(f"/console/persons/person/{tenant.organisation.id}/carla/erase/")
 
     assert len(visited) > 40, visited
-    for must in ("/threads/thread/thr_", "/persons/person/org_", "/audit/auditevent/aud_", "/erase/", "/history/"):
+    for must in ("/threads/thread/thr_", "/persons/person/org_", "/audit/auditevent/aud_", "/erase/", "/history/", "/extraction/extractionswitch/idx_"):
         assert any(must in url for url in visited), must
     print("\n".join(sorted(untranslated)))
     assert sorted(untranslated) == []

@@ -1,6 +1,6 @@
 """A console with something on every page: records of every type and kind of version, a
 contested pair, persons with and without rules, a thread whose turn injected, skipped and
-searched, store and key settings, audit events. The language and browser tests walk it."""
+searched, an extraction switch, store and key settings, audit events. The language and browser tests walk it."""
 from __future__ import annotations
 
 import json
@@ -74,6 +74,9 @@ def build_world(tenant, fake_model) -> World:
     write("x" * 300, subject="anna", confidence=0.99)  # too long for the key's budget: skipped
     person_update(organisation=tenant.organisation, subject="anna", actor="test", helper_model_may_read=False)
     subject_token_create(key=key, subject="carla", ttl_seconds=600)
+
+    switched = client_for(secret).put(f"/v1/memory/stores/{tenant.index.id}/extraction", {"enabled": True, "model": "fake-chat"}, format="json")
+    assert switched.status_code == 200, switched.json()
 
     tool = f"memory__{tenant.index.id}__search"
     fake_model.reply(tool_calls=[("call_1", tool, {"query": "koffie"})])

@@ -1,0 +1,177 @@
+"""Extraction switches in the console (R-10.3, R-8.5, R-8.6; issue 13 item 5): each store's switch,
+its state and what it means, its windows by status, its last run, the most common error with a
+plain explanation and the windows that failed; and re-sending it, as one of her keys, through
+`extraction_switch_set` (which mends a deleted connector and re-queues windows that failed for
+the key, R-8.6). Setting a switch's reading is the API's (`PUT …/extraction`): it needs a model,
+instructions and types, which are a key's business, not a console form's.
+"""
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.translation import gettext_lazy as _
+from rest_framework.exceptions import ValidationError as DrfValidationError
+
+from core_memory.base.errors import ApplicationError
+from core_memory.base.validation import first_error
+from core_memory.console.actors import actor_labels
+from core_memory.console.admin import OrganisationScopedAdmin, thread_url
+from core_memory.keys.models import ApiKey
+from extraction.configuration import SwitchSerializer
+from extraction.models import ExtractionSwitch, ExtractionWindow
+from extraction.selectors import STATE_LABELS, switch_status, switch_windows
+from extraction.services.switches import extraction_switch_set
+from memory.console import console_read_audit
+from memory.models import type_label
+from stores.models import KnowledgeIndex
+
+FAILED_WINDOWS_SHOWN = 20
+STATE_EXPLANATIONS = {
+    "active": _("Running: it reads the organisation's quiet conversations on its schedule."),
+    "off": _("Switched off. What it wrote stays."),
+    "author_unavailable": _("Stopped: the key it runs under is revoked, expired or deleted. Re-send it as a usable key."),
+    "model_unavailable": _("Stopped: its model is no longer offered to the organisation. Set an offered model through the API."),
+    "objects_missing": _("Stopped: its connector was deleted, or its index is gone. Re-send it to mend the connector."),
+}
+ERROR_EXPLANATIONS = {
+    "invalid_model_output": _("The model answered something that is not the expected JSON; nothing of that window was written."),
+    "model_error": _("The model could not be reached or refused the call (after retries)."),
+    "pii_redaction_failed": _("Personal data in the conversation could not be redacted, so it was not sent to the model."),
+    "threads_capability_missing": _("The key it runs under lacks the capability 'threads'."),
+    "write_denied": _("The key it runs under may not write this store."),
+    "author_unavailable": _("The key it runs under no longer exists."),
+    "write_conflict": _("A record changed at the same moment; the window is tried again."),
+    "attempts_exhausted": _("Workers took the window up several times without finishing it."),
+}
+
+
+def error_explanation(code: str | None) -> str:
+    return ERROR_EXPLANATIONS.get(code or "", "") if code else ""
+
+
+class ResendForm(forms.Form):
+    key = forms.ChoiceField(
+        label=_("send as key"),
+        help_text=_("It will run under this key: one of hers with the capabilities threads and memory that may write the store."),
+    )
+
+
+@admin.register(ExtractionSwitch)
+class ExtractionSwitchAdmin(OrganisationScopedAdmin):
+    list_display = ("index_name", "enabled", "model", "schedule_minutes", "next_run_at", "set_at")
+    list_select_related = ("index",)
+    ordering = ("index__name",)
+
+    def has_add_permission(self, request):
+        return False  # a switch is set through the API (PUT …/extraction)
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # switched off through the API; deleting the connector stops it (R-8.7)
+
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/resend/", wrap(self.resend_view), name="extraction_extractionswitch_resend"),
+            *super().get_urls(),
+        ]
+
+    @admin.display(description=_("index"), ordering="index__name")
+    def index_name(self, switch: ExtractionSwitch) -> str:
+        return switch.index.name
+
+    def usable_authors(self, switch: ExtractionSwitch) -> list[ApiKey]:
+        """Her keys that may set this switch (R-8.1): usable, `threads` and `memory`, the write right."""
+        keys = ApiKey.objects.for_organisation(switch.organisation_id).usable().order_by("name")
+        return [
+            key for key in keys
+            if key.has_capability("threads") and key.has_capability("memory") and key.may_write(switch.index_id)
+        ]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        switch = self.get_object(request, unquote(object_id))
+        if not self.has_view_permission(request, switch):
+            raise PermissionDenied
+        return self.switch_page(request, switch, ResendForm(initial={"key": switch.author_key_id}))
+
+    def switch_page(self, request, switch: ExtractionSwitch, form: ResendForm):
+        status = switch_status(switch=switch)
+        authors = self.usable_authors(switch)
+        form.fields["key"].choices = [(key.id, str(key)) for key in authors]
+        failed = list(switch_windows(switch=switch, status=ExtractionWindow.Status.FAILED)[:FAILED_WINDOWS_SHOWN])
+        author = actor_labels(organisation_id=switch.organisation_id, actors=[switch.author_key_id])[switch.author_key_id]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("Extraction of %(index)s") % {"index": switch.index.name},
+            "subtitle": None,
+            "opts": self.opts,
+            "original": switch,
+            "switch": switch,
+            "status": status,
+            "state_label": STATE_LABELS.get(status.state, status.state),
+            "state_explanation": STATE_EXPLANATIONS.get(status.state, ""),
+            "error_explanation": error_explanation(status.error_code),
+            "types": [type_label(name) for name in switch.types],
+            "author": author,
+            "failed": [
+                {"window": window, "thread_url": thread_url(self.admin_site, window.thread_id), "explanation": error_explanation(window.error_code)}
+                for window in failed
+            ],
+            "form": form,
+            "may_resend": self.has_change_permission(request, switch) and bool(authors),
+            "resend_url": reverse(f"{self.admin_site.name}:extraction_extractionswitch_resend", args=[quote(switch.pk)]),
+        }
+        console_read_audit(
+            actor=self.actor(request),
+            page="extraction",
+            shown=[],
+            organisation_id=switch.organisation_id,
+            target=switch.index_id,
+            details={"state": status.state, "windows": status.windows, "error_code": status.error_code},
+        )
+        return TemplateResponse(request, "admin/extraction/extractionswitch/switch_page.html", context)
+
+    def resend_view(self, request, object_id):
+        """POST: the switch as it is, sent again as the chosen key (R-8.6: mends a deleted
+        connector and a lost author; re-queues the windows that failed for the key)."""
+        switch = self.get_object(request, unquote(object_id))
+        if request.method != "POST" or not self.has_change_permission(request, switch):
+            raise PermissionDenied
+        form = ResendForm(request.POST)
+        authors = {key.id: key for key in self.usable_authors(switch)}
+        form.fields["key"].choices = [(key_id, str(key)) for key_id, key in authors.items()]
+        if not form.is_valid():
+            return self.switch_page(request, switch, form)
+        key = authors[form.cleaned_data["key"]]
+        index = KnowledgeIndex.objects.for_key(key).filter(pk=switch.index_id).first()
+        settings = {
+            "enabled": switch.enabled,
+            "model": switch.model,
+            "instructions": switch.instructions,
+            "types": list(switch.types),
+            "schedule_minutes": switch.schedule_minutes,
+            "threads": switch.threads_read,
+            "episodes": switch.episodes,
+            "lessons": switch.lessons,
+            "filters": {"key_ids": list(switch.filter_key_ids), "agent_ids": list(switch.filter_agent_ids)},
+        }
+        if not switch.model:
+            settings.pop("model")
+        try:
+            if index is None:
+                raise ApplicationError(str(_("That key cannot use this store.")))
+            serializer = SwitchSerializer(data=settings)
+            serializer.is_valid(raise_exception=True)
+            extraction_switch_set(key=key, index=index, values=serializer.validated_data, sent=set(settings), actor=self.actor(request))
+        except DrfValidationError as error:
+            path, message = first_error(error.detail)
+            messages.error(request, f"{path}: {message}" if path else message)
+        except ApplicationError as error:
+            messages.error(request, f"{error.param}: {error.message}" if error.param else error.message)
+        else:
+            messages.success(request, _("The switch was sent again as %(key)s.") % {"key": key})
+        return HttpResponseRedirect(reverse(f"{self.admin_site.name}:extraction_extractionswitch_change", args=[quote(switch.pk)]))

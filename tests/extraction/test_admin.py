@@ -1,0 +1,84 @@
+"""Extraction switches in the console (extraction.admin, R-8.5, R-8.6, R-10.3; issue 13 item 5):
+state, windows, last run, the most common error explained, the windows that failed; re-sending as
+one of her keys through the switch service. Scoped and audited."""
+from __future__ import annotations
+
+import pytest
+from django.contrib.admin.utils import quote
+
+from audit.models import AuditEvent
+from core_memory.keys.services import key_revoke
+from extraction.models import ExtractionSwitch, ExtractionWindow
+from tests.extraction.builders import conversation, switch_put
+from tests.factories import console_client, make_key
+from tests.fake_model import completion
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_password_hashing")]
+
+
+def switch_url(index_id: str, page: str = "change") -> str:
+    return f"/console/extraction/extractionswitch/{quote(index_id)}/{page}/"
+
+
+def test_the_switch_page_shows_its_state_windows_last_run_and_the_error_explained(console, tenant, switch, fake_model, run_extraction):
+    """R-8.5: state, windows by status, last run and error_code, with a plain explanation."""
+    conversation(organisation=tenant.organisation, key=tenant.key, messages=["Ik heet Anna.", "Hallo Anna."])
+    fake_model.default = completion("dit is geen JSON")
+    run_extraction()
+
+    response = console.get(switch_url(tenant.index.id))
+
+    assert response.status_code == 200
+    status = response.context["status"]
+    assert (status.state, status.windows["failed"], status.error_code) == ("active", 1, "invalid_model_output")
+    assert status.last_run["errors"] == 1
+    page = response.content.decode()
+    assert "Het model antwoordde iets dat niet de verwachte JSON is" in page
+    assert [entry["window"].error_code for entry in response.context["failed"]] == ["invalid_model_output"]
+    event = AuditEvent.objects.get(action="memory.console_read", details__page="extraction")
+    assert (event.actor, event.target, event.details["error_code"]) == ("console:anna", tenant.index.id, "invalid_model_output")
+
+
+def test_re_sending_as_another_key_mends_a_lost_author_and_is_audited(console, tenant, switch):
+    """R-8.6: a revoked author stops the switch; sent again as a usable key it runs, as that key."""
+    author = tenant.key
+    other, _secret = make_key(tenant.organisation, name="tweede")
+    key_revoke(key=author, actor="test")
+    assert console.get(switch_url(tenant.index.id)).context["status"].state == "author_unavailable"
+
+    response = console.post(switch_url(tenant.index.id, "resend"), {"key": other.id}, follow=True)
+
+    assert response.context["status"].state == "active"
+    assert ExtractionSwitch.objects.get(pk=tenant.index.id).author_key_id == other.id
+    event = AuditEvent.objects.filter(action="extraction.switch_set").latest("id")
+    assert (event.actor, event.target) == ("console:anna", tenant.index.id)
+
+
+def test_only_her_keys_that_may_set_the_switch_are_offered(console, tenant, other_tenant, switch):
+    """R-8.1: `threads`, `memory` and the write right; never another organisation's key."""
+    make_key(tenant.organisation, name="lezer", write=())
+    make_key(tenant.organisation, name="zonder threads", capabilities=("knowledge", "memory"))
+    foreign = other_tenant.key
+
+    form = console.get(switch_url(tenant.index.id)).context["form"]
+    refused = console.post(switch_url(tenant.index.id, "resend"), {"key": foreign.id})
+
+    assert [label for _value, label in form.fields["key"].choices] == [f"owner ({tenant.key.id})"]
+    assert refused.status_code == 200 and refused.context["form"].errors["key"]
+    assert not AuditEvent.objects.filter(action="extraction.switch_set", actor="console:anna").exists()
+
+
+def test_another_organisations_switch_is_a_404_and_nothing_is_read_or_written(console, other_tenant, fake_model):
+    assert switch_put(other_tenant.client(), other_tenant.index.id).status_code == 200
+    events = AuditEvent.objects.count()
+
+    assert console.get(switch_url(other_tenant.index.id)).status_code == 404
+    assert console.post(switch_url(other_tenant.index.id, "resend"), {"key": other_tenant.key.id}).status_code == 404
+    assert AuditEvent.objects.count() == events
+    assert ExtractionWindow.objects.count() == 0
+
+
+def test_the_home_page_shows_each_switchs_health(console, tenant, switch):
+    figures = console.get("/console/").context["dashboard"]
+
+    assert [(entry.name, entry.state, entry.failed_windows) for entry in figures.switches] == [("memory", "active", 0)]
