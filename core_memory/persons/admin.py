@@ -1,7 +1,8 @@
 """Persons in the console (issue 13, item 3): the persons Core knows in her organisation, and a
 page per person — her records by section as injection sees them, her episodes and lessons, her
-threads, her rules (editable), and two actions: export everything Core holds about her, and
-erase her (a confirmation page with the counts that will go, then the receipt).
+threads, her rules (editable), and two actions: export everything Core holds about her (the
+API's document, core_memory.flows.export), and erase her (a confirmation page with the counts
+that will go, then the receipt).
 
 Every page is a read and writes `memory.console_read` (R-10.2); rules change through
 `person_update` and erasure through `core_memory.flows.erasure.person_erase`, each audited.
@@ -16,13 +17,15 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from core_memory.console.admin import OrganisationScopedAdmin, thread_url
 from core_memory.flows.erasure import person_erase, person_erasure_preview
+from core_memory.flows.export import person_export
 from core_memory.flows.persons import persons_page
 from core_memory.organisations.models import Organisation
 from core_memory.persons.models import Person
@@ -66,6 +69,7 @@ class PersonAdmin(OrganisationScopedAdmin):
             path("", wrap(self.changelist_view), name="persons_person_changelist"),
             path("<str:organisation_id>/<str:subject>/", wrap(self.person_view), name="persons_person_page"),
             path("<str:organisation_id>/<str:subject>/rules/", wrap(self.rules_view), name="persons_person_rules"),
+            path("<str:organisation_id>/<str:subject>/export/", wrap(self.export_view), name="persons_person_export"),
             path("<str:organisation_id>/<str:subject>/erase/", wrap(self.erase_view), name="persons_person_erase"),
         ]
 
@@ -84,7 +88,7 @@ class PersonAdmin(OrganisationScopedAdmin):
         arguments = [organisation_id, quote(subject)]
         return {
             name: reverse(f"{self.admin_site.name}:persons_person_{name}", args=arguments)
-            for name in ("page", "rules", "erase")
+            for name in ("page", "rules", "export", "erase")
         }
 
     # --- the list --------------------------------------------------------------------------------
@@ -192,6 +196,30 @@ class PersonAdmin(OrganisationScopedAdmin):
         )
         messages.success(request, _("Her rules are saved."))
         return HttpResponseRedirect(self.urls_of(organisation.id, subject)["page"])
+
+    # --- export --------------------------------------------------------------------------------------
+    def export_view(self, request, organisation_id: str, subject: str):
+        """Everything Core holds about her as one JSON file: the API's document
+        (`GET /v1/persons/{subject}/export`, core_memory.flows.export), audited as `person.exported`
+        and, as every console read, `memory.console_read` naming the records it held."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        organisation = self.person_organisation(request, organisation_id)
+        subject = unquote(subject)
+        document = person_export(organisation=organisation, subject=subject, actor=self.actor(request))
+        record_ids = [record["id"] for part in ("records", "episodes", "lessons") for record in document.get(part) or []]
+        console_read_audit(
+            actor=self.actor(request),
+            page="export",
+            shown=[(record_id, organisation.id) for record_id in record_ids],
+            organisation_id=organisation.id,
+            target=subject,
+            details={"thread_ids": [thread["id"] for thread in document.get("threads") or []]},
+        )
+        response = JsonResponse(document, json_dumps_params={"ensure_ascii": False, "indent": 2})
+        filename = f"core-geheugen-{organisation.id}-{slugify(subject) or 'person'}.json"
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response
 
     # --- erasure -------------------------------------------------------------------------------------
     def erase_view(self, request, organisation_id: str, subject: str):

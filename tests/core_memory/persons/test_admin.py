@@ -174,3 +174,32 @@ def test_a_superuser_sees_every_organisations_persons_with_their_organisation(su
         [(tenant.organisation.id, "anna"), (other_tenant.organisation.id, "anna")]
     )
     assert console_client(superuser).get(person_url(other_tenant, "anna")).status_code == 200
+
+
+def test_exporting_her_gives_the_apis_document_as_a_file_audited_both_ways(console, tenant, write):
+    """Issue 13 item 3 with issue 14's document: the same JSON as `GET /v1/persons/{subject}/export`."""
+    coffee = write("Anna drinkt koffie", subject="anna")
+    write("Bert blijft", subject="bert")
+
+    response = console.get(person_url(tenant, "anna", "export"))
+
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == f'attachment; filename="core-geheugen-{tenant.organisation.id}-anna.json"'
+    document = response.json()
+    from_the_api = tenant.client().get("/v1/persons/anna/export").json()
+    assert {name: value for name, value in document.items() if name != "exported_at"} == {
+        name: value for name, value in from_the_api.items() if name != "exported_at"
+    }
+    assert [record["id"] for record in document["records"]] == [coffee.id]
+    exported = AuditEvent.objects.filter(action="person.exported", target="anna").order_by("id").first()
+    assert exported.actor == "console:anna"
+    read = reads("export").get()
+    assert (read.target, read.details["record_ids"]) == ("anna", [coffee.id])
+
+
+def test_another_organisations_person_cannot_be_exported(console, other_tenant):
+    person_update(organisation=other_tenant.organisation, subject="dirk", actor="test", helper_model_may_read=False)
+    events = AuditEvent.objects.count()
+
+    assert console.get(person_url(other_tenant, "dirk", "export")).status_code == 404
+    assert AuditEvent.objects.count() == events

@@ -1,9 +1,11 @@
 """An administrator's day in the console, in a real browser (issue 13): log in, find a person, read a
 record and its history's diff, see a contested badge, follow a response's memory trace, change a store
-setting, switch to English, erase a person — in Dutch and in English."""
+setting, export a person, switch to English, erase a person — in Dutch and in English."""
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
@@ -65,6 +67,21 @@ def test_a_store_setting_is_changed_in_its_form(signed_in: Page, world):
     expect(page.locator(".messagelist")).to_be_visible()
     store = MemoryStore.objects.get(index=world.tenant.index)
     assert (store.injection["rank"], store.injection["episodes_limit"]) == ("blend", 3)
+
+
+def test_export_everything_about_her_as_a_file(signed_in: Page, world):
+    page = signed_in
+    page.goto(page.url.rstrip("/") + f"/persons/person/{world.tenant.organisation.id}/anna/")
+
+    with page.expect_download() as waiting:
+        page.get_by_role("link", name="Exporteer alles over haar (JSON)").click()
+    download = waiting.value
+
+    assert download.suggested_filename == f"core-geheugen-{world.tenant.organisation.id}-anna.json"
+    document = json.loads(Path(download.path()).read_text())
+    assert document["format"] == "core-geheugen.person-export"
+    assert world.coffee.id in [record["id"] for record in document["records"]]
+    assert AuditEvent.objects.filter(action="person.exported", target="anna", actor="console:anna").count() == 1
 
 
 def test_in_english_erase_a_person_after_seeing_what_will_go(signed_in: Page, world):
