@@ -205,11 +205,9 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
         "person",
         "confidences",
         "contested_badge",
-        "status",
-        "source",
-        "provenance_summary",
+        "status_and_source",
         "index_name",
-        "created_at",
+        "created_on",
     )
     list_filter = (
         ("index", IndexListFilter),
@@ -351,16 +349,30 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
 
     @admin.display(description=_("person"), ordering="subject")
     def person(self, record: MemoryRecord):
+        """Her (or "shared"), and under it the thread the record came from, if any (its provenance)."""
         if record.subject is None:
-            return _("shared")
-        return format_html('<a href="{}">{}</a>', person_url(self.admin_site, record.organisation_id, record.subject), record.subject)
+            who = format_html("{}", _("shared"))
+        else:
+            who = format_html('<a href="{}">{}</a>', person_url(self.admin_site, record.organisation_id, record.subject), record.subject)
+        if not record.thread_id:
+            return who
+        return format_html('{}<br><small class="provenance">{}</small>', who, self.provenance_summary(record))
 
     @admin.display(description=_("index"), ordering="index__name")
     def index_name(self, record: MemoryRecord) -> str:
         return record.index.name
 
-    @admin.display(description=_("confidence: stored → effective"), ordering="effective_confidence")
+    @admin.display(description=_("created at"), ordering="created_at")
+    def created_on(self, record: MemoryRecord) -> str:
+        return formats.date_format(timezone.localtime(record.created_at), "SHORT_DATE_FORMAT")
+
+    @admin.display(description=_("status · source"), ordering="status")
+    def status_and_source(self, record: MemoryRecord) -> str:
+        return f"{record.get_status_display()} · {record.get_source_display()}"
+
+    @admin.display(description=_("confidence"), ordering="effective_confidence")
     def confidences(self, record: MemoryRecord) -> str:
+        """Stored, and "→ effective" where decay makes them differ (the list's note says how it is read)."""
         stored = formats.number_format(record.confidence, 2)
         effective = formats.number_format(record.effective_confidence, 2)
         return stored if stored == effective else f"{stored} → {effective}"

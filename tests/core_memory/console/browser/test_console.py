@@ -104,3 +104,24 @@ def test_in_english_erase_a_person_after_seeing_what_will_go(signed_in: Page, wo
     assert not MemoryRecord.objects.filter(subject="anna").exists()
     assert not Person.objects.filter(subject="anna").exists()
     assert AuditEvent.objects.filter(action="person.erased", target="anna", actor="console:anna").count() == 1
+
+
+def test_the_pages_fit_a_1400_pixel_window(signed_in: Page, world):
+    """Issue 13: the record list cut its columns off at 1400 px; long texts now wrap everywhere."""
+    page = signed_in
+    page.set_viewport_size({"width": 1400, "height": 900})
+    base = page.url.rstrip("/")
+    pages = [
+        "/memory/memoryrecord/",
+        f"/memory/memoryrecord/{world.moved.id}/history/",
+        f"/persons/person/{world.tenant.organisation.id}/anna/",
+        f"/threads/thread/{world.thread_id}/change/",
+        f"/extraction/extractionswitch/{world.tenant.index.id}/change/",
+    ]
+    for address in pages:
+        page.goto(base + address)
+        overflow = page.evaluate(
+            "Math.max(document.documentElement.scrollWidth - innerWidth,"
+            " ...[...document.querySelectorAll('.results')].map(e => e.scrollWidth - e.clientWidth))"
+        )
+        assert overflow <= 0, address
