@@ -21,6 +21,7 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from audit.services import audit_event_record
 from core_memory.base.errors import (
@@ -324,7 +325,7 @@ def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: st
     if locked is None:
         raise NotFound("No such record.")
     if locked.status != MemoryRecord.Status.ACTIVE:
-        raise Conflict("Only an active record can change.", param=None)
+        raise Conflict(gettext("Only an active record can change."), param=None)
     fields = [field for field in UPDATABLE_FIELDS if field in changes]
     _due_check(type_name=locked.type, due_at=changes.get("due_at"), done=changes.get("done"))
     if "metadata" in fields:
@@ -345,7 +346,7 @@ def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: st
             locked.save(update_fields=[*fields, "changed_at", "updated_at"])
     except IntegrityError as error:
         if _is_unique_active_violation(error):
-            raise Conflict("An active record of this person and type already has that text.", param="text") from error
+            raise Conflict(gettext("An active record of this person and type already has that text."), param="text") from error
         raise
     audit_event_record(
         organisation=locked.organisation_id,

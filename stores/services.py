@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from audit.services import audit_event_record
 from core_memory.base.errors import PermissionDenied
@@ -39,11 +40,11 @@ def store_sections_validate(*, organisation: Organisation, sections: dict, may_p
     if "promotion" in complete:
         if not may_promote:
             raise PermissionDenied(
-                "Only a key with the capabilities management and memory, or a console administrator, may set promotion.",
+                gettext("Only a key with the capabilities management and memory, or a console administrator, may set promotion."),
                 param="promotion",
             )
         if not organisation.has_capability("improvements"):
-            raise PermissionDenied("The organisation lacks the capability 'improvements'.", param="promotion")
+            raise PermissionDenied(gettext("The organisation lacks the capability 'improvements'."), param="promotion")
     return complete
 
 

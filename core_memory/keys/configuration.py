@@ -5,6 +5,7 @@ Validation fills every default, so stored configurations are always complete.
 """
 import re
 
+from django.utils.translation import gettext
 from rest_framework import serializers
 
 from core_memory.base.validation import StrictSerializer, StringMapField, serializer_defaults
@@ -14,7 +15,7 @@ TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 def validate_type_name(value: str) -> str:
     if not TYPE_PATTERN.match(value):
-        raise serializers.ValidationError("A type is lower-case: [a-z][a-z0-9_]{0,39}.")
+        raise serializers.ValidationError(gettext("A type is lower-case: [a-z][a-z0-9_]{0,39}."))
     return value
 
 
@@ -29,7 +30,7 @@ class InjectionConfigSerializer(StrictSerializer):
 
     def validate(self, attrs):
         if attrs["enabled"] and not attrs.get("index_id"):
-            raise serializers.ValidationError({"index_id": ["An enabled injection block names its index."]})
+            raise serializers.ValidationError({"index_id": [gettext("An enabled injection block names its index.")]})
         return attrs
 
 
@@ -41,7 +42,7 @@ class DecayConfigSerializer(StrictSerializer):
     def validate_half_life_days(self, value):
         for type_name in value:
             if not TYPE_PATTERN.match(type_name):
-                raise serializers.ValidationError({type_name: ["A type is lower-case: [a-z][a-z0-9_]{0,39}."]})
+                raise serializers.ValidationError({type_name: [gettext("A type is lower-case: [a-z][a-z0-9_]{0,39}.")]})
         return value
 
 

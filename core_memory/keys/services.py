@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from audit.services import audit_event_record
 from core_memory.base.errors import Conflict, Unprocessable
@@ -45,7 +46,7 @@ def key_rights_validate(
     deleted since must not block an unrelated change. Raises Unprocessable naming the field.
     """
     if "memory" in capabilities and "knowledge" not in capabilities:
-        raise Unprocessable("The capability 'memory' needs 'knowledge'.", param="capabilities")
+        raise Unprocessable(gettext("The capability 'memory' needs 'knowledge'."), param="capabilities")
     named_at = [
         (index_id, f"policy.{right}[{position}]")
         for right in ("read", "write")
@@ -58,7 +59,7 @@ def key_rights_validate(
     known = _live_index_ids(organisation=organisation, index_ids={index_id for index_id, _ in named_at})
     for index_id, param in named_at:
         if index_id not in known:
-            raise Unprocessable(f"No index {index_id!r} in this organisation.", param=param)
+            raise Unprocessable(gettext("No index %(index)s in this organisation.") % {"index": repr(index_id)}, param=param)
 
 
 def _policy_whole(policy: dict) -> dict:
@@ -110,7 +111,7 @@ def key_update(*, key: ApiKey, actor: str, changes: dict) -> ApiKey:
     key = ApiKey.objects.for_organisation(key.organisation_id).select_for_update().select_related("organisation").get(pk=key.pk)
     if key.revoked_at is not None:
         # Revocation is final (R-3.2): a revoked key is kept to be read, not to be revived.
-        raise Conflict("This key is revoked; create a new key instead.", param=None)
+        raise Conflict(gettext("This key is revoked; create a new key instead."), param=None)
     fields = [field for field in UPDATABLE_FIELDS if field in changes]
     for field in fields:
         value = changes[field]

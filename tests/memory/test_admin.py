@@ -361,7 +361,7 @@ def test_a_correction_the_service_refuses_changes_nothing_and_says_why(console, 
 
     assert MemoryRecord.objects.get(pk=tea.pk).text == "Anna drinkt thee"
     assert not AuditEvent.objects.filter(action="memory.updated").exists()
-    assert [str(message) for message in response.context["messages"]] == ["An active record of this person and type already has that text."]
+    assert [str(message) for message in response.context["messages"]] == ["Een actief record van deze persoon en dit type heeft die tekst al."]
 
 
 # The console speaks Dutch by default.

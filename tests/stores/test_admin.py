@@ -114,7 +114,7 @@ def test_promotion_in_the_console_needs_the_organisations_improvements(console, 
     refused = console.post(url, store_form(store, lessons__enabled="on", **wanted))
 
     assert refused.status_code == 200
-    assert refused.context["adminform"].form.errors == {"promotion__enabled": ["The organisation lacks the capability 'improvements'."]}
+    assert refused.context["adminform"].form.errors == {"promotion__enabled": ["De organisatie mist de capability 'improvements'."]}
     store.refresh_from_db()
     assert (store.promotion, store.lessons["enabled"]) == (default_promotion(), False)
 

@@ -50,7 +50,7 @@ def test_a_key_with_memory_but_not_knowledge_is_refused_on_capabilities(console,
     response = console.post("/console/keys/apikey/add/", key_form(capabilities=["memory"]))
 
     assert response.status_code == 200
-    assert response.context["adminform"].form.errors == {"capabilities": ["The capability 'memory' needs 'knowledge'."]}
+    assert response.context["adminform"].form.errors == {"capabilities": ["De capability 'memory' vraagt 'knowledge'."]}
     assert ApiKey.objects.count() == keys_before
 
 
@@ -63,11 +63,11 @@ def test_a_key_with_memory_but_not_knowledge_is_refused_on_capabilities(console,
         ),
         (
             {"memory__injection__enabled": "on"},
-            {"memory__injection__index_id": ["An enabled injection block names its index."]},
+            {"memory__injection__index_id": ["Een ingeschakeld injectieblok noemt zijn index."]},
         ),
         (
             {"memory__decay__half_life_days__other_types": '{"Invoice": 3}'},
-            {"memory__decay__half_life_days__other_types": ["A type is lower-case: [a-z][a-z0-9_]{0,39}."]},
+            {"memory__decay__half_life_days__other_types": ["Een type is in kleine letters: [a-z][a-z0-9_]{0,39}."]},
         ),
     ],
 )
