@@ -16,6 +16,12 @@ BEAT_SCHEDULE = {
         "task": "extraction.tasks.extraction_dispatch_task",
         "schedule": crontab(),
     },
+    # Every minute: plan the stores whose maintenance is due (each every
+    # CORE_MAINTENANCE_MINUTES, R-9.1) and hand out jobs left behind by a dead worker.
+    "maintenance-dispatch": {
+        "task": "maintenance.tasks.maintenance_dispatch_task",
+        "schedule": crontab(),
+    },
     "idempotency-purge": {
         "task": "core_memory.api.tasks.idempotency_purge_task",
         "schedule": crontab(minute=35),

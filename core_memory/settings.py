@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "stores",
     "memory",
     "extraction",
+    "maintenance",
     "audit",
 ]
 
@@ -270,6 +271,12 @@ CORE_EXTRACTION_WINDOW_ITEMS = env.int("CORE_EXTRACTION_WINDOW_ITEMS", default=1
 CORE_EXTRACTION_WINDOW_SECONDS = env.int("CORE_EXTRACTION_WINDOW_SECONDS", default=300)
 if CORE_EXTRACTION_WINDOW_ITEMS < 1 or CORE_EXTRACTION_WINDOW_SECONDS < 1:
     raise ImproperlyConfigured("CORE_EXTRACTION_WINDOW_ITEMS and CORE_EXTRACTION_WINDOW_SECONDS must be positive")
+# Maintenance (SPEC §9): each store is looked after every CORE_MAINTENANCE_MINUTES; a job's
+# task is killed after CORE_MAINTENANCE_JOB_SECONDS and its claim lasts as long (README "Maintenance").
+CORE_MAINTENANCE_MINUTES = env.int("CORE_MAINTENANCE_MINUTES", default=60)
+CORE_MAINTENANCE_JOB_SECONDS = env.int("CORE_MAINTENANCE_JOB_SECONDS", default=300)
+if CORE_MAINTENANCE_MINUTES < 1 or CORE_MAINTENANCE_JOB_SECONDS < 1:
+    raise ImproperlyConfigured("CORE_MAINTENANCE_MINUTES and CORE_MAINTENANCE_JOB_SECONDS must be positive")
 
 LOGGING = {
     "version": 1,

@@ -21,6 +21,7 @@ urlpatterns = [
     path("v1/", include("stores.urls")),
     path("v1/", include("memory.urls")),
     path("v1/", include("extraction.urls")),
+    path("v1/", include("maintenance.urls")),
     path("v1/", include("audit.urls")),
 ]
 

@@ -2,7 +2,8 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.functions import MD5
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
@@ -72,8 +73,13 @@ class MemoryRecord(models.Model):
     """One remembered thing (SPEC §5).
 
     `changed_at` is the decay clock (R-5.9): set on creation, PATCH and confirmation.
+    `updated_at` is maintenance's clock: it moves with every save that changes what the record
+    says or how it stands (written, confirmed, edited, ended, deleted); maintenance's own marks
+    (`contested`, saved with `update_fields` that leave it out) and retrievals leave it alone,
+    so a run reads only what others changed since the last one (issue 9).
     `contradicts` is a symmetrical many-to-many to the records maintenance found to
-    contradict this one (R-9.2); `contested` is true while it has any.
+    contradict this one (R-9.2); `contested` is true while it has any. Ending, deleting or
+    re-wording either record clears the pair (memory.services).
     Every change goes through `save()` so django-simple-history keeps each version
     (R-5.4); the historical row's `history_change_reason` is "<what> by <actor>".
     """
@@ -155,6 +161,18 @@ class MemoryRecord(models.Model):
             ),
             models.Index(fields=["organisation", "subject"], name="memory_org_subject"),
             GinIndex(fields=["search_vector"], name="memory_search_vector"),
+            # Maintenance reads what changed since its last run (R-9.1, issue 9): records are
+            # found by when they last changed, never by scanning the store.
+            models.Index(fields=["index", "updated_at"], name="memory_index_updated"),
+            # Promotion (R-9.4): the persons whose memories hold the same fact in the same way.
+            # A digest, since a text may be longer than a btree entry holds.
+            models.Index(
+                F("index"),
+                F("type"),
+                MD5("normalised_text"),
+                name="memory_personal_same_text",
+                condition=Q(status="active", subject__isnull=False),
+            ),
         ]
         constraints = [
             # An episode tells of one session: two sessions told in the same words are two

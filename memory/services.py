@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext
 
@@ -125,8 +125,66 @@ def _active_twin(
 def _end(*, record: MemoryRecord, replaced_by: MemoryRecord, actor: str) -> None:
     record.status = MemoryRecord.Status.ENDED
     record.replaced_by_id = replaced_by.id
+    _contradictions_clear(record=record, actor=actor)
     record._change_reason = change_reason(what="ended", actor=actor)
-    record.save(update_fields=["status", "replaced_by", "updated_at"])
+    record.save(update_fields=["status", "replaced_by", "contested", "updated_at"])
+
+
+def _contradictions_clear(*, record: MemoryRecord, actor: str) -> None:
+    """The record is corrected, deleted or re-worded: what maintenance found it to contradict
+    no longer stands against it (R-9.2). Its links go and its mark with them (the caller saves
+    the record); a record it contradicted keeps its mark only while it contradicts another.
+    The partner's version says who cleared it; its `updated_at` stays (a mark is no change of
+    what it says, so the next maintenance run does not look at it again for this)."""
+    if not record.contested:
+        return
+    partners = list(record.contradicts.select_for_update(of=("self",)).order_by("pk"))
+    record.contradicts.clear()
+    record.contested = False
+    for partner in partners:
+        if partner.contested and not partner.contradicts.exists():
+            partner.contested = False
+            partner._change_reason = change_reason(what="no longer contested", actor=actor)
+            partner.save(update_fields=["contested"])
+
+
+def records_contradiction_mark_within(*, organisation: Organisation | str, pairs: Sequence[tuple[str, str]], actor: str) -> int:
+    """Maintenance found each pair to contradict each other (R-9.2): both records are marked
+    `contested` and linked to each other, inside the caller's transaction. A pair of which a
+    record is no longer active, or of two records already linked, is left alone. Returns the
+    number of pairs newly linked. Each newly marked record gets a version ("contested by …");
+    its `updated_at` stays (see MemoryRecord)."""
+    wanted = {tuple(sorted(pair)) for pair in pairs if pair[0] != pair[1]}
+    if not wanted:
+        return 0
+    record_ids = sorted({record_id for pair in wanted for record_id in pair})
+    # In id order, as every locker of several records does, so two of them never deadlock.
+    records = {
+        record.pk: record
+        for record in MemoryRecord.objects.for_organisation(organisation)
+        .select_for_update()
+        .filter(pk__in=record_ids, status=MemoryRecord.Status.ACTIVE)
+        .order_by("pk")
+    }
+    through = MemoryRecord.contradicts.through
+    linked = set(
+        through.objects.filter(from_memoryrecord_id__in=records, to_memoryrecord_id__in=records).values_list(
+            "from_memoryrecord_id", "to_memoryrecord_id"
+        )
+    )
+    marked = 0
+    for first_id, second_id in sorted(wanted):
+        first, second = records.get(first_id), records.get(second_id)
+        if first is None or second is None or (first_id, second_id) in linked:
+            continue
+        first.contradicts.add(second)
+        marked += 1
+        for record in (first, second):
+            if not record.contested:
+                record.contested = True
+                record._change_reason = change_reason(what="contested", actor=actor)
+                record.save(update_fields=["contested"])
+    return marked
 
 
 def _confirm(*, record: MemoryRecord, actor: str, now: datetime) -> MemoryRecord:
@@ -236,6 +294,82 @@ def record_write_within(
     record_write_authorise(key=key, index=index, actor=actor)
     if source in (MemoryRecord.Source.API, MemoryRecord.Source.TOOL):
         _type_check(index=index, type_name=type)
+    return _record_write_checked(
+        index=index,
+        subject=subject,
+        type=type,
+        text=text,
+        metadata=metadata,
+        confidence=confidence,
+        due_at=due_at,
+        replaces=replaces,
+        source=source,
+        provenance=provenance,
+        actor=actor,
+        trusted=trusted,
+        structured=structured,
+        now=now,
+    )
+
+
+def record_write_by_core_within(
+    *,
+    organisation: Organisation | str,
+    index_id: str,
+    subject: str | None,
+    type: str,  # noqa: A002 — the record's field and the API's name
+    text: str,
+    metadata: dict | None = None,
+    confidence: float = 1.0,
+    source: str,
+    actor: str,
+    trusted: bool = True,
+    structured: dict | None = None,
+    now: datetime | None = None,
+) -> RecordWriteResult:
+    """A record Core writes on no key's behalf — maintenance's store lessons (R-9.3), a
+    proposal applied by an administrator (R-9.5) — with the rules of `record_write_within`
+    (confirm, constraints, history) inside the caller's transaction. The index is the
+    organisation's live one (404 otherwise); whoever calls this has checked the rights of
+    whoever asked (a key's write right, an administrator's organisation)."""
+    if source in (MemoryRecord.Source.API, MemoryRecord.Source.TOOL):
+        raise ImproperlyScoped("API and tool writes go through a key (record_write)")
+    index = KnowledgeIndex.objects.for_organisation(organisation).live().filter(pk=index_id).first()
+    if index is None:
+        raise NotFound("No such index.", param="index_id")
+    return _record_write_checked(
+        index=index,
+        subject=subject,
+        type=type,
+        text=text,
+        metadata=metadata,
+        confidence=confidence,
+        source=source,
+        actor=actor,
+        trusted=trusted,
+        structured=structured,
+        now=now,
+    )
+
+
+def _record_write_checked(
+    *,
+    index: KnowledgeIndex,
+    subject: str | None,
+    type: str,  # noqa: A002
+    text: str,
+    metadata: dict | None = None,
+    confidence: float = 1.0,
+    due_at: datetime | None = None,
+    replaces: str | None = None,
+    source: str,
+    provenance: dict | None = None,
+    actor: str,
+    trusted: bool = True,
+    structured: dict | None = None,
+    now: datetime | None = None,
+) -> RecordWriteResult:
+    """`record_write_within` once the writer's right to the index is settled."""
     _due_check(type_name=type, due_at=due_at)
     _text_check(text)
     metadata_check(metadata or {}, param="metadata")
@@ -334,6 +468,10 @@ def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: st
         _text_check(changes["text"])
         locked.normalised_text = text_normalise(changes["text"])
         fields.append("normalised_text")
+        if locked.contested and changes["text"] != locked.text:
+            # Re-worded, it is a correction in place: what it contradicted is for the next run to judge.
+            _contradictions_clear(record=locked, actor=actor)
+            fields.append("contested")
     for field in UPDATABLE_FIELDS:
         if field in changes:
             setattr(locked, field, changes[field])
@@ -353,7 +491,7 @@ def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: st
         actor=actor,
         action="memory.updated",
         target=locked.id,
-        details={"fields": [field for field in fields if field != "normalised_text"]},
+        details={"fields": [field for field in fields if field not in ("normalised_text", "contested")]},
     )
     return locked
 
@@ -378,8 +516,9 @@ def _record_soft_delete(*, records: QuerySet[MemoryRecord], record_id: str, acto
     if locked is None or locked.status == MemoryRecord.Status.DELETED:
         return
     locked.status = MemoryRecord.Status.DELETED
+    _contradictions_clear(record=locked, actor=actor)
     locked._change_reason = change_reason(what="deleted", actor=actor)
-    locked.save(update_fields=["status", "updated_at"])
+    locked.save(update_fields=["status", "contested", "updated_at"])
     audit_event_record(
         organisation=locked.organisation_id, actor=actor, action="memory.deleted", target=locked.id, details={"index_id": locked.index_id}
     )
@@ -400,16 +539,21 @@ def records_retrieved(*, key: ApiKey, records: Sequence[MemoryRecord]) -> None:
 
 
 @transaction.atomic
-def person_records_erase(*, organisation: Organisation | str, subject: str) -> int:
-    """Hard-deletes every record of the person, with every historical version (R-3.4).
+def person_records_erase(*, organisation: Organisation | str, subject: str) -> dict[str, int]:
+    """Hard-deletes every record of the person, with every historical version (R-3.4), and
+    whatever rests on them alone (their contradiction links; maintenance's notes about them
+    go by their foreign keys).
 
-    Returns the number of records removed. Other records that pointed at hers
-    (`replaces`/`replaced_by`) keep living with the pointer cleared.
+    Returns how many went, as `{"records": n, "episodes": n, "lessons": n}` (records: those of
+    every other type). Other records that pointed at hers (`replaces`/`replaced_by`) keep
+    living with the pointer cleared.
     """
     organisation_id = organisation_id_of(organisation)
     records = MemoryRecord.objects.for_organisation(organisation_id).filter(subject=subject)
+    per_type = dict(records.order_by().values_list("type").annotate(count=Count("id")))
     record_ids = list(records.values_list("id", flat=True))
-    _total, removed = records.delete()
+    records.delete()
     # After the delete, which itself adds a "-" version for each record.
     MemoryRecord.history.filter(Q(id__in=record_ids) | Q(organisation_id=organisation_id, subject=subject)).delete()
-    return removed.get(MemoryRecord._meta.label, 0)
+    counts = {kind: per_type.pop(kind, 0) for kind in ("episode", "lesson")}
+    return {"records": sum(per_type.values()), "episodes": counts["episode"], "lessons": counts["lesson"]}

@@ -111,3 +111,14 @@ def staff_without_organisation(*, with_permissions: bool):
     if with_permissions:
         user.user_permissions.set(Permission.objects.filter(content_type__app_label__in=CONSOLE_APP_LABELS))
     return user
+
+
+ERASURE_RECEIPT_KINDS = (
+    "records", "episodes", "lessons", "proposals", "threads", "thread_placeholders", "extraction_windows", "maintenance_jobs", "subject_tokens",
+)
+
+
+def erasure_receipt(**counts: int) -> dict:
+    """What erasing a person answers (R-3.4): a count for every kind, these as given, the rest zero."""
+    assert set(counts) <= set(ERASURE_RECEIPT_KINDS)
+    return {kind: counts.get(kind, 0) for kind in ERASURE_RECEIPT_KINDS}

@@ -2,7 +2,8 @@
 
 It speaks `POST /v1/chat/completions`, records every request (body and headers),
 and answers from a script: queued answers are used in order; when the script is
-empty it answers the `default` (a plain "ok"). Use it from tests and the bench:
+empty it answers the `default` (a plain "ok"; a function of the request body makes
+it). Use it from tests and the bench:
 
     with FakeChatModel() as model:
         model.reply("Hello")                                    # one answer
@@ -123,7 +124,8 @@ class FakeChatModel:
         with self._lock:
             entry = next((each for each in self._script if each[4] is None or each[4] == requested), None)
             if entry is None:
-                return 200, self.default, 0.0, None
+                default = self.default(request_body) if callable(self.default) else self.default
+                return 200, default, 0.0, None
             if entry[2] is not None:
                 entry[2] -= 1
                 if entry[2] <= 0:

@@ -12,7 +12,7 @@ from django.apps import apps
 from core_memory.base.tenancy import SCOPED_ENTRIES, WRITE_ENTRIES
 
 PROJECT = Path(__file__).resolve().parent.parent
-SOURCE_ROOTS = ("core_memory", "audit", "stores", "memory", "extraction")
+SOURCE_ROOTS = ("core_memory", "audit", "stores", "memory", "extraction", "maintenance")
 # Rows that belong to no organisation: the tenant itself, and Django's and libraries' own.
 NOT_TENANT_MODELS = {"Organisation"}
 
@@ -64,7 +64,7 @@ def test_every_tenant_model_has_its_scoped_entries():
     ]
 
     assert lacking == []
-    assert len(tenant_models) == 23
+    assert len(tenant_models) == 31
 
 
 def test_no_code_reads_a_tenant_model_without_a_scope():

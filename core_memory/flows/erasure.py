@@ -1,5 +1,5 @@
 """Erasing a person (R-3.4, R-9.8): everything Core holds about her, in every layer, in one
-transaction, with a receipt of what went."""
+transaction, with a receipt of what went (docs/decisions.md "Erasing a person")."""
 from __future__ import annotations
 
 from django.db import transaction
@@ -13,26 +13,43 @@ from core_memory.persons.selectors import person_rules
 from core_memory.persons.services import person_forget
 from core_memory.pii.selectors import person_placeholders_counted
 from core_memory.pii.services import person_placeholders_erase
+from core_memory.threads.services import person_threads_erase
 from extraction.selectors import person_windows_counted
 from extraction.services.windows import person_windows_erase
+from maintenance.services.jobs import person_jobs_erase
+from maintenance.services.proposals import person_proposals_erase
 from memory.selectors import person_records_counted
 from memory.services import person_records_erase
 
 
 @transaction.atomic(durable=True)
 def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dict:
-    """Erases a person: her records (memory.services.person_records_erase), her threads'
-    extraction windows, her subject tokens, the real values behind her threads' placeholders
-    (R-8.8) and her rules; audited as `person.erased` (R-3.4, R-11.2). Erasing a person never
-    named is not an error: afterwards she is gone either way."""
-    # Windows first: one being written holds its row until its records are in, so her
-    # records are read for erasing after any window's records committed.
+    """Erases a person: her records with every version (episodes and lessons counted apart),
+    every proposal resting only on her records (R-9.8), maintenance's jobs about her, her
+    threads with their items and responses — counting first their extraction windows and the
+    real values behind their placeholders (R-8.8) — her subject tokens and her rules. Audited
+    as `person.erased` with the receipt (R-3.4, R-11.2). Erasing a person never named is not an
+    error: afterwards she is gone either way."""
+    # Work in flight first: a window or a job being written holds its row until its records
+    # are in, so her records are read for erasing after any of them committed.
     windows = person_windows_erase(organisation=organisation, subject=subject)
+    jobs = person_jobs_erase(organisation=organisation, subject=subject)
+    # Before her records: which proposals rest only on them is read through them.
+    proposals = person_proposals_erase(organisation=organisation, subject=subject)
     records = person_records_erase(organisation=organisation, subject=subject)
-    tokens = subject_tokens_erase(organisation=organisation, subject=subject)
     placeholders = person_placeholders_erase(organisation=organisation, subject=subject)
+    threads = person_threads_erase(organisation=organisation, subject=subject)
+    tokens = subject_tokens_erase(organisation=organisation, subject=subject)
     person_forget(organisation=organisation, subject=subject)
-    details = {"records": records, "subject_tokens": tokens, "thread_placeholders": placeholders, "extraction_windows": windows}
+    details = {
+        **records,
+        "proposals": proposals,
+        "threads": threads,
+        "thread_placeholders": placeholders,
+        "extraction_windows": windows,
+        "maintenance_jobs": jobs,
+        "subject_tokens": tokens,
+    }
     audit_event_record(organisation=organisation, actor=actor, action="person.erased", target=subject, details=details)
     return {"subject": subject, "erased": details}
 

@@ -22,6 +22,7 @@ from core_memory.keys.models import SubjectToken
 from core_memory.organisations.models import Organisation
 from core_memory.persons.models import Person
 from core_memory.threads.models import Item, Thread
+from maintenance.selectors import person_proposals
 from memory.exporting import records_export_with_history
 from memory.models import MemoryRecord
 from memory.selectors import CORE_WRITTEN_TYPES
@@ -104,6 +105,25 @@ def _subject_tokens(*, organisation_id: str, subject: str) -> list[dict]:
     return [{"id": token.id, "key_id": token.key_id, "created_at": _time(token.created_at), "expires_at": _time(token.expires_at)} for token in tokens]
 
 
+def _proposals(*, organisation_id: str, subject: str) -> list[dict]:
+    """The proposals resting on her records (R-9.4), each with her records among its sources
+    (not another person's: those are theirs)."""
+    return [
+        {
+            "id": proposal.id,
+            "index_id": proposal.index_id,
+            "type": proposal.type,
+            "text": proposal.text,
+            "reason": proposal.reason,
+            "status": proposal.status,
+            "record_ids": [source.record_id for source in proposal.sources.all() if source.record.subject == subject],
+            "created_at": _time(proposal.created_at),
+            "decided_at": _time(proposal.decided_at),
+        }
+        for proposal in person_proposals(organisation=organisation_id, subject=subject)
+    ]
+
+
 # Each part of the document: its key and the function that reads it. Add a part here when an
 # app keeps something new about a person (and teach erasure to remove it).
 PERSON_EXPORT_PARTS: dict[str, Callable[..., object]] = {
@@ -113,6 +133,7 @@ PERSON_EXPORT_PARTS: dict[str, Callable[..., object]] = {
     "lessons": _lessons,
     "threads": _threads,
     "subject_tokens": _subject_tokens,
+    "proposals": _proposals,
 }
 
 

@@ -72,3 +72,12 @@ def thread_items_append(
 def thread_agent_record(*, thread: Thread, agent_id: str) -> None:
     """Notes that an agent answered on the thread (extraction's `filters.agent_ids`, R-8.3)."""
     thread.agents.add(agent_id)
+
+
+def person_threads_erase(*, organisation: Organisation | str, subject: str) -> int:
+    """Removes her threads — her conversations — with their items and their turns' responses;
+    part of erasing her (core_memory.flows.erasure). Answers how many threads went. What other
+    apps keep per thread (redaction values, extraction windows and cursors) goes with them;
+    erasure counts those first. A thread that names nobody stays, whoever spoke in it."""
+    _, deleted = Thread.objects.for_organisation(organisation).filter(subject=subject).delete()
+    return deleted.get(Thread._meta.label, 0)

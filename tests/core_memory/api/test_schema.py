@@ -105,7 +105,7 @@ def test_lists_document_their_pagination_and_filters(document):
             paginated.add(path)
     assert paginated == {
         "/v1/memory", "/v1/memory/{record_id}/history", "/v1/indexes", "/v1/agents", "/v1/audit",
-        "/v1/tenants/{organisation_id}/keys", "/v1/threads/{thread_id}/items",
+        "/v1/tenants/{organisation_id}/keys", "/v1/threads/{thread_id}/items", "/v1/memory/proposals",
     }
     for path in paginated:
         names = {parameter["name"] for parameter in document["paths"][path]["get"]["parameters"]}

@@ -9,12 +9,14 @@ from core_memory.keys.models import SubjectToken
 from core_memory.persons.models import Person
 from core_memory.pii.models import ThreadPlaceholders
 from core_memory.pii.services import thread_texts_redact
+from core_memory.threads.models import Thread
 from core_memory.threads.services import thread_create
 from extraction.models import ExtractionRun, ExtractionWindow
 from extraction.services.planning import extraction_switch_plan
 from memory.models import MemoryRecord
 from memory.services import person_records_erase
 from tests.extraction.builders import conversation, switch_put
+from tests.factories import erasure_receipt as receipt
 from tests.factories import make_record
 
 pytestmark = pytest.mark.django_db
@@ -33,7 +35,7 @@ def test_erasing_a_person_removes_her_records_and_their_history_only(tenant, oth
 
     removed = person_records_erase(organisation=tenant.organisation, subject="anna")
 
-    assert removed == 2
+    assert removed == {"records": 2, "episodes": 0, "lessons": 0}
     assert set(MemoryRecord.objects.values_list("id", flat=True)) == {shared.id, brams.id, elsewhere.id}
     assert not MemoryRecord.history.filter(id__in=[old.id, new.id]).exists()
     assert MemoryRecord.history.filter(id=shared.id).count() == 1
@@ -67,7 +69,7 @@ def test_erasing_a_person_removes_her_records_tokens_and_rules_only(tenant, othe
 
     answer = person_erase(organisation=tenant.organisation, subject="anna", actor=tenant.key.id)
 
-    assert answer == {"subject": "anna", "erased": {"records": 2, "subject_tokens": 1, "thread_placeholders": 0, "extraction_windows": 0}}
+    assert answer == {"subject": "anna", "erased": receipt(records=2, subject_tokens=1)}
     assert set(MemoryRecord.objects.values_list("id", flat=True)) == {record.id for record in kept}
     assert not Person.objects.filter(organisation=tenant.organisation, subject="anna").exists()
     assert not SubjectToken.objects.exists()
@@ -84,7 +86,7 @@ def test_delete_person_route_erases_her(tenant):
     response = tenant.client().delete("/v1/persons/anna")
 
     assert response.status_code == 200
-    assert response.json() == {"subject": "anna", "erased": {"records": 1, "subject_tokens": 1, "thread_placeholders": 0, "extraction_windows": 0}}
+    assert response.json() == {"subject": "anna", "erased": receipt(records=1, subject_tokens=1)}
     assert list(MemoryRecord.objects.values_list("id", flat=True)) == [shared.id]
     assert AuditEvent.objects.filter(action="person.erased", target="anna", actor=tenant.key.id).count() == 1
 
@@ -94,7 +96,7 @@ def test_erasing_a_person_never_named_is_not_an_error(tenant):
     response = tenant.client().delete("/v1/persons/nobody")
 
     assert response.status_code == 200
-    assert response.json() == {"subject": "nobody", "erased": {"records": 0, "subject_tokens": 0, "thread_placeholders": 0, "extraction_windows": 0}}
+    assert response.json() == {"subject": "nobody", "erased": receipt()}
 
 
 def test_erasing_a_person_removes_the_real_values_behind_her_threads_placeholders(tenant):
@@ -106,22 +108,23 @@ def test_erasing_a_person_removes_the_real_values_behind_her_threads_placeholder
 
     answer = person_erase(organisation=tenant.organisation, subject="anna", actor=tenant.key.id)
 
-    assert answer == {"subject": "anna", "erased": {"records": 0, "subject_tokens": 0, "thread_placeholders": 2, "extraction_windows": 0}}
+    assert answer == {"subject": "anna", "erased": receipt(threads=2, thread_placeholders=2)}
     assert list(ThreadPlaceholders.objects.values_list("thread_id", flat=True)) == [brams.id]
-    assert AuditEvent.objects.get(action="person.erased").details == {"records": 0, "subject_tokens": 0, "thread_placeholders": 2, "extraction_windows": 0}
+    assert AuditEvent.objects.get(action="person.erased").details == receipt(threads=2, thread_placeholders=2)
 
 
-def test_erasing_a_person_removes_her_threads_extraction_windows_but_not_what_was_read(tenant, fake_model):
-    """R-3.4: her windows go (counted in the receipt); the switch's cursor stays, so her erased
-    conversations are not learnt again."""
+def test_erasing_a_person_removes_her_threads_with_their_extraction_windows(tenant, fake_model):
+    """R-3.4: her threads go with their windows (both counted in the receipt); a run waiting for
+    her window no longer does, and nothing of hers is read again."""
     switch_put(tenant.client(), tenant.index.id)
-    anna, _ = conversation(organisation=tenant.organisation, key=tenant.key, messages=["Ik heet Anna."])
+    conversation(organisation=tenant.organisation, key=tenant.key, messages=["Ik heet Anna."])
     bert, _ = conversation(organisation=tenant.organisation, key=tenant.key, subject="bert", messages=["Ik heet Bert."])
     extraction_switch_plan(index_id=tenant.index.id)
 
     answer = person_erase(organisation=tenant.organisation, subject="anna", actor=tenant.key.id)
 
-    assert answer["erased"]["extraction_windows"] == 1
+    assert answer["erased"] == receipt(threads=1, extraction_windows=1)
     assert list(ExtractionWindow.objects.values_list("thread_id", flat=True)) == [bert.id]
+    assert list(Thread.objects.values_list("id", flat=True)) == [bert.id]
     assert ExtractionRun.objects.get().pending == 1
     assert extraction_switch_plan(index_id=tenant.index.id, force=True).window_ids == []

@@ -9,6 +9,7 @@ from core_memory.flows.export import PERSON_EXPORT_PARTS, person_export_document
 from core_memory.keys.services import subject_token_create
 from core_memory.persons.services import person_update
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
+from maintenance.models import Proposal, ProposalSource
 from memory.services import record_delete, record_write
 from tests.factories import make_record
 
@@ -26,13 +27,20 @@ def anna(tenant, write):
     record_delete(key=tenant.key, record_id=gone.id, subject="anna", actor="test")
     episode = make_record(tenant.index, "Anna wilde haar factuur; opgelost.", type="episode", subject="anna")
     lesson = make_record(tenant.index, "Eerst het klantnummer vragen.", type="lesson", subject="anna")
-    write("Woont in Gouda.", subject="bob")
+    bobs = write("Woont in Gouda.", subject="bob")
     write("Acme sluit om vijf uur.")
+    proposal = Proposal.objects.create(
+        organisation=tenant.organisation, index=tenant.index, type="fact", text="Woont in Utrecht.", reason="several_persons", created_at=bobs.created_at
+    )
+    ProposalSource.objects.bulk_create([ProposalSource(record=corrected, proposal=proposal), ProposalSource(record=bobs, proposal=proposal)])
     person_update(organisation=tenant.organisation, subject="anna", actor="test", helper_model_may_read=False)
     thread = thread_create(organisation=tenant.organisation, key=tenant.key, subject="anna", metadata={"kanaal": "chat"})
     thread_items_append(thread=thread, key=tenant.key, drafts=[ItemDraft(role="user", content="Hallo")])
     token, _ = subject_token_create(key=tenant.key, subject="anna", ttl_seconds=600)
-    return {"first": first, "corrected": corrected, "gone": gone, "episode": episode, "lesson": lesson, "thread": thread, "token": token}
+    return {
+        "first": first, "corrected": corrected, "gone": gone, "episode": episode, "lesson": lesson, "thread": thread, "token": token,
+        "proposal": proposal,
+    }
 
 
 def test_the_export_holds_everything_about_her_and_nothing_of_anyone_else(tenant, anna):
@@ -60,6 +68,9 @@ def test_the_export_holds_everything_about_her_and_nothing_of_anyone_else(tenant
     assert [(thread["id"], [item["content"] for item in thread["items"]]) for thread in document["threads"]] == [(anna["thread"].id, ["Hallo"])]
     assert [token["id"] for token in document["subject_tokens"]] == [anna["token"].id]
     assert "secret" not in str(document["subject_tokens"])
+    assert [(proposal["id"], proposal["status"], proposal["record_ids"]) for proposal in document["proposals"]] == [
+        (anna["proposal"].id, "pending", [anna["corrected"].id])
+    ]
     text = response.content.decode()
     assert "Gouda" not in text and "Acme sluit" not in text
 
@@ -69,7 +80,7 @@ def test_the_export_is_audited_with_what_it_held(tenant, anna):
 
     event = AuditEvent.objects.get(action="person.exported")
     assert (event.actor, event.target, event.details) == (
-        tenant.key.id, "anna", {"records": 3, "episodes": 1, "lessons": 1, "threads": 1, "subject_tokens": 1}
+        tenant.key.id, "anna", {"records": 3, "episodes": 1, "lessons": 1, "threads": 1, "subject_tokens": 1, "proposals": 1}
     )
 
 
@@ -77,7 +88,7 @@ def test_a_person_never_named_exports_empty_parts(tenant):
     document = person_export_document(organisation=tenant.organisation, subject="nobody")
 
     assert document["person"] is None
-    assert [document[name] for name in ("records", "episodes", "lessons", "threads", "subject_tokens")] == [[], [], [], [], []]
+    assert [document[name] for name in ("records", "episodes", "lessons", "threads", "subject_tokens", "proposals")] == [[], [], [], [], [], []]
 
 
 @pytest.mark.parametrize(("who", "status"), [("memory_key", 403), ("subject_token", 403), ("anonymous", 401)])
@@ -105,5 +116,5 @@ def test_another_organisation_sees_nothing_of_her(tenant, other_tenant, anna):
     document = other_tenant.client().get("/v1/persons/anna/export").json()
 
     assert document["organisation_id"] == other_tenant.organisation.id
-    assert [document[name] for name in ("records", "episodes", "lessons", "threads", "subject_tokens")] == [[], [], [], [], []]
+    assert [document[name] for name in ("records", "episodes", "lessons", "threads", "subject_tokens", "proposals")] == [[], [], [], [], [], []]
     assert document["person"] is None

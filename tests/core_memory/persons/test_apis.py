@@ -4,7 +4,7 @@ import pytest
 from audit.models import AuditEvent
 from core_memory.persons.models import Person
 from memory.models import MemoryRecord
-from tests.factories import make_record
+from tests.factories import erasure_receipt, make_record
 
 pytestmark = pytest.mark.django_db
 
@@ -63,7 +63,7 @@ def test_any_person_the_api_can_name_can_be_erased_and_given_rules(tenant, subje
     response = tenant.client().delete(path)
 
     assert response.status_code == 200
-    assert response.json() == {"subject": subject, "erased": {"records": 1, "subject_tokens": 0, "thread_placeholders": 0, "extraction_windows": 0}}
+    assert response.json() == {"subject": subject, "erased": erasure_receipt(records=1)}
     assert not MemoryRecord.objects.filter(subject=subject).exists()
 
 

@@ -1,0 +1,350 @@
+"""Reading maintenance (SPEC §9): which stores are due and what each analysis may do, the
+candidates a run looks at, proposals for the API and the console, and a store's maintenance as
+the console shows it. Nothing here writes."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection
+from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
+
+from core_memory.base.errors import NotFound
+from core_memory.keys.models import ApiKey
+from core_memory.organisations.models import Organisation
+from core_memory.persons.models import Person
+from maintenance.models import (
+    ContradictionCheck,
+    EpisodeUse,
+    MaintenanceJob,
+    MaintenanceRun,
+    MaintenanceState,
+    PromotionReview,
+    Proposal,
+    ProposalSource,
+)
+from memory.models import MemoryRecord
+from stores.models import KnowledgeIndex, MemoryStore
+from stores.selectors import policy_right_check
+
+# Textually close (pg_trgm's similarity of the two texts): a pair worth asking about (R-9.2).
+SIMILARITY_THRESHOLD = 0.25
+# The closest few of her records (or the shared ones) per changed record; never all pairs.
+CANDIDATES_PER_RECORD = 5
+UNFINISHED = (MaintenanceJob.Status.QUEUED, MaintenanceJob.Status.RUNNING, MaintenanceJob.Status.PARKED)
+
+
+@dataclass(frozen=True)
+class Analyses:
+    """Which analyses run on a store now (R-9.1–R-9.4): contested marking while maintenance is
+    on; store lessons also needs the `lessons` section; promotion the `promotion` section and an
+    organisation with the `improvements` capability and its settings on."""
+
+    contested: bool
+    lessons: bool
+    promotion: bool
+    min_episodes: int
+    labels: dict
+
+
+def store_analyses(*, store: MemoryStore, organisation: Organisation) -> Analyses:
+    maintenance = bool((store.maintenance or {}).get("enabled", True))
+    lessons = store.lessons or {}
+    promotion = store.promotion or {}
+    improvements = organisation.has_capability("improvements") and bool((organisation.improvements or {}).get("enabled"))
+    return Analyses(
+        contested=maintenance,
+        lessons=maintenance and bool(lessons.get("enabled")),
+        promotion=maintenance and bool(promotion.get("enabled")) and improvements,
+        min_episodes=int(lessons.get("min_episodes") or 3),
+        labels=dict(promotion.get("labels") or {}),
+    )
+
+
+def stores_due(*, now: datetime) -> list[str]:
+    """Index ids of the live stores whose maintenance is on and due (R-9.1): never run, or
+    their next run has come."""
+    return list(
+        MemoryStore.objects.unscoped()
+        .filter(index__deleted_at__isnull=True, maintenance__enabled=True)
+        .exclude(index__maintenance_state__next_run_at__gt=now)
+        .order_by("index_id")
+        .values_list("index_id", flat=True)
+    )
+
+
+def stores_existing(*, index_ids: Sequence[str]) -> list[str]:
+    """Which of `index_ids` are live stores (for `run_maintenance --store`)."""
+    return list(
+        MemoryStore.objects.unscoped().filter(index_id__in=index_ids, index__deleted_at__isnull=True).values_list("index_id", flat=True)
+    )
+
+
+def persons_closed_to_helper(*, organisation_id: str, subjects: Iterable[str]) -> set[str]:
+    """Those of `subjects` whose rules forbid the helper model to read them (R-3.4, R-9.3)."""
+    subjects = {subject for subject in subjects if subject is not None}
+    if not subjects:
+        return set()
+    return set(
+        Person.objects.for_organisation(organisation_id)
+        .filter(subject__in=subjects, helper_model_may_read=False)
+        .values_list("subject", flat=True)
+    )
+
+
+def person_may_be_read(*, organisation_id: str, subject: str | None) -> bool:
+    return subject is None or not persons_closed_to_helper(organisation_id=organisation_id, subjects=[subject])
+
+
+@dataclass(frozen=True)
+class ChangedRecord:
+    id: str
+    subject: str | None
+    type: str
+    text: str
+    normalised_text: str
+    confidence: float
+    contested: bool
+    updated_at: datetime
+
+
+def records_changed(*, organisation_id: str, index_id: str, since: datetime | None) -> list[ChangedRecord]:
+    """The store's active records changed after `since` (all of them when None): what a run
+    reads (issue 9: the work grows with what changed, not with the store)."""
+    records = MemoryRecord.objects.for_organisation(organisation_id).filter(index_id=index_id, status=MemoryRecord.Status.ACTIVE)
+    if since is not None:
+        records = records.filter(updated_at__gt=since)
+    fields = ("id", "subject", "type", "text", "normalised_text", "confidence", "contested", "updated_at")
+    return [ChangedRecord(*row) for row in records.order_by("id").values_list(*fields)]
+
+
+_CANDIDATES_SQL = """
+SELECT changed.id, other.id
+FROM memory_memoryrecord AS changed
+CROSS JOIN LATERAL (
+    SELECT candidate.id
+    FROM memory_memoryrecord AS candidate
+    WHERE candidate.organisation_id = changed.organisation_id
+      AND candidate.index_id = changed.index_id
+      AND {same_person}
+      AND candidate.type = changed.type
+      AND candidate.status = 'active'
+      AND candidate.id <> changed.id
+      AND similarity(candidate.text, changed.text) >= %(threshold)s
+    ORDER BY similarity(candidate.text, changed.text) DESC, candidate.id
+    LIMIT %(per_record)s
+) AS other
+WHERE changed.organisation_id = %(organisation_id)s AND changed.id = ANY(%(record_ids)s)
+"""
+
+
+def contradiction_candidates(*, organisation_id: str, record_ids: Sequence[str], shared: bool) -> list[tuple[str, str]]:
+    """Pairs (changed record, candidate) worth asking about (R-9.2): for each changed record,
+    the few active records of the same person — or, with `shared`, of the shared set — and
+    the same type whose text is closest to its own (pg_trgm), above a threshold. One query
+    for any number of changed records, each reading only its own person's records."""
+    if not record_ids:
+        return []
+    same_person = "candidate.subject IS NULL AND changed.subject IS NULL" if shared else "candidate.subject = changed.subject"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _CANDIDATES_SQL.format(same_person=same_person),
+            {
+                "threshold": SIMILARITY_THRESHOLD,
+                "per_record": CANDIDATES_PER_RECORD,
+                "organisation_id": organisation_id,
+                "record_ids": list(record_ids),
+            },
+        )
+        return [(first, second) for first, second in cursor.fetchall()]
+
+
+def records_stamps(*, organisation_id: str, record_ids: Iterable[str]) -> dict[str, tuple[str | None, datetime]]:
+    """Active records' person and `updated_at`, by id."""
+    rows = (
+        MemoryRecord.objects.for_organisation(organisation_id)
+        .filter(pk__in=set(record_ids), status=MemoryRecord.Status.ACTIVE)
+        .values_list("id", "subject", "updated_at")
+    )
+    return {record_id: (subject, updated_at) for record_id, subject, updated_at in rows}
+
+
+def pairs_settled(*, organisation_id: str, pairs: Iterable[tuple[str, str]], stamps: dict) -> set[tuple[str, str]]:
+    """Of `pairs` (each in id order), those needing no question: already linked as contradicting,
+    or judged after both records last changed."""
+    pairs = set(pairs)
+    if not pairs:
+        return set()
+    ids = {record_id for pair in pairs for record_id in pair}
+    through = MemoryRecord.contradicts.through
+    linked = set(
+        through.objects.filter(from_memoryrecord_id__in=ids, to_memoryrecord_id__in=ids).values_list(
+            "from_memoryrecord_id", "to_memoryrecord_id"
+        )
+    )
+    checks = (
+        ContradictionCheck.objects.for_organisation(organisation_id)
+        .filter(first_id__in=ids, second_id__in=ids)
+        .values_list("first_id", "second_id", "checked_at")
+    )
+    settled = {pair for pair in pairs if pair in linked}
+    for first, second, checked_at in checks:
+        if (first, second) in pairs and checked_at >= max(stamps[first][1], stamps[second][1]):
+            settled.add((first, second))
+    return settled
+
+
+def unfinished_job_payloads(*, index_id: str, organisation_id: str, kind: str) -> list[dict]:
+    """What the store's jobs of `kind` not yet done are about, so a run plans none twice."""
+    return list(
+        MaintenanceJob.objects.for_organisation(organisation_id)
+        .filter(index_id=index_id, kind=kind, status__in=UNFINISHED)
+        .values_list("payload", flat=True)
+    )
+
+
+def episodes_unused(*, organisation_id: str, index_id: str, subjects: Iterable[str]) -> list[tuple[str, str, str | None, datetime]]:
+    """(id, person, result, updated_at) of the persons' active episodes no store lesson used yet
+    (R-9.3), oldest first."""
+    used = EpisodeUse.objects.for_organisation(organisation_id).filter(episode_id=OuterRef("pk"))
+    return list(
+        MemoryRecord.objects.for_organisation(organisation_id)
+        .filter(index_id=index_id, subject__in=set(subjects), type="episode", status=MemoryRecord.Status.ACTIVE)
+        .filter(~Exists(used))
+        .order_by("created_at", "id")
+        .values_list("id", "subject", "structured__result", "updated_at")
+    )
+
+
+def records_proposed(*, organisation_id: str, record_ids: Iterable[str]) -> set[str]:
+    """Which of the records a proposal already rests on (R-9.4: never twice)."""
+    return set(
+        ProposalSource.objects.for_organisation(organisation_id).filter(record_id__in=set(record_ids)).values_list("record_id", flat=True)
+    )
+
+
+def texts_proposed(*, organisation_id: str, index_id: str, texts: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Of (type, normalised text), those a proposal of the store already rests on: the fact was
+    proposed once, whoever else comes to hold it."""
+    texts = set(texts)
+    if not texts:
+        return set()
+    rows = (
+        ProposalSource.objects.for_organisation(organisation_id)
+        .filter(
+            proposal__index_id=index_id,
+            record__type__in={type_name for type_name, _ in texts},
+            record__normalised_text__in={text for _, text in texts},
+        )
+        .values_list("record__type", "record__normalised_text")
+    )
+    return set(rows) & texts
+
+
+def reviews_current(*, organisation_id: str, stamps: dict[str, datetime]) -> set[str]:
+    """Of the records (id → updated_at), those the analysis model judged since they last changed."""
+    reviews = PromotionReview.objects.for_organisation(organisation_id).filter(record_id__in=stamps).values_list("record_id", "reviewed_at")
+    return {record_id for record_id, reviewed_at in reviews if reviewed_at >= stamps[record_id]}
+
+
+def shared_texts(*, organisation_id: str, index_id: str, texts: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Of (type, normalised text), those an active shared record of the store already says."""
+    texts = set(texts)
+    if not texts:
+        return set()
+    rows = (
+        MemoryRecord.objects.for_organisation(organisation_id)
+        .filter(
+            index_id=index_id,
+            subject__isnull=True,
+            status=MemoryRecord.Status.ACTIVE,
+            type__in={type_name for type_name, _ in texts},
+            normalised_text__in={text for _, text in texts},
+        )
+        .values_list("type", "normalised_text")
+    )
+    return set(rows) & texts
+
+
+# --- proposals (R-9.5) ---
+
+def _proposals_shown(proposals: QuerySet[Proposal]) -> QuerySet[Proposal]:
+    sources = ProposalSource.objects.unscoped().select_related("record").order_by("record_id")
+    return proposals.prefetch_related(Prefetch("sources", queryset=sources))
+
+
+def proposal_list(*, key: ApiKey, index: KnowledgeIndex | None = None, status: str | None = None) -> QuerySet[Proposal]:
+    """Proposals of the indexes the key may read (the one given, read for this key), newest first."""
+    proposals = Proposal.objects.for_key(key)
+    readable = key.named_index_ids(right="read")
+    if index is not None:
+        proposals = proposals.filter(index_id=index.pk)
+    elif readable is not None:
+        proposals = proposals.filter(index_id__in=readable)
+    if status is not None:
+        proposals = proposals.filter(status=status)
+    return _proposals_shown(proposals)
+
+
+def proposal_get_available(*, key: ApiKey, proposal_id: str) -> Proposal:
+    """A proposal of an index available to the key; else 404 (R-2.5, R-4.2)."""
+    proposal = _proposals_shown(Proposal.objects.for_key(key)).filter(pk=proposal_id).first()
+    if proposal is None:
+        raise NotFound("No such proposal.")
+    return proposal
+
+
+def proposal_list_for_organisation(
+    *, organisation: Organisation | str, status: str | None = None, index_id: str | None = None
+) -> QuerySet[Proposal]:
+    """The console's queue: proposals of the organisation's live indexes, newest first."""
+    proposals = Proposal.objects.for_organisation(organisation).live()
+    if status is not None:
+        proposals = proposals.filter(status=status)
+    if index_id is not None:
+        proposals = proposals.filter(index_id=index_id)
+    return _proposals_shown(proposals.select_related("index")).order_by("-id")
+
+
+def proposal_get_for_organisation(*, organisation: Organisation | str, proposal_id: str) -> Proposal:
+    proposal = proposal_list_for_organisation(organisation=organisation).filter(pk=proposal_id).first()
+    if proposal is None:
+        raise NotFound("No such proposal.")
+    return proposal
+
+
+def proposal_rights_check(*, key: ApiKey, proposal: Proposal, right: str) -> None:
+    """403 when the key's policy names the proposal's index for the other right only."""
+    policy_right_check(key=key, index_id=proposal.index_id, right=right)
+
+
+def person_proposals(*, organisation: Organisation | str, subject: str) -> QuerySet[Proposal]:
+    """The proposals resting on her records (any of them), for her export."""
+    resting = ProposalSource.objects.for_organisation(organisation).filter(record__subject=subject).values("proposal_id")
+    return _proposals_shown(Proposal.objects.for_organisation(organisation).filter(pk__in=resting)).order_by("id")
+
+
+# --- a store's maintenance, as the console shows it ---
+
+@dataclass(frozen=True)
+class MaintenanceStatus:
+    state: MaintenanceState | None
+    last_run: MaintenanceRun | None
+    jobs: dict[str, int]
+
+
+def store_maintenance_status(*, index: KnowledgeIndex) -> MaintenanceStatus:
+    """The store's clock, its last run and its jobs per status."""
+    state = MaintenanceState.objects.for_organisation(index.organisation_id).filter(index_id=index.pk).first()
+    last_run = MaintenanceRun.objects.for_organisation(index.organisation_id).filter(index_id=index.pk).order_by("-started_at").first()
+    counts = dict(
+        MaintenanceJob.objects.for_organisation(index.organisation_id)
+        .filter(index_id=index.pk)
+        .order_by()
+        .values_list("status")
+        .annotate(count=Count("id"))
+    )
+    return MaintenanceStatus(
+        state=state, last_run=last_run, jobs={status: counts.get(status, 0) for status in MaintenanceJob.Status.values}
+    )

@@ -1,0 +1,127 @@
+"""Contested records (R-9.2, R-13.3): records that contradict another record of the same person,
+or of the shared set.
+
+Planning finds candidate pairs cheaply — for each record changed since the last run, the few
+active records of the same person (or the shared set) and type whose text is closest to it
+(`maintenance.selectors.contradiction_candidates`) — and leaves out pairs already linked or
+judged since both last changed. One job per person asks the helper model about her pairs
+(`core_contradictions`); its answer marks both records of each contradicting pair `contested`
+and links them (memory's `records_contradiction_mark_within`), and every pair it judged is
+remembered (`ContradictionCheck`), in the job's one transaction.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from django.utils import timezone
+
+from maintenance.asking import CONTRADICTIONS, CONTRADICTIONS_SCHEMA, contradictions_messages, contradictions_read
+from maintenance.models import ContradictionCheck, MaintenanceJob
+from maintenance.selectors import (
+    ChangedRecord,
+    contradiction_candidates,
+    pairs_settled,
+    records_stamps,
+    unfinished_job_payloads,
+)
+from maintenance.services.work import ACTOR, Asking, Prepared, stamp
+from memory.models import MemoryRecord
+from memory.selectors import EVENT_TYPES
+from memory.services import records_contradiction_mark_within
+
+KIND = MaintenanceJob.Kind.CONTRADICTIONS
+# The most pairs one request shows; a person with more gets several jobs.
+MAX_PAIRS_PER_JOB = 40
+
+
+def contradiction_jobs_plan(
+    *, organisation_id: str, index_id: str, changed: list[ChangedRecord], closed: set[str], clock: datetime
+) -> list[MaintenanceJob]:
+    """The jobs for the pairs worth asking about among `changed` (records of persons in
+    `closed`, whose rules forbid the helper model, are never sent)."""
+    readable = [record for record in changed if record.type not in EVENT_TYPES and record.subject not in closed]
+    candidates = contradiction_candidates(
+        organisation_id=organisation_id, record_ids=[record.id for record in readable if record.subject is not None], shared=False
+    ) + contradiction_candidates(
+        organisation_id=organisation_id, record_ids=[record.id for record in readable if record.subject is None], shared=True
+    )
+    pairs = {tuple(sorted(pair)) for pair in candidates}
+    stamps = records_stamps(organisation_id=organisation_id, record_ids={record_id for pair in pairs for record_id in pair})
+    pairs = {pair for pair in pairs if pair[0] in stamps and pair[1] in stamps}
+    planned = {
+        tuple(pair) for payload in unfinished_job_payloads(index_id=index_id, organisation_id=organisation_id, kind=KIND) for pair in payload["pairs"]
+    }
+    pairs -= planned | pairs_settled(organisation_id=organisation_id, pairs=pairs, stamps=stamps)
+
+    per_person: dict[str | None, list[tuple[str, str]]] = defaultdict(list)
+    for pair in sorted(pairs):
+        per_person[stamps[pair[0]][0]].append(pair)
+    jobs = []
+    for subject in sorted(per_person, key=lambda each: (each is not None, each or "")):
+        person_pairs = per_person[subject]
+        for start in range(0, len(person_pairs), MAX_PAIRS_PER_JOB):
+            chunk = person_pairs[start : start + MAX_PAIRS_PER_JOB]
+            records = {record_id: stamp(stamps[record_id][1]) for pair in chunk for record_id in pair}
+            jobs.append(
+                MaintenanceJob(
+                    organisation_id=organisation_id,
+                    index_id=index_id,
+                    kind=KIND,
+                    subject=subject,
+                    payload={"records": records, "pairs": [list(pair) for pair in chunk]},
+                    queued_at=clock,
+                )
+            )
+    return jobs
+
+
+def _current(*, job: MaintenanceJob, lock: bool = False) -> dict[str, MemoryRecord]:
+    """The job's records still active, of its person, and unchanged since it was planned."""
+    records = MemoryRecord.objects.for_organisation(job.organisation_id).filter(
+        pk__in=job.payload["records"], status=MemoryRecord.Status.ACTIVE, subject=job.subject
+    )
+    if lock:
+        records = records.select_for_update().order_by("pk")
+    return {record.pk: record for record in records if stamp(record.updated_at) == job.payload["records"][record.pk]}
+
+
+def contradictions_prepare(*, job: MaintenanceJob) -> Prepared:
+    current = _current(job=job)
+    pairs = [tuple(pair) for pair in job.payload["pairs"] if pair[0] in current and pair[1] in current]
+    if not pairs:
+        return Prepared(asking=None)
+    shown = sorted({record_id for pair in pairs for record_id in pair})
+    records = [{"id": record_id, "type": current[record_id].type, "text": current[record_id].text} for record_id in shown]
+    return Prepared(
+        asking=Asking(
+            name=CONTRADICTIONS,
+            schema=CONTRADICTIONS_SCHEMA,
+            messages=contradictions_messages(records=records, pairs=pairs),
+            read=contradictions_read,
+        ),
+        context={"pairs": pairs, "shown": set(shown)},
+    )
+
+
+def contradictions_write(*, job: MaintenanceJob, prepared: Prepared, answer: list[tuple[str, str]]) -> int:
+    """Inside the job's transaction: the pairs the model found among those shown (ids it was not
+    shown are ignored, R-13) are marked; every pair judged is remembered. Records changed since
+    the request was made are left for the next run. Returns the pairs newly marked."""
+    shown = prepared.context["shown"]
+    found = {tuple(sorted(pair)) for pair in answer if pair[0] in shown and pair[1] in shown and pair[0] != pair[1]}
+    current = _current(job=job, lock=True)
+    judged = {pair for pair in set(prepared.context["pairs"]) | found if pair[0] in current and pair[1] in current}
+    now = timezone.now()
+    ContradictionCheck.objects.bulk_create(
+        [
+            ContradictionCheck(organisation_id=job.organisation_id, first_id=first, second_id=second, contradicts=(first, second) in found, checked_at=now)
+            for first, second in sorted(judged)
+        ],
+        update_conflicts=True,
+        unique_fields=["first", "second"],
+        update_fields=["contradicts", "checked_at"],
+    )
+    return records_contradiction_mark_within(
+        organisation=job.organisation_id, pairs=sorted(found & judged), actor=ACTOR
+    )

@@ -1,0 +1,147 @@
+"""Store lessons (R-9.3, R-13.2): when at least `min_episodes` of a person's episodes not yet
+used went the same way — all succeeded, or all failed — the helper model is asked, in one
+metered call with pseudonymised content, for one short sentence: a working method that went
+well or a pitfall to avoid. It becomes a `lesson` record of hers only (untrusted, written by
+Core, never proposed, R-9.6), and the episodes it was drawn from are used, in one transaction.
+Nothing is sent for a person whose rules forbid the helper model to read her.
+
+Only persons with an episode new since the last run are looked at; a lesson is drawn from at
+most `MAX_EPISODES_PER_LESSON` episodes, oldest first (the rest wait for the next run).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from django.utils import timezone
+
+from core_memory.pii.placeholders import RedactionError
+from maintenance.asking import STORE_LESSON, STORE_LESSON_SCHEMA, store_lesson_messages, store_lesson_read
+from maintenance.models import EpisodeUse, MaintenanceJob
+from maintenance.pseudonyms import texts_pseudonymise
+from maintenance.selectors import ChangedRecord, episodes_unused, unfinished_job_payloads
+from maintenance.services.work import ACTOR, Asking, JobFailed, Prepared, stamp
+from memory.models import MemoryRecord
+from memory.services import record_write_by_core_within
+
+KIND = MaintenanceJob.Kind.STORE_LESSON
+EPISODE = "episode"
+LESSON = "lesson"
+RESULTS = ("succeeded", "failed")
+# How the lesson reads, by how the episodes went (the `lesson.kind` of session lessons, R-8.11).
+LESSON_KINDS = {"succeeded": "workflow", "failed": "pitfall"}
+MAX_EPISODES_PER_LESSON = 20
+
+
+def lesson_jobs_plan(
+    *, organisation_id: str, index_id: str, changed: list[ChangedRecord], closed: set[str], min_episodes: int, clock: datetime
+) -> list[MaintenanceJob]:
+    """One job for each person and way her unused episodes went, when there are enough of them."""
+    subjects = {record.subject for record in changed if record.type == EPISODE and record.subject is not None} - closed
+    if not subjects:
+        return []
+    planned = {
+        episode_id
+        for payload in unfinished_job_payloads(index_id=index_id, organisation_id=organisation_id, kind=KIND)
+        for episode_id in payload["episodes"]
+    }
+    groups: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+    for episode_id, subject, result, updated_at in episodes_unused(organisation_id=organisation_id, index_id=index_id, subjects=subjects):
+        if result in RESULTS and episode_id not in planned:
+            groups[(subject, result)][episode_id] = stamp(updated_at)
+    jobs = []
+    for (subject, result), episodes in sorted(groups.items()):
+        if len(episodes) < min_episodes:
+            continue
+        chosen = dict(list(episodes.items())[:MAX_EPISODES_PER_LESSON])
+        jobs.append(
+            MaintenanceJob(
+                organisation_id=organisation_id,
+                index_id=index_id,
+                kind=KIND,
+                subject=subject,
+                payload={"result": result, "episodes": chosen},
+                queued_at=clock,
+            )
+        )
+    return jobs
+
+
+def _current(*, job: MaintenanceJob, lock: bool = False) -> list[MemoryRecord]:
+    """The job's episodes still active, unused and as they were when planned, oldest first."""
+    episodes = MemoryRecord.objects.for_organisation(job.organisation_id).filter(
+        pk__in=job.payload["episodes"], type=EPISODE, subject=job.subject, status=MemoryRecord.Status.ACTIVE
+    )
+    if lock:
+        episodes = episodes.select_for_update()
+    episodes = list(episodes.order_by("pk"))
+    used = set(EpisodeUse.objects.for_organisation(job.organisation_id).filter(episode_id__in=[each.pk for each in episodes]).values_list("episode_id", flat=True))
+    return sorted(
+        (
+            episode
+            for episode in episodes
+            if episode.pk not in used
+            and stamp(episode.updated_at) == job.payload["episodes"][episode.pk]
+            and (episode.structured or {}).get("result") == job.payload["result"]
+        ),
+        key=lambda episode: (episode.created_at, episode.pk),
+    )
+
+
+def store_lesson_prepare(*, job: MaintenanceJob, min_episodes: int) -> Prepared:
+    episodes = _current(job=job)
+    if len(episodes) < min_episodes:
+        return Prepared(asking=None)
+    texts = []
+    for episode in episodes:
+        texts += [(episode.structured or {}).get("intent") or "", episode.text]
+    try:
+        shown, placeholders = texts_pseudonymise(texts=texts, subject=job.subject)
+    except RedactionError as error:
+        raise JobFailed(error.code, "Personal data could not be pseudonymised; nothing was sent.") from error
+    accounts = [
+        {
+            "intent": shown[2 * position] or None,
+            "text": shown[2 * position + 1],
+            "tools": sorted({tool.get("name") for tool in (episode.structured or {}).get("tools") or [] if isinstance(tool, dict) and tool.get("name")}),
+        }
+        for position, episode in enumerate(episodes)
+    ]
+    return Prepared(
+        asking=Asking(
+            name=STORE_LESSON,
+            schema=STORE_LESSON_SCHEMA,
+            messages=store_lesson_messages(result=job.payload["result"], episodes=accounts),
+            read=store_lesson_read,
+            placeholders=placeholders,
+        ),
+        context={"episode_ids": [episode.pk for episode in episodes]},
+    )
+
+
+def store_lesson_write(*, job: MaintenanceJob, prepared: Prepared, answer: str, now: datetime) -> int:
+    """Inside the job's transaction: her lesson and the episodes' use, or nothing when one of
+    them was used, changed or removed since the request was made. Returns 1 for a new lesson
+    (0 when she had it in the same words: it is confirmed, R-5.4)."""
+    asked = prepared.context["episode_ids"]
+    current = [episode.pk for episode in _current(job=job, lock=True)]
+    if current != asked:
+        return 0
+    result = record_write_by_core_within(
+        organisation=job.organisation_id,
+        index_id=job.index_id,
+        subject=job.subject,
+        type=LESSON,
+        text=answer,
+        metadata={"lesson.kind": LESSON_KINDS[job.payload["result"]], "lesson.basis": "episodes"},
+        source=MemoryRecord.Source.MAINTENANCE,
+        actor=ACTOR,
+        trusted=False,
+        structured={"result": job.payload["result"], "episode_ids": asked},
+        now=now,
+    )
+    used_at = timezone.now()
+    EpisodeUse.objects.bulk_create(
+        [EpisodeUse(episode_id=episode_id, organisation_id=job.organisation_id, lesson=result.record, used_at=used_at) for episode_id in asked]
+    )
+    return int(result.status != "confirmed")

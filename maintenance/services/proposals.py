@@ -1,0 +1,125 @@
+"""Deciding proposals (R-9.5, R-9.7) and erasing those resting on a person (R-9.8).
+
+Applying writes a new shared record of nobody in particular — the proposal's type and text,
+the store's promotion `labels` as its metadata, source `promotion`, no provenance — and leaves
+the persons' own records theirs. A shared record with the same text already there is confirmed
+instead (R-5.4). Applying and rejecting are audited (`proposal.applied`, `proposal.rejected`)
+in the same transaction; a decided proposal stays, so its records are never proposed again.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from audit.services import audit_event_record
+from core_memory.base.errors import Conflict, NotFound
+from core_memory.base.tenancy import organisation_id_of
+from core_memory.keys.models import ApiKey
+from core_memory.organisations.models import Organisation
+from maintenance.models import Proposal, ProposalSource
+from memory.models import MemoryRecord
+from memory.services import record_write_authorise, record_write_by_core_within
+from stores.models import KnowledgeIndex, MemoryStore
+
+
+def proposal_apply(*, key: ApiKey, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
+    """`POST /v1/memory/proposals/{id}/apply` by a key: a proposal of an index available to it
+    (404 otherwise), which its policy lets it write (403 and `memory.write_denied`)."""
+    _key_may_decide(key=key, proposal_id=proposal_id, actor=actor)
+    return _proposal_decide(proposals=Proposal.objects.for_key(key), proposal_id=proposal_id, actor=actor, apply=True, now=now)
+
+
+def proposal_reject(*, key: ApiKey, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
+    """`POST /v1/memory/proposals/{id}/reject` by a key, with the rights of `proposal_apply`."""
+    _key_may_decide(key=key, proposal_id=proposal_id, actor=actor)
+    return _proposal_decide(proposals=Proposal.objects.for_key(key), proposal_id=proposal_id, actor=actor, apply=False, now=now)
+
+
+def proposal_apply_by_administrator(*, organisation: Organisation | str, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
+    """A console administrator applies a proposal of her organisation (R-9.5, R-10.3)."""
+    return _proposal_decide(
+        proposals=Proposal.objects.for_organisation(organisation).live(), proposal_id=proposal_id, actor=actor, apply=True, now=now
+    )
+
+
+def proposal_reject_by_administrator(*, organisation: Organisation | str, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
+    """A console administrator rejects a proposal of her organisation (R-9.5, R-10.3)."""
+    return _proposal_decide(
+        proposals=Proposal.objects.for_organisation(organisation).live(), proposal_id=proposal_id, actor=actor, apply=False, now=now
+    )
+
+
+def _key_may_decide(*, key: ApiKey, proposal_id: str, actor: str) -> None:
+    proposal = Proposal.objects.for_key(key).filter(pk=proposal_id).first()
+    if proposal is None:
+        raise NotFound("No such proposal.")
+    index = KnowledgeIndex.objects.for_key(key).get(pk=proposal.index_id)
+    # Deciding changes what the store shares: the write right, as for writing a record (R-5.2).
+    record_write_authorise(key=key, index=index, actor=actor, param=None)
+
+
+@transaction.atomic(durable=True)
+def _proposal_decide(*, proposals: QuerySet[Proposal], proposal_id: str, actor: str, apply: bool, now: datetime | None) -> Proposal:
+    proposal = proposals.select_for_update(of=("self",)).filter(pk=proposal_id).first()
+    if proposal is None:
+        raise NotFound("No such proposal.")
+    if proposal.status != Proposal.Status.PENDING:
+        raise Conflict(f"This proposal was already {proposal.status}.")
+    now = now or timezone.now()
+    details: dict = {"index_id": proposal.index_id}
+    if apply:
+        store = MemoryStore.objects.for_organisation(proposal.organisation_id).get(index_id=proposal.index_id)
+        result = record_write_by_core_within(
+            organisation=proposal.organisation_id,
+            index_id=proposal.index_id,
+            subject=None,
+            type=proposal.type,
+            text=proposal.text,
+            metadata=dict((store.promotion or {}).get("labels") or {}),
+            confidence=proposal.confidence,
+            source=MemoryRecord.Source.PROMOTION,
+            actor=actor,
+            now=now,
+        )
+        proposal.applied_record = result.record
+        details |= {"memory_id": result.record.pk, "write": result.status}
+    proposal.status = Proposal.Status.APPLIED if apply else Proposal.Status.REJECTED
+    proposal.decided_by = actor[:200]
+    proposal.decided_at = now
+    proposal.save(update_fields=["status", "applied_record", "decided_by", "decided_at"])
+    audit_event_record(
+        organisation=proposal.organisation_id,
+        actor=actor,
+        action="proposal.applied" if apply else "proposal.rejected",
+        target=proposal.pk,
+        details=details,
+    )
+    return proposal
+
+
+def person_proposals_erase(*, organisation: Organisation | str, subject: str) -> int:
+    """Part of erasing her (R-9.8): every proposal that rests only on her records goes (applied
+    ones too; the shared record an applied one wrote is nobody's and stays). A proposal that
+    also rests on another person's record stays, without her record, its text taken from one
+    of theirs. Answers how many proposals went. Call it before her records are erased."""
+    organisation_id = organisation_id_of(organisation)
+    hers = ProposalSource.objects.for_organisation(organisation_id).filter(record__subject=subject)
+    proposal_ids = set(hers.values_list("proposal_id", flat=True))
+    if not proposal_ids:
+        return 0
+    hers.delete()
+    remaining = {
+        source.proposal_id: source.record
+        for source in ProposalSource.objects.for_organisation(organisation_id)
+        .filter(proposal_id__in=proposal_ids)
+        .select_related("record")
+        .order_by("-record_id")
+    }
+    for proposal in Proposal.objects.for_organisation(organisation_id).filter(pk__in=remaining):
+        proposal.text = remaining[proposal.pk].text
+        proposal.save(update_fields=["text"])
+    _, deleted = Proposal.objects.for_organisation(organisation_id).filter(pk__in=proposal_ids - set(remaining)).delete()
+    return deleted.get(Proposal._meta.label, 0)

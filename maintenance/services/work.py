@@ -1,0 +1,57 @@
+"""What the three kinds of maintenance job share: how a job says what it will ask the helper
+model, and how it fails or stops without writing."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from core_memory.llm.protocol import TokenCount
+from core_memory.pii.placeholders import Placeholders
+
+ACTOR = "maintenance"
+
+
+@dataclass(frozen=True)
+class Asking:
+    """One call of the helper model: the answer's shape (`name`, `schema`, R-13), the messages,
+    and the reader that turns the answer (restored with `placeholders`) into the job's values."""
+
+    name: str
+    schema: dict
+    messages: list[dict]
+    read: Callable[[dict], Any]
+    placeholders: Placeholders = field(default_factory=Placeholders)
+
+
+@dataclass
+class Prepared:
+    """What a job asks (None: nothing is left worth asking, the job is done without a call) and
+    what its writer needs besides the answer."""
+
+    asking: Asking | None
+    context: Any = None
+
+
+class JobFailed(Exception):
+    """The job fails with `code` and writes nothing (`invalid_model_output`, `model_error`, …)."""
+
+    def __init__(self, code: str, message: str, *, usage: TokenCount | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.usage = usage or TokenCount()
+
+
+class JobCancelled(Exception):
+    """The job is no longer wanted and sends nothing: its analysis was switched off, or its
+    person's rules now forbid the helper model to read her (R-9.3)."""
+
+    def __init__(self, code: str):
+        super().__init__(code)
+        self.code = code
+
+
+def stamp(value) -> str:
+    """A record's `updated_at` as a job's payload keeps it."""
+    return value.isoformat()
