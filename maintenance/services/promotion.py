@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from maintenance.asking import PROMOTION, PROMOTION_SCHEMA, promotion_messages, promotion_read
 from maintenance.models import MaintenanceJob, PromotionReview, Proposal, ProposalSource
-from maintenance.promotable import promotable
+from maintenance.promotable import about_a_person, promotable
 from maintenance.selectors import (
     ChangedRecord,
     records_proposed,
@@ -107,6 +107,11 @@ def promotion_plan(
     made = 0
     in_proposals: set[str] = set()
     holders = _holders(organisation_id=organisation_id, index_id=index_id, candidates=candidates)
+    # A text that names any of the persons who hold it is about a person, whoever holds it.
+    about_a_holder = {
+        text_key for text_key, group in holders.items() if about_a_person(group[0].text, subjects={record.subject for record in group})
+    }
+    candidates = [record for record in candidates if (record.type, record.normalised_text) not in about_a_holder]
     for text_key in sorted({(record.type, record.normalised_text) for record in candidates}):
         sources = [
             record

@@ -1,23 +1,34 @@
 """Erasing a person (core_memory.flows.erasure, R-3.4): her records and every version of them,
 her subject tokens, the real values behind her threads' placeholders and her rules are gone
 for good; what others hold stays."""
+import json
+from io import StringIO
+
 import pytest
+from django.apps import apps
+from django.core.management import call_command
 
 from audit.models import AuditEvent
 from core_memory.flows.erasure import person_erase
 from core_memory.keys.models import SubjectToken
+from core_memory.keys.services import subject_token_create
 from core_memory.persons.models import Person
+from core_memory.persons.services import person_update
 from core_memory.pii.models import ThreadPlaceholders
 from core_memory.pii.services import thread_texts_redact
-from core_memory.threads.models import Thread
+from core_memory.threads.models import Item, Response, Thread
 from core_memory.threads.services import thread_create
-from extraction.models import ExtractionRun, ExtractionWindow
+from extraction.models import ExtractionCursor, ExtractionRun, ExtractionWindow
 from extraction.services.planning import extraction_switch_plan
+from maintenance.models import ContradictionCheck, EpisodeUse, PromotionReview, Proposal
+from maintenance.services.planning import maintenance_store_plan
 from memory.models import MemoryRecord
 from memory.services import person_records_erase
 from tests.extraction.builders import conversation, switch_put
 from tests.factories import erasure_receipt as receipt
 from tests.factories import make_record
+from tests.fake_model import completion
+from tests.maintenance.builders import episode, promotion_on, sections
 
 pytestmark = pytest.mark.django_db
 
@@ -128,3 +139,88 @@ def test_erasing_a_person_removes_her_threads_with_their_extraction_windows(tena
     assert list(Thread.objects.values_list("id", flat=True)) == [bert.id]
     assert ExtractionRun.objects.get().pending == 1
     assert extraction_switch_plan(index_id=tenant.index.id, force=True).window_ids == []
+
+
+ERASED = "anna-erasure-7f3"
+
+
+def _models_naming_a_person():
+    """Every model with a person column: a field called `subject` (the person, R-0)."""
+    return sorted(
+        (model for model in apps.get_models() if any(field.name == "subject" and field.concrete for field in model._meta.get_fields())),
+        key=lambda model: model._meta.label,
+    )
+
+
+def _hers(model):
+    return model._default_manager.filter(subject=ERASED)
+
+
+@pytest.fixture
+def everything_about_her(tenant, write, fake_model, settings):
+    """Her in every place Core keeps a person: records of every kind with history, contested marks,
+    a store lesson from her episodes, proposals resting on her alone and with a colleague, her
+    rules and token, a thread with items, a turn's response, redaction values, an extraction
+    window, a maintenance job waiting."""
+    settings.CORE_HELPER_MODEL = "fake-chat"
+    promotion_on(tenant.index)
+    sections(tenant.index, lessons={"enabled": True, "min_episodes": 2})
+    old = write("Woont in Delft", subject=ERASED)
+    write("Woont in Leiden", subject=ERASED, replaces=old.id)
+    delft = write("Werkt in Delft", subject=ERASED)
+    write("Werkt in Leiden", subject=ERASED)
+    for number in range(2):
+        episode(tenant.index, f"Sessie {number} ging goed.", subject=ERASED)
+    write("De kantine sluit om 14 uur.", subject=ERASED)
+    write("Declaraties gaan voor de 25e naar financiën.", subject=ERASED)
+    write("Declaraties gaan voor de 25e naar financiën.", subject="bram")
+    annas_lunch = MemoryRecord.objects.get(subject=ERASED, text__startswith="De kantine")
+
+    def answer(body):
+        name = body["response_format"]["json_schema"]["name"]
+        data = json.loads(body["messages"][-1]["content"])
+        if name == "core_contradictions":
+            return completion(json.dumps({"contradictions": [pair for pair in data["pairs"] if delft.id in pair]}))
+        if name == "core_promotion":
+            return completion(json.dumps({"general": [annas_lunch.id]}))
+        return completion(json.dumps({"lesson": "Werk in kleine stappen."}))
+
+    fake_model.default = answer
+    call_command("run_maintenance", "--store", tenant.index.id, stdout=StringIO())
+    write("Werkt in Gouda", subject=ERASED)
+    maintenance_store_plan(index_id=tenant.index.id, force=True)  # a job about her, waiting (and three done)
+    person_update(organisation=tenant.organisation, subject=ERASED, actor="test", helper_model_may_read=False)
+    subject_token_create(key=tenant.key, subject=ERASED, ttl_seconds=600)
+    switch_put(tenant.client(), tenant.index.id)
+    thread, _ = conversation(organisation=tenant.organisation, key=tenant.key, subject=ERASED, messages=["Mail me op anna@example.nl"])
+    Response.objects.create(organisation=tenant.organisation, thread=thread, key=tenant.key, subject=ERASED, model="fake-chat")
+    extraction_switch_plan(index_id=tenant.index.id)
+    thread_texts_redact(thread=thread, texts=["Mail me op anna@example.nl"])
+
+
+def test_after_erasure_no_model_with_a_person_column_names_her(tenant, everything_about_her):
+    """R-3.4, R-9.8: the test walks every model that names a person; the world above puts her in
+    each of them first, so a new model with a person column fails here until erasure covers it.
+    The audit log names her only as the target of its `person.*` events, the append-only record
+    that she was erased (R-11.1; docs/decisions.md "Erasing a person")."""
+    models = _models_naming_a_person()
+    assert {model._meta.label for model in models if _hers(model).exists()} == {model._meta.label for model in models}
+    contested = MemoryRecord.objects.filter(subject=ERASED, contested=True).values_list("id", flat=True)
+    assert len(contested) == 2
+    lesson = MemoryRecord.objects.get(subject=ERASED, type="lesson")
+    assert EpisodeUse.objects.filter(lesson=lesson).count() == 2
+    hers_alone = Proposal.objects.get(reason="general_knowledge")
+    shared = Proposal.objects.get(reason="several_persons")
+
+    answer = person_erase(organisation=tenant.organisation, subject=ERASED, actor="test")
+
+    assert answer["erased"] == receipt(
+        records=7, episodes=2, lessons=1, proposals=1, threads=1, thread_placeholders=1, extraction_windows=1, maintenance_jobs=4, subject_tokens=1
+    )
+    assert {model._meta.label: _hers(model).count() for model in models} == {model._meta.label: 0 for model in models}
+    assert not MemoryRecord.contradicts.through.objects.filter(from_memoryrecord_id__in=list(contested)).exists()
+    assert not EpisodeUse.objects.exists() and not PromotionReview.objects.exists() and not ContradictionCheck.objects.exists()
+    assert not Proposal.objects.filter(pk=hers_alone.pk).exists()
+    assert list(Proposal.objects.get(pk=shared.pk).sources.values_list("record__subject", flat=True)) == ["bram"]
+    assert not Item.objects.exists() and not ExtractionCursor.objects.exists()
+    assert AuditEvent.objects.get(action="person.erased").target == ERASED
