@@ -10,8 +10,9 @@ matched text (tests: tests/maintenance/test_contacts.py).
   top-level domain of two or more letters (`acme.me`, `intranet.corp`; a file name such as
   `settings.py` too, which is no loss here).
 - `PHONE`: `core_memory.pii`'s numbers (Dutch in any notation, any number with a country
-  code), and British and American numbers in their national notation (`020 7946 0958`,
-  `(415) 555-2671`), read by libphonenumber for regions GB and US.
+  code), British and American numbers in their national notation (`020 7946 0958`,
+  `(415) 555-2671`), read by libphonenumber for regions GB and US, and any number written with
+  a country code (`+32 2 123 45 67`), whether or not libphonenumber knows it as allocated.
 - `ADDRESS`: a street and house number, Dutch (`Keizersgracht 123`, `Stationsstraat 12a`,
   `Laan van Meerdervoort 5`, `Postbus 1234`) or English (`221B Baker Street`,
   `10 Downing St`, `P.O. Box 42`); a Dutch postcode (`2511 CV`), a British postcode
@@ -92,8 +93,17 @@ def _addresses(text: str) -> list[ContactDetail]:
     return found
 
 
+# Any number written with a country code (`+32 2 123 45 67`, `0044 20 …`), valid or not: a number
+# libphonenumber does not know as allocated is still one somebody can call.
+_INTERNATIONAL = re.compile(r"(?<![\w+])(?:\+|00)[1-9]\d{0,2}(?:[\s.\-]?\(?\d+\)?){2,6}(?!\w)")
+
+
 def _phones(text: str) -> list[ContactDetail]:
-    found = []
+    found = [
+        ContactDetail(PHONE, match.group())
+        for match in _INTERNATIONAL.finditer(text)
+        if 8 <= sum(character.isdigit() for character in match.group()) <= 15
+    ]
     for region in _PHONE_REGIONS:
         for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
             found.append(ContactDetail(PHONE, match.raw_string))

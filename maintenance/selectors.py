@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 
 from core_memory.base.errors import NotFound
 from core_memory.keys.models import ApiKey
@@ -195,12 +195,14 @@ def pairs_settled(*, organisation_id: str, pairs: Iterable[tuple[str, str]], sta
     return settled
 
 
-def unfinished_job_payloads(*, index_id: str, organisation_id: str, kind: str) -> list[dict]:
-    """What the store's jobs of `kind` not yet done are about, so a run plans none twice."""
+def planned_job_payloads(*, index_id: str, organisation_id: str, kind: str, since: datetime | None) -> list[dict]:
+    """What the store's jobs of `kind` not yet done, or planned after `since`, are about: a run
+    plans nothing again for records that stand as they stood when such a job was planned (the
+    payload keeps their `updated_at`), whatever became of the job. A job that failed for a
+    lasting reason waits for its records to change."""
+    planned = Q(status__in=UNFINISHED) if since is None else Q(status__in=UNFINISHED) | Q(created_at__gt=since)
     return list(
-        MaintenanceJob.objects.for_organisation(organisation_id)
-        .filter(index_id=index_id, kind=kind, status__in=UNFINISHED)
-        .values_list("payload", flat=True)
+        MaintenanceJob.objects.for_organisation(organisation_id).filter(planned, index_id=index_id, kind=kind).values_list("payload", flat=True)
     )
 
 

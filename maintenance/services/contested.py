@@ -23,7 +23,7 @@ from maintenance.selectors import (
     contradiction_candidates,
     pairs_settled,
     records_stamps,
-    unfinished_job_payloads,
+    planned_job_payloads,
 )
 from maintenance.services.work import ACTOR, Asking, Prepared, stamp
 from memory.models import MemoryRecord
@@ -36,7 +36,7 @@ MAX_PAIRS_PER_JOB = 40
 
 
 def contradiction_jobs_plan(
-    *, organisation_id: str, index_id: str, changed: list[ChangedRecord], closed: set[str], clock: datetime
+    *, organisation_id: str, index_id: str, changed: list[ChangedRecord], closed: set[str], since: datetime | None, clock: datetime
 ) -> list[MaintenanceJob]:
     """The jobs for the pairs worth asking about among `changed` (records of persons in
     `closed`, whose rules forbid the helper model, are never sent)."""
@@ -49,8 +49,12 @@ def contradiction_jobs_plan(
     pairs = {tuple(sorted(pair)) for pair in candidates}
     stamps = records_stamps(organisation_id=organisation_id, record_ids={record_id for pair in pairs for record_id in pair})
     pairs = {pair for pair in pairs if pair[0] in stamps and pair[1] in stamps}
+    # A pair a job was planned for while both records stood as they stand now.
     planned = {
-        tuple(pair) for payload in unfinished_job_payloads(index_id=index_id, organisation_id=organisation_id, kind=KIND) for pair in payload["pairs"]
+        tuple(pair)
+        for payload in planned_job_payloads(index_id=index_id, organisation_id=organisation_id, kind=KIND, since=since)
+        for pair in payload["pairs"]
+        if all(record_id in stamps and payload["records"][record_id] == stamp(stamps[record_id][1]) for record_id in pair)
     }
     pairs -= planned | pairs_settled(organisation_id=organisation_id, pairs=pairs, stamps=stamps)
 

@@ -19,7 +19,7 @@ from core_memory.pii.placeholders import RedactionError
 from maintenance.asking import STORE_LESSON, STORE_LESSON_SCHEMA, store_lesson_messages, store_lesson_read
 from maintenance.models import EpisodeUse, MaintenanceJob
 from maintenance.pseudonyms import texts_pseudonymise
-from maintenance.selectors import ChangedRecord, episodes_unused, unfinished_job_payloads
+from maintenance.selectors import ChangedRecord, episodes_unused, planned_job_payloads
 from maintenance.services.work import ACTOR, Asking, JobFailed, Prepared, stamp
 from memory.models import MemoryRecord
 from memory.services import record_write_by_core_within
@@ -34,20 +34,20 @@ MAX_EPISODES_PER_LESSON = 20
 
 
 def lesson_jobs_plan(
-    *, organisation_id: str, index_id: str, changed: list[ChangedRecord], closed: set[str], min_episodes: int, clock: datetime
+    *, organisation_id: str, index_id: str, changed: list[ChangedRecord], closed: set[str], since: datetime | None, min_episodes: int, clock: datetime
 ) -> list[MaintenanceJob]:
     """One job for each person and way her unused episodes went, when there are enough of them."""
     subjects = {record.subject for record in changed if record.type == EPISODE and record.subject is not None} - closed
     if not subjects:
         return []
     planned = {
-        episode_id
-        for payload in unfinished_job_payloads(index_id=index_id, organisation_id=organisation_id, kind=KIND)
-        for episode_id in payload["episodes"]
+        (episode_id, episode_stamp)
+        for payload in planned_job_payloads(index_id=index_id, organisation_id=organisation_id, kind=KIND, since=since)
+        for episode_id, episode_stamp in payload["episodes"].items()
     }
     groups: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
     for episode_id, subject, result, updated_at in episodes_unused(organisation_id=organisation_id, index_id=index_id, subjects=subjects):
-        if result in RESULTS and episode_id not in planned:
+        if result in RESULTS and (episode_id, stamp(updated_at)) not in planned:
             groups[(subject, result)][episode_id] = stamp(updated_at)
     jobs = []
     for (subject, result), episodes in sorted(groups.items()):

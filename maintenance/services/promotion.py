@@ -33,7 +33,7 @@ from maintenance.selectors import (
     reviews_current,
     shared_texts,
     texts_proposed,
-    unfinished_job_payloads,
+    planned_job_payloads,
 )
 from maintenance.services.work import Asking, Prepared, stamp
 from memory.models import MemoryRecord
@@ -86,7 +86,7 @@ def _holders(*, organisation_id: str, index_id: str, candidates: list[ChangedRec
 
 
 def promotion_plan(
-    *, organisation_id: str, index_id: str, changed: list[ChangedRecord], closed: set[str], clock: datetime, now: datetime
+    *, organisation_id: str, index_id: str, changed: list[ChangedRecord], closed: set[str], since: datetime | None, clock: datetime, now: datetime
 ) -> tuple[int, list[MaintenanceJob]]:
     """Inside the run's planning transaction: the several-persons proposals (made here) and the
     jobs that ask the analysis model about the rest. Returns (proposals made, jobs)."""
@@ -128,13 +128,13 @@ def promotion_plan(
     rest = [record for record in candidates if record.id not in in_proposals and record.subject not in closed]
     judged = reviews_current(organisation_id=organisation_id, stamps={record.id: record.updated_at for record in rest})
     planned = {
-        record_id
-        for payload in unfinished_job_payloads(index_id=index_id, organisation_id=organisation_id, kind=KIND)
-        for record_id in payload["records"]
+        (record_id, record_stamp)
+        for payload in planned_job_payloads(index_id=index_id, organisation_id=organisation_id, kind=KIND, since=since)
+        for record_id, record_stamp in payload["records"].items()
     }
     per_person: dict[str, list[ChangedRecord]] = defaultdict(list)
     for record in rest:
-        if record.id not in judged and record.id not in planned:
+        if record.id not in judged and (record.id, stamp(record.updated_at)) not in planned:
             per_person[record.subject].append(record)
     jobs = []
     for subject in sorted(per_person):

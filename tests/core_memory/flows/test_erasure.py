@@ -204,6 +204,10 @@ def test_after_erasure_no_model_with_a_person_column_names_her(tenant, everythin
     The audit log names her only as the target of its `person.*` events, the append-only record
     that she was erased (R-11.1; docs/decisions.md "Erasing a person")."""
     models = _models_naming_a_person()
+    assert [model._meta.label for model in models] == [
+        "keys.SubjectToken", "maintenance.MaintenanceJob", "memory.HistoricalMemoryRecord", "memory.MemoryRecord",
+        "persons.Person", "threads.Response", "threads.Thread",
+    ]
     assert {model._meta.label for model in models if _hers(model).exists()} == {model._meta.label for model in models}
     contested = MemoryRecord.objects.filter(subject=ERASED, contested=True).values_list("id", flat=True)
     assert len(contested) == 2
