@@ -3,117 +3,28 @@ this process, the test database shared. A worker killed with SIGKILL in the midd
 window loses nothing and writes nothing twice; two workers racing over the same windows
 read each once."""
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
-import uuid
 from collections import Counter
-from pathlib import Path
-from urllib.parse import quote
 
 import pytest
-import redis
-from celery import Celery
-from django.db import connection
 
 from extraction.models import ExtractionWindow
 from extraction.services.planning import extraction_switch_plan
 from memory.models import MemoryRecord
 from tests.extraction.builders import add, conversation, extraction_answer, switch_put
-from tests.extraction.worker import broker_options
-
-REDIS_URL = os.environ.get("REDIS_URL", "")
-PROJECT = Path(__file__).resolve().parents[2]
+from tests.workers import Broker, needs_redis, wait_for
 # A window's claim, and its task's time limit, in the workers: short, so a dead worker's
 # window is handed out again within seconds.
 WINDOW_SECONDS = 3
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not REDIS_URL, reason="REDIS_URL is unset: no Redis broker to run real workers against"),
-]
-
-
-def database_url() -> str:
-    settings = connection.settings_dict
-    host = quote(settings["HOST"], safe="") if settings["HOST"].startswith("/") else settings["HOST"]
-    port = f":{settings['PORT']}" if settings["PORT"] else ""
-    password = f":{quote(settings['PASSWORD'], safe='')}" if settings["PASSWORD"] else ""
-    return f"postgres://{settings['USER']}{password}@{host}{port}/{settings['NAME']}"
-
-
-class Broker:
-    """A queue and a key prefix on the Redis at REDIS_URL, and the workers started on them."""
-
-    def __init__(self, model_config: dict, tmp_path: Path):
-        self.queue = f"test-extraction-{uuid.uuid4().hex}"
-        self.prefix = f"{self.queue}:"
-        self.app = Celery("extraction_fault_test", set_as_current=False)
-        self.app.conf.update(broker_url=REDIS_URL, broker_transport_options=broker_options(self.prefix), task_default_queue=self.queue)
-        self.environment = {
-            **os.environ,
-            "DATABASE_URL": database_url(),
-            "CELERY_BROKER_URL": REDIS_URL,
-            "CORE_MODELS": json.dumps([model_config]),
-            "CORE_EXTRACTION_WINDOW_SECONDS": str(WINDOW_SECONDS),
-            "CONN_MAX_AGE": "0",
-        }
-        self.logs = tmp_path
-        self.workers: list[subprocess.Popen] = []
-
-    def start_worker(self) -> subprocess.Popen:
-        log = open(self.logs / f"worker-{len(self.workers)}.log", "w")  # noqa: SIM115 — closed with the process
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "tests.extraction.worker", self.queue, self.prefix],
-            cwd=PROJECT,
-            env=self.environment,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: a kill reaches its pool processes too
-        )
-        self.workers.append(worker)
-        return worker
-
-    def kill(self, worker: subprocess.Popen) -> None:
-        os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait(timeout=10)
-
-    def send(self, task: str, *args) -> None:
-        self.app.send_task(task, args=list(args), queue=self.queue)
-
-    def close(self) -> None:
-        for worker in self.workers:
-            if worker.poll() is None:
-                os.killpg(worker.pid, signal.SIGTERM)
-                try:
-                    worker.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(worker.pid, signal.SIGKILL)
-                    worker.wait(timeout=10)
-        self.app.close()
-        client = redis.Redis.from_url(REDIS_URL)
-        for key in client.scan_iter(match=f"{self.prefix}*"):
-            client.delete(key)
-        client.close()
+pytestmark = [pytest.mark.django_db(transaction=True), needs_redis]
 
 
 @pytest.fixture
 def broker(fake_model, tmp_path):
-    broker = Broker(fake_model.config("fake-chat"), tmp_path)
+    broker = Broker(fake_model.config("fake-chat"), tmp_path, CORE_EXTRACTION_WINDOW_SECONDS=str(WINDOW_SECONDS))
     yield broker
     broker.close()
-
-
-def wait_for(condition, *, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def window_request_counts(model) -> Counter:
