@@ -123,8 +123,7 @@ class CursorQuerySet(TenantQuerySet):
 
 class ExtractionCursor(models.Model):
     """How far a switch has read a thread: items before `read_position` were copied into
-    windows (R-8.3, "only items not yet read"). It outlives the windows, so erasing a
-    person's windows does not make extraction learn her conversations again."""
+    windows (R-8.3, "only items not yet read"). It goes with its thread."""
 
     switch = models.ForeignKey(ExtractionSwitch, on_delete=models.CASCADE, related_name="cursors")
     thread = models.ForeignKey("threads.Thread", on_delete=models.CASCADE, related_name="+")

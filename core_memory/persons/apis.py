@@ -45,7 +45,11 @@ class PersonApi(CoreApi):
                     "subject": serializers.CharField(),
                     "erased": serializers.DictField(
                         child=serializers.IntegerField(),
-                        help_text="How many of each kind went: `records`, `subject_tokens`, and more as Core keeps more about her.",
+                        help_text=(
+                            "How many of each kind went: `records` (of every type but episodes and lessons), `episodes`, "
+                            "`lessons`, `proposals`, `threads`, `thread_placeholders`, `extraction_windows`, "
+                            "`maintenance_jobs`, `subject_tokens`."
+                        ),
                     ),
                 },
             )
@@ -55,7 +59,9 @@ class PersonApi(CoreApi):
         """Erase a person
 
         Everything Core holds about her goes, in one transaction: her records with their history, her
-        episodes and lessons, her subject tokens and her rules; the answer counts what went. Erasing a
+        episodes and lessons, every proposal that rests only on her records, her conversations (threads
+        with their items and responses, their extraction windows and redaction values), maintenance's
+        work about her, her subject tokens and her rules; the answer counts what went. Erasing a
         person never named is a 200 too. Audited as `person.erased`. Needs `management`.
         """
         subject = self.path_person(subject)

@@ -526,10 +526,9 @@ def extraction_window_run(*, window_id: str, now: datetime | None = None) -> Win
 
 def person_windows_erase(*, organisation: Organisation | str, subject: str) -> int:
     """Removes the windows of her threads (part of erasing her, core_memory.flows.erasure);
-    answers how many. The switches' cursors stay: they hold only positions, and keep
-    extraction from learning her erased conversations again. Call it before her records
-    are erased: a window being written holds its row, so this waits for its records. A run
-    that was waiting for one of them no longer does."""
+    answers how many. Call it before her records are erased: a window being written holds its
+    row, so this waits for its records. A run that was waiting for one of them no longer does.
+    Her threads, and the switches' cursors on them, go after (threads.services)."""
     windows = ExtractionWindow.objects.for_organisation(organisation).filter(thread__subject=subject)
     unfinished = Counter(
         windows.filter(status__in=[ExtractionWindow.Status.QUEUED, ExtractionWindow.Status.RUNNING], run__isnull=False)
