@@ -321,6 +321,19 @@ def proposal_rights_check(*, key: ApiKey, proposal: Proposal, right: str) -> Non
     policy_right_check(key=key, index_id=proposal.index_id, right=right)
 
 
+def proposals_resting_only_on(*, organisation: Organisation | str, subject: str) -> QuerySet[Proposal]:
+    """The proposals whose every source is a record of hers (R-9.8: erasing her erases them)."""
+    sources = ProposalSource.objects.for_organisation(organisation)
+    hers = sources.filter(record__subject=subject).values("proposal_id")
+    others = sources.filter(proposal_id__in=hers).exclude(record__subject=subject).values("proposal_id")
+    return Proposal.objects.for_organisation(organisation).filter(pk__in=hers).exclude(pk__in=others)
+
+
+def person_jobs_counted(*, organisation_id: str, subject: str) -> int:
+    """How many maintenance jobs are about her records (what erasing her removes)."""
+    return MaintenanceJob.objects.for_organisation(organisation_id).filter(subject=subject).count()
+
+
 def person_proposals(*, organisation: Organisation | str, subject: str) -> QuerySet[Proposal]:
     """The proposals resting on her records (any of them), for her export."""
     resting = ProposalSource.objects.for_organisation(organisation).filter(record__subject=subject).values("proposal_id")

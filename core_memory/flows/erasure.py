@@ -13,9 +13,11 @@ from core_memory.persons.selectors import person_rules
 from core_memory.persons.services import person_forget
 from core_memory.pii.selectors import person_placeholders_counted
 from core_memory.pii.services import person_placeholders_erase
+from core_memory.threads.selectors import person_threads_counted
 from core_memory.threads.services import person_threads_erase
 from extraction.selectors import person_windows_counted
 from extraction.services.windows import person_windows_erase
+from maintenance.selectors import person_jobs_counted, proposals_resting_only_on
 from maintenance.services.jobs import person_jobs_erase
 from maintenance.services.proposals import person_proposals_erase
 from memory.selectors import person_records_counted
@@ -56,14 +58,18 @@ def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dic
 
 def person_erasure_preview(*, organisation: Organisation | str, subject: str) -> dict:
     """What `person_erase` would remove now, in the receipt's terms: her records per type (every
-    status), her subject tokens, her threads' placeholders and extraction windows, and whether she
-    has stored rules. Reads only."""
+    status), the proposals resting only on them, her threads, their placeholders and extraction
+    windows, maintenance's jobs about her, her subject tokens, and whether she has stored rules.
+    Reads only."""
     organisation_id = organisation_id_of(organisation)
     return {
         "subject": subject,
         "records_per_type": person_records_counted(organisation_id=organisation_id, subject=subject),
+        "proposals": proposals_resting_only_on(organisation=organisation_id, subject=subject).count(),
+        "threads": person_threads_counted(organisation_id=organisation_id, subject=subject),
         "subject_tokens": subject_tokens_counted(organisation_id=organisation_id, subject=subject),
         "thread_placeholders": person_placeholders_counted(organisation_id=organisation_id, subject=subject),
         "extraction_windows": person_windows_counted(organisation_id=organisation_id, subject=subject),
+        "maintenance_jobs": person_jobs_counted(organisation_id=organisation_id, subject=subject),
         "rules": bool(person_rules(organisation_id=organisation_id, subjects=[subject])),
     }

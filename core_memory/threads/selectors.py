@@ -74,3 +74,8 @@ def person_threads(*, organisation_id: str, subject: str, limit: int) -> list[Th
         .filter(subject=subject)
         .order_by(F("last_item_at").desc(nulls_last=True), "-id")[: limit + 1]
     )
+
+
+def person_threads_counted(*, organisation_id: str, subject: str) -> int:
+    """How many threads name her (what erasing her removes, R-3.4)."""
+    return Thread.objects.for_organisation(organisation_id).filter(subject=subject).count()

@@ -20,6 +20,7 @@ from core_memory.base.tenancy import organisation_id_of
 from core_memory.keys.models import ApiKey
 from core_memory.organisations.models import Organisation
 from maintenance.models import Proposal, ProposalSource
+from maintenance.selectors import proposals_resting_only_on
 from memory.models import MemoryRecord
 from memory.services import record_write_authorise, record_write_by_core_within
 from stores.models import KnowledgeIndex, MemoryStore
@@ -106,20 +107,20 @@ def person_proposals_erase(*, organisation: Organisation | str, subject: str) ->
     also rests on another person's record stays, without her record, its text taken from one
     of theirs. Answers how many proposals went. Call it before her records are erased."""
     organisation_id = organisation_id_of(organisation)
+    only_hers = set(proposals_resting_only_on(organisation=organisation_id, subject=subject).values_list("pk", flat=True))
     hers = ProposalSource.objects.for_organisation(organisation_id).filter(record__subject=subject)
-    proposal_ids = set(hers.values_list("proposal_id", flat=True))
-    if not proposal_ids:
-        return 0
+    shared_with_others = set(hers.values_list("proposal_id", flat=True)) - only_hers
     hers.delete()
+    # The text of a proposal that stays may be her words: it takes a colleague's (the same, normalised).
     remaining = {
         source.proposal_id: source.record
         for source in ProposalSource.objects.for_organisation(organisation_id)
-        .filter(proposal_id__in=proposal_ids)
+        .filter(proposal_id__in=shared_with_others)
         .select_related("record")
         .order_by("-record_id")
     }
     for proposal in Proposal.objects.for_organisation(organisation_id).filter(pk__in=remaining):
         proposal.text = remaining[proposal.pk].text
         proposal.save(update_fields=["text"])
-    _, deleted = Proposal.objects.for_organisation(organisation_id).filter(pk__in=proposal_ids - set(remaining)).delete()
+    _, deleted = Proposal.objects.for_organisation(organisation_id).filter(pk__in=only_hers).delete()
     return deleted.get(Proposal._meta.label, 0)

@@ -13,7 +13,7 @@ from core_memory.persons.models import Person
 from core_memory.persons.services import person_update
 from core_memory.threads.services import thread_create
 from memory.models import MemoryRecord
-from tests.factories import console_client, staff_without_organisation
+from tests.factories import console_client, erasure_receipt, staff_without_organisation
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_password_hashing")]
 
@@ -110,8 +110,8 @@ def test_erasing_her_shows_what_will_go_then_erases_through_the_flow_and_gives_a
     confirmation = console.get(person_url(tenant, "anna", "erase"))
 
     assert confirmation.context["preview"] == {
-        "subject": "anna", "records_per_type": {"fact": 3, "preference": 1}, "subject_tokens": 1, "thread_placeholders": 0,
-        "extraction_windows": 0, "rules": True,
+        "subject": "anna", "records_per_type": {"fact": 3, "preference": 1}, "proposals": 0, "threads": 0, "subject_tokens": 1,
+        "thread_placeholders": 0, "extraction_windows": 0, "maintenance_jobs": 0, "rules": True,
     }
     assert MemoryRecord.objects.filter(subject="anna").count() == 4
     assert reads("erase").get().details["counts"]["subject_tokens"] == 1
@@ -119,7 +119,7 @@ def test_erasing_her_shows_what_will_go_then_erases_through_the_flow_and_gives_a
     receipt = console.post(person_url(tenant, "anna", "erase"))
 
     assert receipt.status_code == 200
-    assert receipt.context["receipt"] == {"subject": "anna", "erased": {"records": 4, "subject_tokens": 1, "thread_placeholders": 0, "extraction_windows": 0}}
+    assert receipt.context["receipt"] == {"subject": "anna", "erased": erasure_receipt(records=4, subject_tokens=1)}
     assert not MemoryRecord.objects.filter(subject="anna").exists()
     assert not SubjectToken.objects.filter(subject="anna").exists()
     assert MemoryRecord.objects.filter(pk=kept.pk).exists()
