@@ -26,13 +26,12 @@ import statistics
 import time
 from datetime import timedelta
 
-from harness import scratch_database  # sets Django up, so the project's imports come after it
+from harness import MODEL_SECONDS, model_time_measured, scratch_database  # sets Django up first
 
 from django.db import connection
 from django.test.utils import override_settings
 from django.utils import timezone
 
-from core_memory.llm import openai
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
 from extraction.services.planning import extraction_switch_plan
 from extraction.services.switches import extraction_switch_set
@@ -45,18 +44,6 @@ from tests.fake_model import FakeChatModel, completion
 
 SUBJECT = "anna"
 WORDS = "invoice delivery meeting office budget contract report travel lunch project deadline customer".split()
-MODEL_SECONDS: list[float] = []
-
-
-def _timed_complete(complete):
-    def timed(self, **arguments):
-        started = time.perf_counter()
-        try:
-            return complete(self, **arguments)
-        finally:
-            MODEL_SECONDS.append(time.perf_counter() - started)
-
-    return timed
 
 
 def _drafts(items: int) -> list[ItemDraft]:
@@ -170,7 +157,7 @@ def main() -> None:
     parser.add_argument("--redacting", action="store_true", help="threads of a pii_redaction key (every window redacted)")
     arguments = parser.parse_args()
 
-    openai.OpenAIChatProvider.complete = _timed_complete(openai.OpenAIChatProvider.complete)
+    model_time_measured()
     with scratch_database("bench_extraction_overhead") as scratch:
         print(
             f"scratch database {scratch}, {arguments.windows} windows per row after one warm-up"

@@ -5,12 +5,16 @@ the chattiest loggers quiet, and a scratch database on the configured server.
 
     with scratch_database("bench_name") as name:
         ...
+
+`model_time_measured()` times every chat-model call into `MODEL_SECONDS`, so a bench can
+report Core's own time: its wall time minus the time inside the provider's `complete`.
 """
 from __future__ import annotations
 
 import logging
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +32,8 @@ for noisy in ("httpx", "core_memory.llm.providers", "core_memory.llm.openai"):
 from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 
+from core_memory.llm import openai  # noqa: E402
+
 
 @contextmanager
 def scratch_database(name: str) -> Iterator[str]:
@@ -39,3 +45,21 @@ def scratch_database(name: str) -> Iterator[str]:
         yield scratch
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
+
+
+MODEL_SECONDS: list[float] = []
+
+
+def model_time_measured() -> None:
+    """From now on every call of the OpenAI provider's `complete` (the HTTP round trip to the
+    model and reading its answer) adds its seconds to `MODEL_SECONDS`."""
+    complete = openai.OpenAIChatProvider.complete
+
+    def timed(self, **arguments):
+        started = time.perf_counter()
+        try:
+            return complete(self, **arguments)
+        finally:
+            MODEL_SECONDS.append(time.perf_counter() - started)
+
+    openai.OpenAIChatProvider.complete = timed

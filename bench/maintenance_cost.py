@@ -26,13 +26,12 @@ import random
 import time
 from datetime import timedelta
 
-from harness import scratch_database  # sets Django up, so the project's imports come after it
+from harness import MODEL_SECONDS, model_time_measured, scratch_database  # sets Django up first
 
 from django.db import connection
 from django.test.utils import override_settings
 from django.utils import timezone
 
-from core_memory.llm import openai
 from core_memory.organisations.models import Organisation
 from maintenance.models import MaintenanceState
 from maintenance.services.jobs import maintenance_job_run
@@ -48,18 +47,6 @@ SHARED_SHARE = 0.1
 CITIES = "Delft Leiden Utrecht Gouda Haarlem Zwolle Breda Tilburg Arnhem Assen".split()
 TOPICS = "facturen offertes lunch parkeren reiskosten verlof rooster thuiswerken laptops contracten".split()
 DAYS = "maandag dinsdag woensdag donderdag vrijdag".split()
-MODEL_SECONDS: list[float] = []
-
-
-def _timed_complete(complete):
-    def timed(self, **arguments):
-        started = time.perf_counter()
-        try:
-            return complete(self, **arguments)
-        finally:
-            MODEL_SECONDS.append(time.perf_counter() - started)
-
-    return timed
 
 
 def _text(generator: random.Random, number: int, *, shared: bool) -> tuple[str, str]:
@@ -194,7 +181,7 @@ def main() -> None:
     arguments = parser.parse_args()
     rows = [(int(size), float(percent)) for size, percent in (row.split(":") for row in arguments.rows.split(","))]
 
-    openai.OpenAIChatProvider.complete = _timed_complete(openai.OpenAIChatProvider.complete)
+    model_time_measured()
     generator = random.Random(9)
     with scratch_database("bench_maintenance_cost") as scratch:
         print(f"scratch database {scratch}; every analysis on; the fake helper model answers at once\n")

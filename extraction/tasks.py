@@ -7,23 +7,15 @@ so no worker still holds a window that the dispatcher hands out again.
 """
 from celery import shared_task
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
 
+from core_memory.base.work import durable_task_options
 from extraction.services.planning import extraction_dispatch
 from extraction.services.windows import extraction_window_run
 
 WINDOW_SECONDS = settings.CORE_EXTRACTION_WINDOW_SECONDS
 
 
-@shared_task(
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    max_retries=3,
-    retry_backoff=True,
-    soft_time_limit=max(1, WINDOW_SECONDS * 9 // 10),
-    time_limit=WINDOW_SECONDS,
-)
+@shared_task(**durable_task_options(WINDOW_SECONDS))
 def extraction_window_task(window_id: str) -> dict:
     outcome = extraction_window_run(window_id=window_id)
     return {"window_id": window_id, "status": outcome.status, "error_code": outcome.error_code}

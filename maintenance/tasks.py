@@ -7,23 +7,15 @@ holds a job that the dispatcher hands out again.
 """
 from celery import shared_task
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
 
+from core_memory.base.work import durable_task_options
 from maintenance.services.jobs import maintenance_job_run
 from maintenance.services.planning import maintenance_dispatch
 
 JOB_SECONDS = settings.CORE_MAINTENANCE_JOB_SECONDS
 
 
-@shared_task(
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    max_retries=3,
-    retry_backoff=True,
-    soft_time_limit=max(1, JOB_SECONDS * 9 // 10),
-    time_limit=JOB_SECONDS,
-)
+@shared_task(**durable_task_options(JOB_SECONDS))
 def maintenance_job_task(job_id: str) -> dict:
     outcome = maintenance_job_run(job_id=job_id)
     return {"job_id": job_id, "status": outcome.status, "error_code": outcome.error_code}

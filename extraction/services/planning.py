@@ -17,6 +17,7 @@ from django.db.models import F, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from core_memory.base.work import work_to_hand_out_again
 from core_memory.llm.metering import token_limit_reached
 from core_memory.pii.selectors import ReadMode, thread_read_mode
 from core_memory.threads.models import Item, Thread
@@ -210,16 +211,10 @@ def extraction_windows_recover(*, index_ids: list[str] | None = None) -> list[st
     claim ran out (their worker died or was killed, R-12.4) go back to `queued`; those
     queued longer than a claim lasts (their message was lost with a broker) are sent again.
     A second delivery of a window is harmless: only one worker can claim it."""
-    clock = timezone.now()
     windows = ExtractionWindow.objects.unscoped().filter(switch__enabled=True)
     if index_ids is not None:
         windows = windows.filter(switch_id__in=index_ids)
-    expired = windows.filter(status=ExtractionWindow.Status.RUNNING, lease_until__lt=clock)
-    stale = windows.filter(status=ExtractionWindow.Status.QUEUED, queued_at__lt=clock - _lease())
-    window_ids = list(expired.values_list("pk", flat=True)) + list(stale.values_list("pk", flat=True))
-    ExtractionWindow.objects.unscoped().filter(pk__in=window_ids).update(
-        status=ExtractionWindow.Status.QUEUED, claim_token=None, lease_until=None, queued_at=clock
-    )
+    window_ids = work_to_hand_out_again(windows, clock=timezone.now(), lease=_lease())
     if window_ids:
         logger.warning("extraction.windows.recovered", extra={"windows": len(window_ids)})
     return window_ids

@@ -23,11 +23,11 @@ from typing import NamedTuple
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from core_memory.base.errors import ApplicationError, Conflict, PermissionDenied
 from core_memory.base.tenancy import organisation_id_of
+from core_memory.base.work import run_counted, work_claim, work_locked
 from core_memory.keys.models import ApiKey
 from core_memory.llm.metering import token_limit_reached
 from core_memory.llm.protocol import ProviderError, TokenCount
@@ -104,41 +104,24 @@ class _Reading:
     now: datetime
 
 
+def _lease() -> timedelta:
+    return timedelta(seconds=settings.CORE_EXTRACTION_WINDOW_SECONDS)
+
+
 def _claim(*, window_id: str, clock: datetime) -> uuid.UUID | None:
     """The conditional UPDATE that makes this attempt the window's only reader, or None."""
-    token = uuid.uuid4()
-    claimable = Q(status=ExtractionWindow.Status.QUEUED) | Q(status=ExtractionWindow.Status.RUNNING, lease_until__lt=clock)
-    claimed = ExtractionWindow.objects.unscoped().filter(claimable, pk=window_id).update(
-        status=ExtractionWindow.Status.RUNNING,
-        claim_token=token,
-        lease_until=clock + timedelta(seconds=settings.CORE_EXTRACTION_WINDOW_SECONDS),
-        attempts=F("attempts") + 1,
-        started_at=clock,
-    )
-    return token if claimed else None
+    return work_claim(ExtractionWindow.objects.unscoped(), pk=window_id, clock=clock, lease=_lease())
 
 
 def _run_count(*, run_id: str | None, organisation_id: str, now: datetime, done: int = 1, **counts: int) -> None:
-    """`done` of the run's windows are finished: the run's counters rise, and its last window
-    closes it (a row update, so windows finishing at once never lose a count)."""
-    if run_id is None:
-        return
-    ExtractionRun.objects.for_organisation(organisation_id).filter(pk=run_id, pending__gte=done).update(
-        pending=F("pending") - done,
-        finished_at=Case(When(pending=done, then=Value(now)), default=F("finished_at")),
-        **{name: F(name) + value for name, value in counts.items() if value},
-    )
+    """`done` of the run's windows are finished: the run's counters rise, and its last window closes it."""
+    run_counted(ExtractionRun.objects.for_organisation(organisation_id), run_id=run_id, now=now, done=done, **counts)
 
 
 def _locked(*, window: ExtractionWindow, token: uuid.UUID) -> ExtractionWindow | None:
     """The window, locked, while this attempt's claim holds; None when it is no longer ours
     (the lease ran out and another worker took it, or the window was erased with its person)."""
-    return (
-        ExtractionWindow.objects.for_organisation(window.organisation_id)
-        .select_for_update()
-        .filter(pk=window.pk, status=ExtractionWindow.Status.RUNNING, claim_token=token)
-        .first()
-    )
+    return work_locked(ExtractionWindow.objects.for_organisation(window.organisation_id), pk=window.pk, token=token)
 
 
 def _finish(

@@ -25,7 +25,7 @@ from maintenance.selectors import (
     records_stamps,
     planned_job_payloads,
 )
-from maintenance.services.work import ACTOR, Asking, Prepared, stamp
+from maintenance.services.work import ACTOR, Asking, Prepared, chunks, job_queued, stamp
 from memory.models import MemoryRecord
 from memory.selectors import EVENT_TYPES
 from memory.services import records_contradiction_mark_within
@@ -61,23 +61,21 @@ def contradiction_jobs_plan(
     per_person: dict[str | None, list[tuple[str, str]]] = defaultdict(list)
     for pair in sorted(pairs):
         per_person[stamps[pair[0]][0]].append(pair)
-    jobs = []
-    for subject in sorted(per_person, key=lambda each: (each is not None, each or "")):
-        person_pairs = per_person[subject]
-        for start in range(0, len(person_pairs), MAX_PAIRS_PER_JOB):
-            chunk = person_pairs[start : start + MAX_PAIRS_PER_JOB]
-            records = {record_id: stamp(stamps[record_id][1]) for pair in chunk for record_id in pair}
-            jobs.append(
-                MaintenanceJob(
-                    organisation_id=organisation_id,
-                    index_id=index_id,
-                    kind=KIND,
-                    subject=subject,
-                    payload={"records": records, "pairs": [list(pair) for pair in chunk]},
-                    queued_at=clock,
-                )
-            )
-    return jobs
+    return [
+        job_queued(
+            organisation_id=organisation_id,
+            index_id=index_id,
+            kind=KIND,
+            subject=subject,
+            payload={
+                "records": {record_id: stamp(stamps[record_id][1]) for pair in chunk for record_id in pair},
+                "pairs": [list(pair) for pair in chunk],
+            },
+            clock=clock,
+        )
+        for subject in sorted(per_person, key=lambda each: (each is not None, each or ""))
+        for chunk in chunks(per_person[subject], MAX_PAIRS_PER_JOB)
+    ]
 
 
 def _current(*, job: MaintenanceJob, lock: bool = False) -> dict[str, MemoryRecord]:

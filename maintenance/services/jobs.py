@@ -17,15 +17,14 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from core_memory.base.errors import ApplicationError, Conflict, NotFound
 from core_memory.base.tenancy import organisation_id_of
+from core_memory.base.work import run_counted, work_claim, work_locked
 from core_memory.llm.metering import token_limit_reached
 from core_memory.llm.protocol import ProviderError, TokenCount
 from core_memory.llm.registry import helper_model_get
@@ -35,7 +34,7 @@ from maintenance.models import MaintenanceJob, MaintenanceRun
 from maintenance.selectors import Analyses, person_may_be_read, store_analyses
 from maintenance.services.contested import contradictions_prepare, contradictions_write
 from maintenance.services.lessons import store_lesson_prepare, store_lesson_write
-from maintenance.services.planning import MAX_ATTEMPTS
+from maintenance.services.planning import MAX_ATTEMPTS, job_lease
 from maintenance.services.promotion import promotion_prepare, promotion_write
 from maintenance.services.work import JobCancelled, JobFailed, Prepared
 from stores.models import MemoryStore
@@ -68,37 +67,17 @@ def _skipped(job_id: str, job: MaintenanceJob | None = None) -> JobOutcome:
 
 def _claim(*, job_id: str, clock: datetime) -> uuid.UUID | None:
     """The conditional UPDATE that makes this attempt the job's only runner, or None."""
-    token = uuid.uuid4()
-    claimable = Q(status=Status.QUEUED) | Q(status=Status.RUNNING, lease_until__lt=clock)
-    claimed = MaintenanceJob.objects.unscoped().filter(claimable, pk=job_id).update(
-        status=Status.RUNNING,
-        claim_token=token,
-        lease_until=clock + timedelta(seconds=settings.CORE_MAINTENANCE_JOB_SECONDS),
-        attempts=F("attempts") + 1,
-        started_at=clock,
-    )
-    return token if claimed else None
+    return work_claim(MaintenanceJob.objects.unscoped(), pk=job_id, clock=clock, lease=job_lease())
 
 
 def _run_count(*, run_id: str | None, organisation_id: str, now: datetime, done: int = 1, **counts: int) -> None:
     """`done` of the run's jobs are finished: its counters rise, and its last job closes it."""
-    if run_id is None:
-        return
-    MaintenanceRun.objects.for_organisation(organisation_id).filter(pk=run_id, pending__gte=done).update(
-        pending=F("pending") - done,
-        finished_at=Case(When(pending=done, then=Value(now)), default=F("finished_at")),
-        **{name: F(name) + value for name, value in counts.items() if value},
-    )
+    run_counted(MaintenanceRun.objects.for_organisation(organisation_id), run_id=run_id, now=now, done=done, **counts)
 
 
 def _locked(*, job: MaintenanceJob, token: uuid.UUID) -> MaintenanceJob | None:
     """The job, locked, while this attempt's claim holds; None when it is no longer ours."""
-    return (
-        MaintenanceJob.objects.for_organisation(job.organisation_id)
-        .select_for_update()
-        .filter(pk=job.pk, status=Status.RUNNING, claim_token=token)
-        .first()
-    )
+    return work_locked(MaintenanceJob.objects.for_organisation(job.organisation_id), pk=job.pk, token=token)
 
 
 def _finish(job: MaintenanceJob, *, status: str, usage: TokenCount, calls: int, now: datetime, code: str = "", message: str = "", written: int = 0) -> None:

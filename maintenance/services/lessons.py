@@ -20,7 +20,7 @@ from maintenance.asking import STORE_LESSON, STORE_LESSON_SCHEMA, store_lesson_m
 from maintenance.models import EpisodeUse, MaintenanceJob
 from maintenance.pseudonyms import texts_pseudonymise
 from maintenance.selectors import ChangedRecord, episodes_unused, planned_job_payloads
-from maintenance.services.work import ACTOR, Asking, JobFailed, Prepared, stamp
+from maintenance.services.work import ACTOR, Asking, JobFailed, Prepared, job_queued, stamp
 from memory.models import MemoryRecord
 from memory.services import record_write_by_core_within
 
@@ -54,16 +54,8 @@ def lesson_jobs_plan(
         if len(episodes) < min_episodes:
             continue
         chosen = dict(list(episodes.items())[:MAX_EPISODES_PER_LESSON])
-        jobs.append(
-            MaintenanceJob(
-                organisation_id=organisation_id,
-                index_id=index_id,
-                kind=KIND,
-                subject=subject,
-                payload={"result": result, "episodes": chosen},
-                queued_at=clock,
-            )
-        )
+        payload = {"result": result, "episodes": chosen}
+        jobs.append(job_queued(organisation_id=organisation_id, index_id=index_id, kind=KIND, subject=subject, payload=payload, clock=clock))
     return jobs
 
 

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from core_memory.base.work import work_to_hand_out_again
 from core_memory.llm.metering import token_limit_reached
 from core_memory.llm.registry import helper_model_get
 from maintenance.models import MaintenanceJob, MaintenanceRun, MaintenanceState
@@ -51,7 +52,8 @@ class StorePlan:
     analyses: dict = field(default_factory=dict)
 
 
-def _lease() -> timedelta:
+def job_lease() -> timedelta:
+    """How long a job's claim lasts: its task's hard time limit."""
     return timedelta(seconds=settings.CORE_MAINTENANCE_JOB_SECONDS)
 
 
@@ -170,16 +172,10 @@ def maintenance_jobs_recover(*, index_ids: list[str] | None = None) -> list[str]
     whose claim ran out (their worker died or was killed, R-12.4) go back to `queued`; those
     queued longer than a claim lasts (their message was lost) are sent again. A second
     delivery is harmless: only one worker can claim a job."""
-    clock = timezone.now()
     jobs = MaintenanceJob.objects.unscoped().filter(index__store__maintenance__enabled=True, index__deleted_at__isnull=True)
     if index_ids is not None:
         jobs = jobs.filter(index_id__in=index_ids)
-    expired = jobs.filter(status=MaintenanceJob.Status.RUNNING, lease_until__lt=clock)
-    stale = jobs.filter(status=MaintenanceJob.Status.QUEUED, queued_at__lt=clock - _lease())
-    job_ids = list(expired.values_list("pk", flat=True)) + list(stale.values_list("pk", flat=True))
-    MaintenanceJob.objects.unscoped().filter(pk__in=job_ids).update(
-        status=MaintenanceJob.Status.QUEUED, claim_token=None, lease_until=None, queued_at=clock
-    )
+    job_ids = work_to_hand_out_again(jobs, clock=timezone.now(), lease=job_lease())
     if job_ids:
         logger.warning("maintenance.jobs.recovered", extra={"jobs": len(job_ids)})
     return job_ids

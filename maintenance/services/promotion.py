@@ -35,7 +35,7 @@ from maintenance.selectors import (
     texts_proposed,
     planned_job_payloads,
 )
-from maintenance.services.work import Asking, Prepared, stamp
+from maintenance.services.work import Asking, Prepared, chunks, job_queued, stamp
 from memory.models import MemoryRecord
 
 KIND = MaintenanceJob.Kind.PROMOTION
@@ -136,21 +136,18 @@ def promotion_plan(
     for record in rest:
         if record.id not in judged and (record.id, stamp(record.updated_at)) not in planned:
             per_person[record.subject].append(record)
-    jobs = []
-    for subject in sorted(per_person):
-        records = per_person[subject]
-        for start in range(0, len(records), MAX_RECORDS_PER_JOB):
-            chunk = records[start : start + MAX_RECORDS_PER_JOB]
-            jobs.append(
-                MaintenanceJob(
-                    organisation_id=organisation_id,
-                    index_id=index_id,
-                    kind=KIND,
-                    subject=subject,
-                    payload={"records": {record.id: stamp(record.updated_at) for record in chunk}},
-                    queued_at=clock,
-                )
-            )
+    jobs = [
+        job_queued(
+            organisation_id=organisation_id,
+            index_id=index_id,
+            kind=KIND,
+            subject=subject,
+            payload={"records": {record.id: stamp(record.updated_at) for record in chunk}},
+            clock=clock,
+        )
+        for subject in sorted(per_person)
+        for chunk in chunks(per_person[subject], MAX_RECORDS_PER_JOB)
+    ]
     return made, jobs
 
 

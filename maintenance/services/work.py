@@ -2,14 +2,17 @@
 model, and how it fails or stops without writing."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, TypeVar
 
 from core_memory.llm.protocol import TokenCount
 from core_memory.pii.placeholders import Placeholders
+from maintenance.models import MaintenanceJob
 
 ACTOR = "maintenance"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -55,3 +58,14 @@ class JobCancelled(Exception):
 def stamp(value) -> str:
     """A record's `updated_at` as a job's payload keeps it."""
     return value.isoformat()
+
+
+def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """`items` in slices of at most `size`: what one job's single request shows."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def job_queued(*, organisation_id: str, index_id: str, kind: str, subject: str | None, payload: dict, clock: datetime) -> MaintenanceJob:
+    """A new job (saved with its run's others), about `subject`'s records (None: the shared ones)."""
+    return MaintenanceJob(organisation_id=organisation_id, index_id=index_id, kind=kind, subject=subject, payload=payload, queued_at=clock)

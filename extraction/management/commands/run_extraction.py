@@ -2,24 +2,13 @@
 beat and the workers run, at once and in the foreground, with a JSON summary."""
 import json
 from collections import Counter
-from datetime import datetime
 
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 
+from core_memory.base.commands import now_option
 from extraction.selectors import switches_existing
 from extraction.services.planning import extraction_dispatch
 from extraction.services.windows import extraction_window_run
-
-
-def _moment(value: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise CommandError(f"--now {value!r} is not ISO 8601.") from None
-    if moment.tzinfo is None:
-        raise CommandError("--now needs an offset, e.g. 2026-11-30T09:00:00+01:00.")
-    return moment
 
 
 class Command(BaseCommand):
@@ -32,7 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("--now", type=str, help="The moment to run as, ISO 8601 with an offset (default: now).")
 
     def handle(self, *args, stores=None, now=None, **options):
-        now = _moment(now) if now else timezone.now()
+        now = now_option(now)
         if stores:
             missing = sorted(set(stores) - set(switches_existing(index_ids=stores)))
             if missing:

@@ -3,27 +3,16 @@ and the workers run — contested marking, store lessons, promotion analyses —
 foreground, with a JSON summary."""
 import json
 from collections import Counter
-from datetime import datetime
 
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 
+from core_memory.base.commands import now_option
 from maintenance.selectors import stores_existing
 from maintenance.services.jobs import maintenance_job_run
 from maintenance.services.planning import maintenance_dispatch
 
 JOB_STATUSES = ("done", "failed", "parked", "cancelled", "skipped")
 WRITTEN = {"contradictions": "contested", "store_lesson": "lessons", "promotion": "proposals"}
-
-
-def _moment(value: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise CommandError(f"--now {value!r} is not ISO 8601.") from None
-    if moment.tzinfo is None:
-        raise CommandError("--now needs an offset, e.g. 2026-11-30T09:00:00+01:00.")
-    return moment
 
 
 class Command(BaseCommand):
@@ -36,7 +25,7 @@ class Command(BaseCommand):
         parser.add_argument("--now", type=str, help="The moment to run as, ISO 8601 with an offset (default: now).")
 
     def handle(self, *args, stores=None, now=None, **options):
-        now = _moment(now) if now else timezone.now()
+        now = now_option(now)
         if stores:
             missing = sorted(set(stores) - set(stores_existing(index_ids=stores)))
             if missing:
