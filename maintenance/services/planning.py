@@ -100,12 +100,10 @@ def maintenance_store_plan(*, index_id: str, now: datetime | None = None, force:
 
     closed = persons_closed_to_helper(organisation_id=organisation.id, subjects={record.subject for record in changed})
     run = MaintenanceRun.objects.create(organisation=organisation, index_id=index_id, started_at=now, changed=len(changed))
-    # Jobs waiting, and those failed for a passing reason, go again first: what they are about
-    # is then planned, and not planned twice.
+    # Jobs parked at the limit, and those failed for a passing reason, go again first: what they
+    # are about is then planned, and not planned twice.
     waiting = MaintenanceJob.objects.for_organisation(organisation).filter(index_id=index_id)
-    again = Q(status=MaintenanceJob.Status.QUEUED, run__isnull=True) | Q(
-        status=MaintenanceJob.Status.FAILED, error_code__in=TRANSIENT_FAILURES, attempts__lt=MAX_ATTEMPTS
-    )
+    again = Q(status=MaintenanceJob.Status.FAILED, error_code__in=TRANSIENT_FAILURES, attempts__lt=MAX_ATTEMPTS)
     if not token_limit_reached(organisation=organisation, at=now):
         again |= Q(status=MaintenanceJob.Status.PARKED)
     resumed = list(waiting.filter(again).values_list("pk", flat=True))
@@ -114,7 +112,12 @@ def maintenance_store_plan(*, index_id: str, now: datetime | None = None, force:
     proposals = 0
     if reading["contested"]:
         jobs += contradiction_jobs_plan(
-            organisation_id=organisation.id, index_id=index_id, changed=changed_for("contested"), closed=closed, since=_since(throughs["contested"]), clock=clock
+            organisation_id=organisation.id,
+            index_id=index_id,
+            changed=changed_for("contested"),
+            closed=closed,
+            since=_since(throughs["contested"]),
+            clock=clock,
         )
     if reading["lessons"]:
         jobs += lesson_jobs_plan(
@@ -141,7 +144,6 @@ def maintenance_store_plan(*, index_id: str, now: datetime | None = None, force:
     for job in jobs:
         job.run = run
     MaintenanceJob.objects.bulk_create(jobs)
-
 
     for name, on in reading.items():
         setattr(state, f"{name}_through", clock if on else None)

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from core_memory.beat import BEAT_SCHEDULE
 from maintenance.models import MaintenanceJob, MaintenanceRun
+from maintenance.selectors import store_maintenance_status
 from maintenance.services.jobs import maintenance_job_run
 from maintenance.services.planning import maintenance_dispatch, maintenance_jobs_recover, maintenance_store_plan
 from maintenance.tasks import maintenance_dispatch_task
@@ -201,3 +202,16 @@ def test_dispatch_plans_each_due_store_in_its_own_transaction_and_skips_others(t
 
 def test_planning_a_deleted_or_unknown_store_plans_nothing(tenant, fake_model):
     assert maintenance_store_plan(index_id="idx_unknown", force=True).state == "missing"
+
+
+def test_the_console_reads_a_stores_maintenance_its_clock_last_run_and_jobs(tenant, write, fake_model, run_store):
+    """R-10.3: what the console's maintenance card shows (maintenance.selectors.store_maintenance_status)."""
+    empty = store_maintenance_status(index=tenant.index)
+    assert (empty.state, empty.last_run, empty.jobs) == (None, None, {**dict.fromkeys(MaintenanceJob.Status.values, 0)})
+    write("Woont in Delft", subject="anna"), write("Woont in Leiden", subject="anna")
+    summary = run_store()
+
+    status = store_maintenance_status(index=tenant.index)
+
+    assert (status.last_run.id, status.last_run.contested, status.state.contested_through is not None) == (summary["run_id"], 0, True)
+    assert status.jobs == {**dict.fromkeys(MaintenanceJob.Status.values, 0), "done": 1}
