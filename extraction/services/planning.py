@@ -43,7 +43,8 @@ class RunPlan:
     threads_never_read: int = 0
 
 
-def _lease() -> timedelta:
+def window_lease() -> timedelta:
+    """How long a window's claim lasts: its task's hard time limit."""
     return timedelta(seconds=settings.CORE_EXTRACTION_WINDOW_SECONDS)
 
 
@@ -214,7 +215,7 @@ def extraction_windows_recover(*, index_ids: list[str] | None = None) -> list[st
     windows = ExtractionWindow.objects.unscoped().filter(switch__enabled=True)
     if index_ids is not None:
         windows = windows.filter(switch_id__in=index_ids)
-    window_ids = work_to_hand_out_again(windows, clock=timezone.now(), lease=_lease())
+    window_ids = work_to_hand_out_again(windows, clock=timezone.now(), lease=window_lease())
     if window_ids:
         logger.warning("extraction.windows.recovered", extra={"windows": len(window_ids)})
     return window_ids

@@ -18,10 +18,9 @@ import logging
 import uuid
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import NamedTuple
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -51,7 +50,7 @@ from extraction.reading import (
     passage,
 )
 from extraction.selectors import SwitchState, switch_state
-from extraction.services.planning import MAX_ATTEMPTS, QUIET_PERIOD
+from extraction.services.planning import MAX_ATTEMPTS, QUIET_PERIOD, window_lease
 from memory.models import MemoryRecord
 from memory.services import RecordWriteResult, record_write_within
 from stores.models import KnowledgeIndex
@@ -104,13 +103,9 @@ class _Reading:
     now: datetime
 
 
-def _lease() -> timedelta:
-    return timedelta(seconds=settings.CORE_EXTRACTION_WINDOW_SECONDS)
-
-
 def _claim(*, window_id: str, clock: datetime) -> uuid.UUID | None:
     """The conditional UPDATE that makes this attempt the window's only reader, or None."""
-    return work_claim(ExtractionWindow.objects.unscoped(), pk=window_id, clock=clock, lease=_lease())
+    return work_claim(ExtractionWindow.objects.unscoped(), pk=window_id, clock=clock, lease=window_lease())
 
 
 def _run_count(*, run_id: str | None, organisation_id: str, now: datetime, done: int = 1, **counts: int) -> None:
