@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from core_memory.api.pagination import IdCursorPagination, ListQuerySerializer, paginated_response, query_parameters_read
 from core_memory.api.schema import error_responses
 from core_memory.api.views import CoreApi
+from core_memory.base.errors import PermissionDenied
 from maintenance.models import Proposal
 from maintenance.selectors import proposal_get_available, proposal_list
 from maintenance.services.proposals import proposal_apply, proposal_reject
@@ -45,12 +46,23 @@ class ProposalOutputSerializer(serializers.Serializer):
         return data
 
 
-class ProposalListApi(CoreApi):
-    """`GET /v1/memory/proposals` (R-9.5)."""
+class _ProposalApi(CoreApi):
+    """Proposals are the organisation's: they rest on several persons' records, so a request for
+    one person (`X-Core-Subject`; a subject token has no `management`) may not use them."""
 
     required_capabilities = PROPOSAL_CAPABILITIES
-    pagination_class = IdCursorPagination
     OutputSerializer = ProposalOutputSerializer
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if self.request_subject() is not None:
+            raise PermissionDenied("Proposals are the organisation's: a request for one person cannot use them.", param="X-Core-Subject")
+
+
+class ProposalListApi(_ProposalApi):
+    """`GET /v1/memory/proposals` (R-9.5)."""
+
+    pagination_class = IdCursorPagination
 
     class FilterSerializer(ListQuerySerializer):
         index_id = serializers.CharField(max_length=40, required=False)
@@ -73,9 +85,7 @@ class ProposalListApi(CoreApi):
         return paginated_response(queryset=proposals, request=request, view=self, serializer_class=self.OutputSerializer)
 
 
-class _ProposalDecisionApi(CoreApi):
-    required_capabilities = PROPOSAL_CAPABILITIES
-    OutputSerializer = ProposalOutputSerializer
+class _ProposalDecisionApi(_ProposalApi):
     decide = None
 
     def post(self, request, proposal_id: str):

@@ -32,6 +32,7 @@ from core_memory.keys.services import key_revoke, subject_token_create
 from core_memory.organisations.models import Organisation
 from core_memory.persons.models import Person
 from core_memory.threads.models import Item, Thread
+from maintenance.models import Proposal, ProposalSource
 from memory.models import MemoryRecord
 from memory.services import record_write
 from stores.models import KnowledgeIndex, MemoryStore
@@ -123,6 +124,10 @@ def world(tenant, other_tenant, settings):
     named_key, _secret = make_key(organisation, name="cnry-key-name")
     owner.patch("/v1/persons/anna", {"helper_model_may_read": False}, format="json")
     anna_token, _token_secret = subject_token_create(key=tenant.key, subject="anna", ttl_seconds=600)
+    proposal = Proposal.objects.create(
+        organisation=organisation, index=index, type="fact", text="cnry-anna-fact", reason="general_knowledge", created_at=anna_fact.created_at
+    )
+    ProposalSource.objects.create(record=anna_fact, proposal=proposal)
 
     full = {"name": "attacker"}
     _policy_client, _k = tenant.key_client(read=(elsewhere.id,), write=(elsewhere.id,), **full)
@@ -158,6 +163,7 @@ def world(tenant, other_tenant, settings):
         "connector": switch["connector_id"],
         "named_key": named_key.id,
         "other_org": other_tenant.organisation.id,
+        "proposal": proposal.id,
     }
     canaries = {
         "anna": ("cnry-anna-fact", anna_fact.id, "cnry-anna-said", "cnry-anna-thread", thread["id"], anna_token.id),
@@ -349,6 +355,18 @@ ROUTES: dict[tuple[str, str], tuple[str, dict | str | None, dict[str, int]]] = {
         expect(204, other_organisation=404, policy_without_index=404, read_only=403, without_capability=403, token_of_bob=403),
     ),
     ("v1/audit", "GET"): ("/v1/audit", None, expect(200, **MANAGEMENT)),
+    # Proposals rest on persons' records: the organisation's to decide, never a request for one person.
+    ("v1/memory/proposals", "GET"): ("/v1/memory/proposals", None, expect(200, header_bob=403, **MANAGEMENT)),
+    ("v1/memory/proposals/<str:proposal_id>/apply", "POST"): (
+        "/v1/memory/proposals/{proposal}/apply",
+        None,
+        expect(200, other_organisation=404, policy_without_index=404, read_only=403, header_bob=403, **MANAGEMENT),
+    ),
+    ("v1/memory/proposals/<str:proposal_id>/reject", "POST"): (
+        "/v1/memory/proposals/{proposal}/reject",
+        None,
+        expect(200, other_organisation=404, policy_without_index=404, read_only=403, header_bob=403, **MANAGEMENT),
+    ),
 }
 # Routes outside the tenant's data: the API document and its pages answer everyone the same.
 PUBLIC_ROUTES = {("v1/schema", "GET"), ("v1/docs", "GET"), ("v1/redoc", "GET")}
@@ -377,7 +395,7 @@ def _is_management(route: tuple[str, str]) -> bool:
     """The organisation's administration: the view asks `management` for this method (ORGANISATION_WIDE)."""
     from django.urls import resolve
 
-    path = ROUTES[route][0].split("?")[0].format(**{name: "x" for name in ("org", "named_key", "idx", "thread", "agent", "connector")}, anna_record="mem_x")
+    path = ROUTES[route][0].split("?")[0].format(**{name: "x" for name in ("org", "named_key", "idx", "thread", "agent", "connector", "proposal")}, anna_record="mem_x")
     view = resolve(path).func.view_class
     required = view.required_capabilities
     required = required.get(route[1], ()) if isinstance(required, dict) else required

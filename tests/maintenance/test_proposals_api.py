@@ -10,6 +10,7 @@ from maintenance.models import Proposal, ProposalSource
 from maintenance.selectors import proposal_list_for_organisation
 from maintenance.services.proposals import proposal_apply_by_administrator, proposal_reject_by_administrator
 from memory.models import MemoryRecord
+from tests.factories import client_for
 from tests.maintenance.builders import promotion_on
 
 pytestmark = pytest.mark.django_db
@@ -188,14 +189,18 @@ def test_no_credential_is_a_401(anonymous, proposal, method, path, _):
     assert written_state() == before
 
 
-def test_a_subject_token_cannot_reach_proposals(tenant, proposal):
-    """Proposals are the organisation's: a token speaks for one person and has no management."""
+@pytest.mark.parametrize("method, path, _", ROUTES)
+def test_a_request_for_one_person_cannot_reach_proposals(tenant, proposal, method, path, _):
+    """R-12.1: proposals rest on several persons' records; a subject token (no management) and a
+    key naming a person with X-Core-Subject are both refused, and nothing is written."""
     token = tenant.client().post("/v1/subject-tokens", {"subject": "anna"}, format="json").json()["token"]
-    from tests.factories import client_for
+    before = written_state()
 
-    response = client_for(token).get("/v1/memory/proposals")
+    by_token = getattr(client_for(token), method)(path.format(id=proposal.id))
+    by_header = getattr(tenant.client(subject="anna"), method)(path.format(id=proposal.id))
 
-    assert response.status_code == 403
+    assert (by_token.status_code, by_header.status_code, by_header.json()["error"]["param"]) == (403, 403, "X-Core-Subject")
+    assert written_state() == before
 
 
 def test_a_console_administrator_decides_her_organisations_proposals_only(tenant, other_tenant, proposal):
