@@ -60,7 +60,7 @@ def section_fields(name: str) -> SettingsFields:
 
 @admin.register(KnowledgeIndex)
 class KnowledgeIndexAdmin(SoftDeleteScopedAdmin):  # deleting marks the index deleted (R-4.1)
-    list_display = ("name", "id", "pipeline", "embeddings", "created_at")
+    list_display = ("name", "id", "pipeline", "embeddings", "created")
     search_fields = ("name", "id")
     fields = ("name", "embeddings")
 
@@ -146,13 +146,13 @@ class MemoryStoreAdmin(OrganisationScopedAdmin):
     is open to administrators of an organisation with `improvements`."""
 
     form = MemoryStoreForm
-    list_display = ("index_name", "index_id", "lessons_enabled", "maintenance_enabled", "promotion_enabled", "updated_at")
+    list_display = ("index_name", "lessons_enabled", "maintenance_enabled", "promotion_enabled", "updated")
     list_select_related = ("index",)
     search_fields = ("index__name", "index__id")
-    readonly_fields = ("index_link", "updated_at")
+    readonly_fields = ("index_link", "updated")
 
     fieldsets = [
-        (None, {"fields": ("index_link", "updated_at")}),
+        (None, {"fields": ("index_link", "updated")}),
         *((SECTION_TITLES[name], {"fields": tuple(settings.fields())}) for name, settings in SECTION_SETTINGS.items()),
     ]
 
@@ -167,7 +167,7 @@ class MemoryStoreAdmin(OrganisationScopedAdmin):
 
     @admin.display(description=_("index"), ordering="index__name")
     def index_name(self, store: MemoryStore) -> str:
-        return store.index.name
+        return str(store.index)  # its name and id
 
     @admin.display(description=_("index"))
     def index_link(self, store: MemoryStore) -> str:

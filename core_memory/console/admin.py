@@ -143,6 +143,15 @@ class OrganisationScopedAdmin(admin.ModelAdmin):
     def _has_organisation_field(self) -> bool:
         return any(field.name == "organisation" for field in self.model._meta.concrete_fields)
 
+    # --- columns our models leave without a translated name (Django would show "Created at") ---
+    @admin.display(description=_("created at"), ordering="created_at")
+    def created(self, obj):
+        return obj.created_at
+
+    @admin.display(description=_("updated at"), ordering="updated_at")
+    def updated(self, obj):
+        return obj.updated_at
+
     # --- permissions: a staff user bound to no organisation administers nothing ---
     def _administers(self, request) -> bool:
         return self.organisation_id(request) is EVERY_ORGANISATION or bool(self.organisation_id(request))

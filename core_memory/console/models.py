@@ -8,9 +8,13 @@ from core_memory.base.tenancy import TenantQuerySet
 class ConsoleAdministrator(models.Model):
     """Binds a console user to the one organisation she administers (R-10.3)."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="console_administrator")
-    organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="administrators")
-    created_at = models.DateTimeField(auto_now_add=True)
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="console_administrator", verbose_name=_("user")
+    )
+    organisation = models.ForeignKey(
+        "organisations.Organisation", on_delete=models.CASCADE, related_name="administrators", verbose_name=_("organisation")
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     objects = TenantQuerySet.as_manager()
 

@@ -111,10 +111,10 @@ ApiKeyForm = type("ApiKeyForm", (ApiKeyFormBase,), MEMORY_SETTINGS.fields())
 @admin.register(ApiKey)
 class ApiKeyAdmin(OrganisationScopedAdmin):
     form = ApiKeyForm
-    list_display = ("name", "id", "capabilities", "is_usable", "expires_at", "revoked_at", "created_at")
+    list_display = ("name", "id", "capabilities", "is_usable", "expires_at", "revoked_at", "created")
     list_filter = ("revoked_at",)
     search_fields = ("name", "id")
-    readonly_fields = ("id", "secret_hint", "revoked_at", "created_at", "updated_at")
+    readonly_fields = ("id", "secret_ending", "revoked_at", "created", "updated")
     actions = ("revoke_keys",)
 
     def get_fieldsets(self, request, obj=None):
@@ -122,7 +122,7 @@ class ApiKeyAdmin(OrganisationScopedAdmin):
         if obj is None and self.organisation_id(request) is None:
             fields.insert(0, "organisation")
         if obj is not None:
-            fields = ["id", "secret_hint", *fields, "revoked_at", "created_at", "updated_at"]
+            fields = ["id", "secret_ending", *fields, "revoked_at", "created", "updated"]
         memory_fields = list(MEMORY_SETTINGS.fields())
         return [
             (None, {"fields": fields}),
@@ -141,6 +141,10 @@ class ApiKeyAdmin(OrganisationScopedAdmin):
         if obj is not None and obj.revoked_at is not None:
             return False
         return super().has_change_permission(request, obj)
+
+    @admin.display(description=_("secret ends with"))
+    def secret_ending(self, key: ApiKey) -> str:
+        return key.secret_hint
 
     @admin.display(boolean=True, description=_("usable"))
     def is_usable(self, key: ApiKey) -> bool:

@@ -9,6 +9,6 @@ from core_memory.organisations.services import UPDATABLE_FIELDS
 
 @admin.register(Organisation)
 class OrganisationAdmin(ReadOnlyScopedAdmin):
-    list_display = ("name", "id", "timezone", "capabilities", "audit_retention_days", "created_at")
-    fields = ("id", *UPDATABLE_FIELDS, "created_at")
+    list_display = ("name", "id", "timezone", "capabilities", "audit_retention_days", "created")
+    fields = ("id", *UPDATABLE_FIELDS, "created")
     readonly_fields = fields

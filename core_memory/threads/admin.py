@@ -87,7 +87,7 @@ def _pretty(content) -> str:
 
 @admin.register(Thread)
 class ThreadAdmin(ReadOnlyScopedAdmin):
-    list_display = ("id", "person", "key_id", "item_count", "last_item_at", "created_at")
+    list_display = ("id", "person", "key_id", "item_count", "last_item_at", "created")
     search_fields = ("=id", "=subject")
     search_help_text = _("A thread id or a person, exactly.")
     ordering = ("-id",)

@@ -250,6 +250,7 @@ def test_reaching_the_count_in_her_section_stops_the_walk_before_the_shared_ones
     assert texts(result.text, "about_this_person") == ["hers 0"]
     assert list(sections(result.text)) == ["about_this_person"]
     assert result.trace["dropped_by_count"] == 4
+    assert result.detail["dropped_by_count"] == {"about_this_person": 2, "organisation": 2}  # counted per section, not read
 
 
 def test_a_record_that_does_not_fit_the_budget_is_skipped_and_the_next_one_tried(tenant):
@@ -403,17 +404,3 @@ def test_the_detail_names_records_skipped_for_the_budget_and_for_the_share(tenan
     assert result.detail["injected"] == [[fits.id, "about_this_person"]]
     assert result.detail["dropped"] == [[too_big.id, "about_this_person", "budget"], [shared.id, "organisation", "share"]]
     assert result.trace["dropped_by_budget"] == 2
-
-
-def test_the_detail_counts_what_the_limit_left_out_per_section(tenant):
-    """R-7.8: the records `limit` left out are counted per section, not read."""
-    for number in range(3):
-        record(tenant.index, f"hers {number}", subject="anna", confidence=0.9 - number / 10)
-    for number in range(2):
-        record(tenant.index, f"shared {number}")
-
-    result = build(injecting_key(tenant, limit=1))
-
-    assert result.detail["dropped_by_count"] == {"about_this_person": 2, "organisation": 2}
-    assert result.trace["dropped_by_count"] == 4
-
