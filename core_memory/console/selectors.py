@@ -12,6 +12,8 @@ from audit.selectors import audit_events_counted
 from core_memory.console.models import ConsoleAdministrator
 from core_memory.organisations.models import Organisation
 from extraction.selectors import switch_status, switches_of_organisation
+from maintenance.models import Proposal
+from maintenance.selectors import proposal_list_for_organisation
 from memory.console import CONSOLE_READ
 from memory.selectors import records_counted
 
@@ -64,6 +66,7 @@ class DashboardFigures:
     reads_today: int
     today_from: datetime
     switches: list[SwitchHealth] = field(default_factory=list)
+    pending_proposals: int | None = None  # None: every organisation's view (a superuser), not counted
 
     @property
     def records(self) -> int:
@@ -76,6 +79,7 @@ class DashboardFigures:
             "contested": self.contested,
             "reads_today": self.reads_today,
             "extraction": {switch.index_id: switch.state for switch in self.switches},
+            "pending_proposals": self.pending_proposals,
         }
 
 
@@ -92,8 +96,8 @@ def _local_midnight(*, organisation_id: str | None) -> datetime:
 
 
 def dashboard_figures(*, organisation_id: str | None) -> DashboardFigures:
-    """Records per index and type, contested records, the console reads audited today, and how
-    each extraction switch is doing.
+    """Records per index and type, contested records, the console reads audited today, how each
+    extraction switch is doing, and the proposals waiting for a decision.
     `organisation_id` None: every organisation (a superuser)."""
     indexes: dict[str, IndexFigures] = {}
     for row in records_counted(organisation_id=organisation_id):
@@ -116,8 +120,12 @@ def dashboard_figures(*, organisation_id: str | None) -> DashboardFigures:
                 error_code=status.error_code,
             )
         )
+    pending = None
+    if organisation_id is not None:
+        pending = proposal_list_for_organisation(organisation=organisation_id, status=Proposal.Status.PENDING).count()
     return DashboardFigures(
         switches=switches,
+        pending_proposals=pending,
         indexes=list(indexes.values()),
         contested=sum(index.contested for index in indexes.values()),
         reads_today=audit_events_counted(organisation_id=organisation_id, action=CONSOLE_READ, since=today_from),

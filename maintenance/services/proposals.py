@@ -13,6 +13,7 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from audit.services import audit_event_record
 from core_memory.base.errors import Conflict, NotFound
@@ -68,7 +69,7 @@ def _proposal_decide(*, proposals: QuerySet[Proposal], proposal_id: str, actor: 
     if proposal is None:
         raise NotFound("No such proposal.")
     if proposal.status != Proposal.Status.PENDING:
-        raise Conflict(f"This proposal was already {proposal.status}.")
+        raise Conflict(gettext("This proposal was already %(status)s.") % {"status": proposal.get_status_display()})
     now = now or timezone.now()
     details: dict = {"index_id": proposal.index_id}
     if apply:

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_password_hash
 SKIPPED = re.compile(r"/console/(logout|password_change|jsi18n|r/)|/i18n/")
 MAX_PAGES = 400
 # Ids in a console address (the admin quotes "_" as "_5F"): one visit per kind of page, not per object.
-IDS = re.compile(r"(mem|thr|key|idx|aud|resp|org)_(?:5F)?[0-9A-Za-z]+")
+IDS = re.compile(r"(mem|thr|key|idx|aud|resp|org|prop)_(?:5F)?[0-9A-Za-z]+")
 # Strings the same in Dutch that Django's catalogue does not carry as translations of themselves.
 SAME_IN_DUTCH: set[str] = set()
 
@@ -96,7 +96,8 @@ def test_every_console_page_is_dutch_throughout(console, tenant, fake_model, unt
     console.post(f"/console/persons/person/{tenant.organisation.id}/carla/erase/")
 
     assert len(visited) > 40, visited
-    for must in ("/threads/thread/thr_", "/persons/person/org_", "/audit/auditevent/aud_", "/erase/", "/history/", "/extraction/extractionswitch/idx_"):
+    for must in ("/threads/thread/thr_", "/persons/person/org_", "/audit/auditevent/aud_", "/erase/", "/history/", "/extraction/extractionswitch/idx_",
+                 "/maintenance/proposal/prop_"):
         assert any(must in url for url in visited), must
     print("\n".join(sorted(untranslated)))
     assert sorted(untranslated) == [], sorted(untranslated)

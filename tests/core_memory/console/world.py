@@ -1,14 +1,18 @@
 """A console with something on every page: records of every type and kind of version, a
 contested pair, persons with and without rules, a thread whose turn injected, skipped and
-searched, an extraction switch, store and key settings, audit events. The language and browser tests walk it."""
+searched, an extraction switch, a proposal, store and key settings, audit events. The language
+and browser tests walk it."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 
-from core_memory.threads.models import Response
+from django.utils import timezone
+
 from core_memory.keys.services import subject_token_create
 from core_memory.persons.services import person_update
+from core_memory.threads.models import Response
+from maintenance.models import Proposal, ProposalSource
 from memory.models import MemoryRecord
 from memory.services import record_delete_by_administrator, record_update_by_administrator, record_write
 from tests.factories import client_for, make_key, resolved_for
@@ -24,12 +28,24 @@ class World:
     old: object
     thread_id: str
     response_id: str
+    proposal: object
 
 
 def contest(first: MemoryRecord, second: MemoryRecord) -> None:
     """As maintenance marks a contradiction (R-9.2): both contested, pointing at each other."""
     first.contradicts.add(second)
     MemoryRecord.objects.unscoped().filter(pk__in=[first.pk, second.pk]).update(contested=True)
+
+
+def propose(index, records: list[MemoryRecord]) -> Proposal:
+    """A pending proposal resting on `records`, made as maintenance's promotion makes one (R-9.4)."""
+    first = records[0]
+    proposal = Proposal.objects.create(
+        organisation_id=index.organisation_id, index=index, type=first.type, text=first.text, confidence=first.confidence,
+        reason=Proposal.Reason.SEVERAL_PERSONS, created_at=timezone.now(),
+    )
+    ProposalSource.objects.bulk_create(ProposalSource(record=record, proposal=proposal) for record in records)
+    return proposal
 
 
 def build_world(tenant, fake_model) -> World:
@@ -75,6 +91,10 @@ def build_world(tenant, fake_model) -> World:
     person_update(organisation=tenant.organisation, subject="anna", actor="test", helper_model_may_read=False)
     subject_token_create(key=key, subject="carla", ttl_seconds=600)
 
+    bram = write("Declaraties gaan voor de 25e naar financiën.", subject="bram")
+    anna_too = write("Declaraties gaan voor de 25e naar financiën.")
+    proposal = propose(tenant.index, [bram, anna_too])
+
     switched = client_for(secret).put(f"/v1/memory/stores/{tenant.index.id}/extraction", {"enabled": True, "model": "fake-chat"}, format="json")
     assert switched.status_code == 200, switched.json()
 
@@ -88,7 +108,8 @@ def build_world(tenant, fake_model) -> World:
     ).json()
     assert body["status"] == "completed", json.dumps(body)
     return World(
-        tenant=tenant, key=key, coffee=coffee, tea=tea, moved=moved, old=old, thread_id=body["thread_id"], response_id=body["id"]
+        tenant=tenant, key=key, coffee=coffee, tea=tea, moved=moved, old=old, thread_id=body["thread_id"], response_id=body["id"],
+        proposal=proposal,
     )
 
 

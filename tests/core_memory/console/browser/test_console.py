@@ -1,6 +1,6 @@
 """An administrator's day in the console, in a real browser (issue 13): log in, find a person, read a
 record and its history's diff, see a contested badge, follow a response's memory trace, change a store
-setting, export a person, switch to English, erase a person — in Dutch and in English."""
+setting, export a person, apply a proposal, switch to English, erase a person — in Dutch and in English."""
 from __future__ import annotations
 
 import json
@@ -84,6 +84,23 @@ def test_export_everything_about_her_as_a_file(signed_in: Page, world):
     assert AuditEvent.objects.filter(action="person.exported", target="anna", actor="console:anna").count() == 1
 
 
+def test_apply_a_proposal_after_reading_the_records_it_rests_on(signed_in: Page, world):
+    """R-9.5: from the home page's count of waiting proposals to a shared record."""
+    page = signed_in
+    page.get_by_role("link", name="1", exact=True).click()  # "Voorstellen die op een besluit wachten: 1"
+    page.get_by_role("link", name=world.proposal.text).click()
+
+    sources = page.locator("#proposal-sources")
+    expect(sources.get_by_role("link", name="bram")).to_be_visible()
+    page.get_by_role("button", name="Toepassen").click()
+
+    expect(page.locator(".messagelist")).to_contain_text("Het voorstel is toegepast")
+    expect(page.locator("#proposal-status")).to_have_text("toegepast")
+    world.proposal.refresh_from_db()
+    shared = MemoryRecord.objects.get(pk=world.proposal.applied_record_id)
+    assert (shared.subject, shared.text, shared.source) == (None, world.proposal.text, "promotion")
+
+
 def test_in_english_erase_a_person_after_seeing_what_will_go(signed_in: Page, world):
     page = signed_in
     page.locator("#language-switch-select").select_option("en")
@@ -95,12 +112,12 @@ def test_in_english_erase_a_person_after_seeing_what_will_go(signed_in: Page, wo
     page.get_by_role("link", name="Erase her").click()
 
     counts = page.locator("#erase-counts")
-    expect(counts).to_contain_text("9 records (behaviour: 1, commitment: 1, episode: 1, fact: 3, lesson: 1, preference: 2)")
+    expect(counts).to_contain_text("10 records (behaviour: 1, commitment: 1, episode: 1, fact: 4, lesson: 1, preference: 2)")
     expect(counts).to_contain_text("her stored rules")
     page.get_by_role("button", name="Yes, erase her").click()
 
     expect(page.locator("#erase-receipt-summary")).to_contain_text("anna is erased")
-    expect(page.locator("#erase-receipt")).to_contain_text('"records": 7')
+    expect(page.locator("#erase-receipt")).to_contain_text('"records": 8')  # episodes and lessons apart
     assert not MemoryRecord.objects.filter(subject="anna").exists()
     assert not Person.objects.filter(subject="anna").exists()
     assert AuditEvent.objects.filter(action="person.erased", target="anna", actor="console:anna").count() == 1
