@@ -1,0 +1,372 @@
+"""Speed at scale (issue 12, R-12.5): the hot paths at 10k, 100k and 1M records.
+
+    make bench                                       # 10k and 100k records
+    make bench BENCH_ARGS="--million"                # and 1M (seeding it the first time takes minutes)
+    make bench BENCH_ARGS="--sizes 10k --operations 200 --no-results"   # a quick look
+
+For each size, on the seeded store of bench/seed.py (one organisation, 10,000 persons):
+- through the real server — the Procfile's gunicorn web process as `make run` starts it (2
+  sync workers), on loopback, one request at a time: `GET /v1/indexes` (the framework's
+  floor), `POST /v1/memory/search` (full text), `POST /v1/responses` against an instant fake
+  model (tests/fake_model.py; "before the model" is from sending the request to the model
+  receiving its call), `POST /v1/memory` single writes; then sustained writes with 8
+  clients for 15 s, every answered write checked in the database;
+- in process, where that isolates the cost: the injection block for one person
+  (`injection_block_build`), the search selector and the search tool.
+Persons are drawn weighted by how many records they have; queries and turn inputs come from
+bench/corpus.py. Every measurement takes `--operations` operations (default 1,000) after
+`--warmup`. What the bench wrote (records, threads) is removed after each size.
+
+It prints the tables and writes them, with the machine and its load average, into
+bench/RESULTS.md under "Speed at scale" (other sections of that file are left alone).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import harness  # noqa: F401 — sets Django up, so the project's imports come after it
+from client import Api, Server, percentile
+from corpus import query_text, record_text, turn_input
+from seed import SIZES, SeededStore, seeded_store
+
+from django.db import connection
+from django.utils import timezone
+
+from core_memory.api.models import IdempotentRequest
+from core_memory.keys.models import ApiKey
+from core_memory.threads.models import Item, Response, Thread
+from memory.injection.walk import injection_block_build
+from memory.models import MemoryRecord
+from memory.selectors import record_search
+from memory.tools.calls import memory_tool_call
+from stores.selectors import index_find_available
+from tests.fake_model import FakeChatModel
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+SECTION_START = "<!-- speed:start -->"
+SECTION_END = "<!-- speed:end -->"
+MODEL_ID = "bench-chat"
+WRITE_CLIENTS = 8
+WRITE_SECONDS = 15.0
+
+# Issue 12's targets at 1M records (p95 in ms; writes per second).
+TARGETS = {
+    "block": 10.0,
+    "turn_before_model": 30.0,
+    "search": 25.0,
+    "search_hybrid": 40.0,
+    "write": 15.0,
+    "writes_per_second": 500.0,
+}
+
+
+@dataclass
+class Measurement:
+    name: str
+    where: str
+    milliseconds: list[float] = field(default_factory=list)
+    note: str = ""
+
+    def row(self) -> str:
+        values = self.milliseconds
+        return (
+            f"| {self.name} | {self.where} | {len(values):,} | {percentile(values, 0.5):.1f} | {percentile(values, 0.95):.1f} | "
+            f"{percentile(values, 0.99):.1f} | {self.note} |"
+        )
+
+
+@dataclass
+class SizeResult:
+    records: int
+    measurements: dict[str, Measurement] = field(default_factory=dict)
+    writes_per_second: float = 0.0
+    write_load_p95: float = 0.0
+    writes_checked: str = ""
+
+    def add(self, key: str, measurement: Measurement) -> None:
+        self.measurements[key] = measurement
+        print(measurement.row(), flush=True)
+
+
+def load_average() -> str:
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def machine() -> str:
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
+        platform.processor(),
+    )
+    memory_kb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal"))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT version(), current_setting('shared_buffers'), current_setting('work_mem')")
+        version, shared_buffers, work_mem = cursor.fetchone()
+    return (
+        f"{os.cpu_count()} × {cpu}, {memory_kb / 1024 / 1024:.0f} GiB RAM, shared with other engineers' work; "
+        f"Python {platform.python_version()}; {version.split(' on ')[0]} (embedded, Unix socket, shared_buffers "
+        f"{shared_buffers}, work_mem {work_mem}); gunicorn as the Procfile's `web` line (2 sync workers)"
+    )
+
+
+# --- in process ------------------------------------------------------------------------------
+
+
+def _timed(operation: Callable[[int], None], *, operations: int, warmup: int) -> list[float]:
+    result = []
+    for number in range(warmup + operations):
+        started = time.perf_counter()
+        operation(number)
+        if number >= warmup:
+            result.append((time.perf_counter() - started) * 1000)
+    return result
+
+
+def in_process(store: SeededStore, result: SizeResult, *, operations: int, warmup: int) -> None:
+    generator = random.Random(1)
+    key = ApiKey.objects.unscoped().select_related("organisation").get(pk=store.key_id)
+    index = index_find_available(key=key, index_id=store.index_id)
+    persons = store.person_sample(generator, warmup + operations)
+    topics = [turn_input(generator) for _ in persons]
+    queries = [query_text(generator) for _ in persons]
+    tool = f"memory__{store.index_id}__search"
+
+    def block(number: int) -> None:
+        injection_block_build(key=key, agent_version=None, subject=persons[number], topic=topics[number], now=timezone.now())
+
+    def search(number: int) -> None:
+        record_search(key=key, index=index, subject=persons[number], query=queries[number], now=timezone.now())
+
+    def search_tool(number: int) -> None:
+        arguments = json.dumps({"query": queries[number]})
+        memory_tool_call(key=key, tool_name=tool, arguments=arguments, subject=persons[number], provenance={}, now=timezone.now())
+
+    result.add("block", Measurement("injection block, one person", "in process", _timed(block, operations=operations, warmup=warmup)))
+    result.add("search_selector", Measurement("search selector (full text)", "in process", _timed(search, operations=operations, warmup=warmup)))
+    result.add("search_tool", Measurement("search tool (counts retrievals)", "in process", _timed(search_tool, operations=operations, warmup=warmup)))
+
+
+# --- through the server ----------------------------------------------------------------------
+
+
+async def _sequential(call, *, operations: int, warmup: int) -> list:
+    answers = []
+    for number in range(warmup + operations):
+        answer = await call(number)
+        if answer.status >= 300:
+            raise RuntimeError(f"status {answer.status}: {answer.body[:300]!r}")
+        if number >= warmup:
+            answers.append(answer)
+    return answers
+
+
+def through_server(store: SeededStore, result: SizeResult, *, operations: int, warmup: int) -> None:
+    generator = random.Random(2)
+    persons = store.person_sample(generator, warmup + operations)
+    with FakeChatModel() as model:
+        environment = {"CORE_MODELS": json.dumps([model.config(MODEL_ID)])}
+        with Server(database=store.database, environment=environment) as server:
+            api = Api(host="127.0.0.1", port=server.port, secret=store.secret)
+
+            async def measure_all() -> list:
+                answers = await _sequential(lambda number: api.call("GET", "/v1/indexes"), operations=operations, warmup=warmup)
+                result.add("floor", Measurement("`GET /v1/indexes` (framework floor)", "server", [a.seconds * 1000 for a in answers]))
+
+                queries = [query_text(generator) for _ in persons]
+                answers = await _sequential(
+                    lambda number: api.call(
+                        "POST", "/v1/memory/search", {"index_id": store.index_id, "query": queries[number]}, subject=persons[number]
+                    ),
+                    operations=operations,
+                    warmup=warmup,
+                )
+                hits = sum(len(answer.json()["data"]) for answer in answers) / len(answers)
+                result.add("search", Measurement("`POST /v1/memory/search` (full text)", "server", [a.seconds * 1000 for a in answers], f"{hits:.1f} hits on average"))
+
+                inputs = [turn_input(generator) for _ in persons]
+                model.requests.clear()
+                answers = await _sequential(
+                    lambda number: api.call("POST", "/v1/responses", {"model": MODEL_ID, "input": inputs[number], "user": persons[number]}),
+                    operations=operations,
+                    warmup=warmup,
+                )
+                calls = model.requests[warmup:]
+                assert len(calls) == len(answers), (len(calls), len(answers))
+                injected = sum(answer.json()["trace"]["memory"]["injected"] for answer in answers) / len(answers)
+                before = [(call.received_at - answer.started) * 1000 for call, answer in zip(calls, answers, strict=True)]
+                result.add("turn_before_model", Measurement("`POST /v1/responses` before the model", "server", before, f"{injected:.1f} records injected on average"))
+                result.add("turn", Measurement("`POST /v1/responses` whole turn (instant model)", "server", [a.seconds * 1000 for a in answers]))
+
+                texts = [record_text(generator, "fact") for _ in persons]
+                answers = await _sequential(
+                    lambda number: api.call(
+                        "POST", "/v1/memory", {"index_id": store.index_id, "type": "fact", "text": texts[number]}, subject=persons[number]
+                    ),
+                    operations=operations,
+                    warmup=warmup,
+                )
+                result.add("write", Measurement("`POST /v1/memory` single write", "server", [a.seconds * 1000 for a in answers]))
+
+                return await sustained_writes(api, store, generator)
+
+            sustained_writes_check(asyncio.run(measure_all()), result)
+
+
+async def sustained_writes(api: Api, store: SeededStore, generator: random.Random) -> list:
+    """WRITE_CLIENTS clients writing as fast as the server answers, for WRITE_SECONDS after 2 s of warm-up."""
+    persons = store.person_sample(generator, 50_000)
+    texts = [record_text(generator, "preference") for _ in persons]
+    counter = iter(range(len(persons)))
+    answers = []
+    warm_until = time.monotonic() + 2.0
+    stop_at = warm_until + WRITE_SECONDS
+
+    async def client() -> None:
+        while time.monotonic() < stop_at:
+            number = next(counter)
+            body = {"index_id": store.index_id, "type": "preference", "text": texts[number]}
+            answer = await api.call("POST", "/v1/memory", body, subject=persons[number])
+            if answer.started >= warm_until:
+                answers.append((answer, persons[number]))
+
+    await asyncio.gather(*(client() for _ in range(WRITE_CLIENTS)))
+    return answers
+
+
+def sustained_writes_check(answers: list, result: SizeResult) -> None:
+    """Throughput, and every answered write found in the database."""
+    stop_at = min(answer.started for answer, _ in answers) + WRITE_SECONDS
+    done = [answer for answer, _ in answers if answer.started + answer.seconds <= stop_at]
+    failed = [answer for answer, _ in answers if answer.status not in (200, 201)]
+    written = {answer.json()["memory_id"] for answer, _ in answers if answer.status in (200, 201)}
+    found = set(MemoryRecord.objects.unscoped().filter(id__in=written, status="active").values_list("id", flat=True))
+    result.writes_per_second = len(done) / WRITE_SECONDS
+    result.write_load_p95 = percentile([answer.seconds * 1000 for answer in done], 0.95)
+    result.writes_checked = f"{len(failed)} failed, {len(written) - len(found)} of {len(written)} answered ids missing"
+    print(f"sustained writes: {result.writes_per_second:.0f}/s with {WRITE_CLIENTS} clients, p95 {result.write_load_p95:.1f} ms, {result.writes_checked}", flush=True)
+
+
+def bench_writes_remove(store: SeededStore) -> None:
+    """Remove what a run wrote, so every run measures the seeded store."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM memory_memoryrecord WHERE created_at > %s", [store.seeded_at])
+        written = [row[0] for row in cursor.fetchall()]
+        cursor.execute("DELETE FROM memory_memoryrecord WHERE id = ANY(%s)", [written])
+        cursor.execute("DELETE FROM memory_historicalmemoryrecord WHERE id = ANY(%s)", [written])
+        tables = [model._meta.db_table for model in (Thread, Item, Response, IdempotentRequest)]
+        cursor.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
+        cursor.execute("VACUUM ANALYZE memory_memoryrecord")
+        cursor.execute("VACUUM ANALYZE memory_historicalmemoryrecord")
+
+
+# --- report ----------------------------------------------------------------------------------
+
+
+def size_table(result: SizeResult) -> list[str]:
+    lines = [
+        f"#### {result.records:,} records",
+        "",
+        "| operation | where | n | p50 ms | p95 ms | p99 ms | note |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    lines += [measurement.row() for measurement in result.measurements.values()]
+    lines.append(
+        f"| sustained writes, {WRITE_CLIENTS} clients, {WRITE_SECONDS:.0f} s | server | — | — | {result.write_load_p95:.1f} | — | "
+        f"**{result.writes_per_second:.0f} writes/s**; {result.writes_checked} |"
+    )
+    return lines
+
+
+def targets_table(results: list[SizeResult]) -> list[str]:
+    rows = [
+        ("injection block p95 (in process)", "block", TARGETS["block"]),
+        ("turn before the model p95", "turn_before_model", TARGETS["turn_before_model"]),
+        ("full-text search p95 (API)", "search", TARGETS["search"]),
+        ("single write p95 (API)", "write", TARGETS["write"]),
+    ]
+    header = "| target | " + " | ".join(f"{result.records:,}" for result in results) + " | target at 1M | growth 10k→largest |"
+    lines = [header, "| --- |" + " ---: |" * (len(results) + 2)]
+    for label, key, target in rows:
+        values = [result.measurements[key].milliseconds for result in results if key in result.measurements]
+        p95s = [percentile(value, 0.95) for value in values]
+        growth = f"{p95s[-1] / p95s[0]:.2f}×" if len(p95s) > 1 and key in ("block", "search") else ""
+        lines.append(f"| {label} | " + " | ".join(f"{value:.1f} ms" for value in p95s) + f" | ≤ {target:.0f} ms | {growth} |")
+    lines.append(
+        "| sustained writes (API, 2 workers) | "
+        + " | ".join(f"{result.writes_per_second:.0f}/s" for result in results)
+        + f" | ≥ {TARGETS['writes_per_second']:.0f}/s | |"
+    )
+    return lines
+
+
+def results_write(section: list[str]) -> None:
+    text = RESULTS.read_text() if RESULTS.exists() else "# Bench results\n"
+    block = "\n".join([SECTION_START, *section, SECTION_END])
+    if SECTION_START in text and SECTION_END in text:
+        before, rest = text.split(SECTION_START, 1)
+        after = rest.split(SECTION_END, 1)[1]
+        text = before + block + after
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    RESULTS.write_text(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10k,100k", help=f"comma-separated, of {', '.join(SIZES)}")
+    parser.add_argument("--million", action="store_true", help="add the 1M size (seeded the first time: minutes)")
+    parser.add_argument("--operations", type=int, default=1000, help="measured operations per row")
+    parser.add_argument("--warmup", type=int, default=100, help="operations before measuring")
+    parser.add_argument("--no-results", action="store_true", help="print only; leave bench/RESULTS.md alone")
+    arguments = parser.parse_args()
+    labels = [label for label in arguments.sizes.split(",") if label]
+    if arguments.million and "1m" not in labels:
+        labels.append("1m")
+
+    started_at, load_before = datetime.now().astimezone(), load_average()
+    results = []
+    for label in labels:
+        store = seeded_store(SIZES[label])
+        print(f"\n{store.records:,} records ({store.database}); load average {load_average()}", flush=True)
+        result = SizeResult(records=store.records)
+        try:
+            in_process(store, result, operations=arguments.operations, warmup=arguments.warmup)
+            through_server(store, result, operations=arguments.operations, warmup=arguments.warmup)
+        finally:
+            bench_writes_remove(store)
+        results.append(result)
+
+    section = [
+        "## Speed at scale (issue 12)",
+        "",
+        f"Run {started_at:%Y-%m-%d %H:%M %Z} by `make bench{' BENCH_ARGS=' + repr(' '.join(sys.argv[1:])) if sys.argv[1:] else ''}`. "
+        f"Machine: {machine()}.",
+        f"Load average (1, 5, 15 min) before: {load_before}; after: {load_average()}.",
+        "",
+        "p95 against issue 12's targets:",
+        "",
+        *targets_table(results),
+        "",
+        "Every measurement:",
+        "",
+    ]
+    for result in results:
+        section += [*size_table(result), ""]
+    print("\n" + "\n".join(section))
+    if not arguments.no_results:
+        results_write(section)
+        print(f"written to {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()
