@@ -59,6 +59,14 @@ def history_user(request=None, **kwargs):
 
 
 class MemoryRecordQuerySet(TenantQuerySet):
+    # Every read leaves the stored search vector in the database: only SQL matches and ranks
+    # on it, and sending it along (two stemmings of the text) would double what a read moves.
+    def for_organisation(self, organisation):
+        return super().for_organisation(organisation).defer("search_vector")
+
+    def unscoped(self):
+        return super().unscoped().defer("search_vector")
+
     def for_key(self, key):
         """Records the key may address (R-4.2): in an index available to it, not deleted.
         A record is exactly as absent as its index."""
@@ -149,18 +157,51 @@ class MemoryRecord(models.Model):
             ),
             models.Index(fields=["index", "-id"], name="memory_index_id"),
             # The injection walk and the default list order (R-7.7) when the reading key sets no
-            # half-lives: the top of a person's (or the shared) records without sorting them all.
+            # half-lives: the top of a person's records without sorting them all. `type` and
+            # `organisation` ride along so that counting what `limit` left out (`dropped_by_count`)
+            # reads the index alone.
             models.Index(
                 fields=["index", "subject", "-confidence", "-retrieval_count", "id"],
                 name="memory_ranked",
                 condition=Q(status="active"),
+                include=["type", "organisation"],
+            ),
+            # The same for the shared records. PostgreSQL orders by an index only after columns
+            # it knows to be constant, and `subject IS NULL` does not make `subject` one: the
+            # shared records need indexes of their own, without the column (R-12.5).
+            models.Index(
+                fields=["index", "-confidence", "-retrieval_count", "id"],
+                name="memory_shared_ranked",
+                condition=Q(status="active", subject__isnull=True),
+                include=["type", "organisation"],
+            ),
+            # [commitments]: open ones, soonest due first (R-7.5.1), hers and the shared ones.
+            models.Index(
+                fields=["index", "subject", "due_at", "-confidence", "-retrieval_count", "id"],
+                name="memory_open_commitments",
+                condition=Q(status="active", type="commitment", done=False),
+            ),
+            models.Index(
+                fields=["index", "due_at", "-confidence", "-retrieval_count", "id"],
+                name="memory_shared_commitments",
+                condition=Q(status="active", type="commitment", done=False, subject__isnull=True),
             ),
             # [behaviour]: her rules, newest first (R-7.5.2).
             models.Index(
                 fields=["index", "subject", "type", "-created_at"], name="memory_newest", condition=Q(status="active")
             ),
             models.Index(fields=["organisation", "subject"], name="memory_org_subject"),
-            GinIndex(fields=["search_vector"], name="memory_search_vector"),
+            # Full text within a scope (btree_gin): a person's search reads the entries of her
+            # own records only (GIN skips through the rest of a frequent word's postings), and
+            # the shared records have their own, smaller index, so neither reads every record of
+            # the table that holds a common word (R-5.10, R-12.5). Leaving out `subject` or
+            # `index`, the list's `q` and the console search use the first one too.
+            GinIndex(fields=["index", "subject", "search_vector"], name="memory_search_scoped"),
+            GinIndex(
+                fields=["index", "search_vector"],
+                name="memory_search_shared",
+                condition=Q(status="active", subject__isnull=True),
+            ),
             # Maintenance reads what changed since its last run (R-9.1, issue 9): records are
             # found by when they last changed, never by scanning the store.
             models.Index(fields=["index", "updated_at"], name="memory_index_updated"),

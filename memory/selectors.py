@@ -31,9 +31,16 @@ TIE_BREAKERS = ("-effective_confidence", "-retrieval_count", "id")
 
 def store_known_types(*, index: KnowledgeIndex) -> list[str]:
     """The types a store accepts (R-5.3): its extraction switch's `types` when it has
-    a switch (kept on the store by extraction), otherwise the four defaults."""
-    stores = MemoryStore.objects.for_organisation(index.organisation_id).filter(index_id=index.pk)
-    known = stores.values_list("known_types", flat=True).first()
+    a switch (kept on the store by extraction), otherwise the four defaults. The store read
+    with the index (stores.selectors.index_find_available) answers without a query."""
+    if KnowledgeIndex.store.is_cached(index):
+        try:
+            known = index.store.known_types
+        except MemoryStore.DoesNotExist:
+            known = None
+    else:
+        stores = MemoryStore.objects.for_organisation(index.organisation_id).filter(index_id=index.pk)
+        known = stores.values_list("known_types", flat=True).first()
     return list(known) if known else list(DEFAULT_TYPES)
 
 
@@ -102,12 +109,13 @@ def records_with_decay(queryset: QuerySet[MemoryRecord], *, key: ApiKey, now: da
 
 
 def records_in_scope(
-    *, key: ApiKey, index: KnowledgeIndex, subject: str | None, all_subjects: bool = False
+    *, key: ApiKey, index: KnowledgeIndex, subject: str | None, all_subjects: bool = False, shared: bool = True
 ) -> QuerySet[MemoryRecord]:
     """Not-deleted records of the index a request may see (R-5.6).
 
     `index` must have been read for this key (`KnowledgeIndex.objects.for_key`); anything
-    else is a bug. A person sees hers and the shared ones; with no person, `all_subjects`
+    else is a bug. A person sees hers and the shared ones (only hers with `shared=False`,
+    for a part that is hers alone, such as her past sessions); with no person, `all_subjects`
     decides between every record (an organisation-level API request) and only the shared ones.
     """
     if not index.resolved_for(key):
@@ -118,15 +126,16 @@ def records_in_scope(
         .exclude(status=MemoryRecord.Status.DELETED)
     )
     if subject is not None:
-        return records.filter(Q(subject=subject) | Q(subject__isnull=True))
+        return records.filter(Q(subject=subject) | Q(subject__isnull=True)) if shared else records.filter(subject=subject)
     if all_subjects:
         return records
     return records.filter(subject__isnull=True)
 
 
-def records_visible(*, key: ApiKey, index: KnowledgeIndex, subject: str | None) -> QuerySet[MemoryRecord]:
-    """Active records the person may see: hers and the shared ones (only shared when `subject` is None)."""
-    return records_in_scope(key=key, index=index, subject=subject).filter(status=MemoryRecord.Status.ACTIVE)
+def records_visible(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, shared: bool = True) -> QuerySet[MemoryRecord]:
+    """Active records the person may see: hers and the shared ones (only hers with `shared=False`;
+    only shared when `subject` is None)."""
+    return records_in_scope(key=key, index=index, subject=subject, shared=shared).filter(status=MemoryRecord.Status.ACTIVE)
 
 
 def record_list(
@@ -184,6 +193,7 @@ def record_search(
     before: datetime | None = None,
     limit: int = SEARCH_DEFAULT_LIMIT,
     all_subjects: bool = False,
+    shared: bool = True,
     now: datetime | None = None,
 ) -> list[tuple[MemoryRecord, float]]:
     """Active records most relevant to `query`, best first, each with its score (R-5.10).
@@ -193,7 +203,9 @@ def record_search(
     the retrieval (memory.services.records_retrieved, R-5.10).
     """
     candidates = records_with_decay(
-        records_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects).filter(status=MemoryRecord.Status.ACTIVE),
+        records_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared).filter(
+            status=MemoryRecord.Status.ACTIVE
+        ),
         key=key,
         now=now,
     )

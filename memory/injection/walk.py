@@ -141,17 +141,47 @@ def _pages(queryset: QuerySet, *, page_size: int, block: _Block) -> Iterator[Mem
             return
 
 
+def _merged_pages(querysets: list[QuerySet], *, order: tuple, page_size: int, block: _Block) -> Iterator[MemoryRecord]:
+    """Like `_pages` over the union of `querysets` (hers and the shared ones) in `order`.
+
+    One query per page, a UNION ALL of each part's own ordered top rows: each part reads
+    only its first rows through its index, where one query over "hers OR shared" would
+    read and sort every open commitment of the whole organisation (R-12.5).
+    """
+    if len(querysets) == 1:
+        yield from _pages(querysets[0].order_by(*order), page_size=page_size, block=block)
+        return
+    for page in range(MAX_PAGES):
+        if page and block.exhausted:
+            return
+        stop = (page + 1) * page_size
+        first, *others = (queryset.order_by(*order)[:stop] for queryset in querysets)
+        rows = list(first.union(*others, all=True).order_by(*order)[page * page_size : stop])
+        yield from rows
+        if len(rows) < page_size:
+            return
+
+
 CONFIDENCE_ORDER = TIE_BREAKERS
 
 
 def _topic_hits(
-    *, key: ApiKey, index: KnowledgeIndex, subject: str | None, topic: str, types: list[str] | None, limit: int, now: datetime
+    *,
+    key: ApiKey,
+    index: KnowledgeIndex,
+    subject: str | None,
+    topic: str,
+    types: list[str] | None,
+    limit: int,
+    now: datetime,
+    shared: bool = True,
 ) -> dict[str, float]:
-    """Record id -> closeness to the topic, 0..1 relative to the best hit (the records engineer's search)."""
+    """Record id -> closeness to the topic, 0..1 relative to the best hit (the records engineer's search),
+    among the records the section shows: hers and the shared ones, or hers only (`shared=False`)."""
     if not topic.strip():
         return {}
     found = record_search(
-        key=key, index=index, subject=subject, query=topic, types=types, limit=limit, now=now
+        key=key, index=index, subject=subject, query=topic, types=types, limit=limit, shared=shared, now=now
     )
     best = max((hit_score for _, hit_score in found), default=0.0) or 1.0
     return {record.id: hit_score / best for record, hit_score in found}
@@ -223,34 +253,47 @@ def injection_block_build(
     if index is None:
         return InjectionResult(text="", trace=trace)
     settings = block_settings(block=block_config, index=index)
-    base = records_with_decay(records_visible(key=key, index=index, subject=subject), key=key, now=now)
-    if settings.metadata:
-        base = base.filter(metadata__contains=settings.metadata)
-    if settings.min_confidence > 0:
-        base = base.filter(effective_confidence__gte=settings.min_confidence)
+
+    def candidates_of(person: str | None) -> QuerySet:
+        """Her records (`person`), or the shared ones (None), under the block's filters. Each
+        section reads hers and the shared ones as separate queries, each of which an index
+        answers in order (R-12.5); "hers OR shared" in one query cannot be read in order."""
+        records = records_visible(key=key, index=index, subject=person, shared=False)
+        records = records_with_decay(records, key=key, now=now)
+        if settings.metadata:
+            records = records.filter(metadata__contains=settings.metadata)
+        if settings.min_confidence > 0:
+            records = records.filter(effective_confidence__gte=settings.min_confidence)
+        return records
+
+    hers = candidates_of(subject) if subject is not None else None
+    shared = candidates_of(None)
     shared_budget = settings.budget * settings.organisation_share if subject is not None else None
     block = _Block(budget=settings.budget, shared_budget=shared_budget)
     topic = topic or ""
 
     if settings.names("commitment") and settings.commitments_limit > 0:
-        commitments = base.filter(type="commitment", done=False).order_by(
-            F("due_at").asc(nulls_last=True), *CONFIDENCE_ORDER
+        open_commitments = [part.filter(type="commitment", done=False) for part in (hers, shared) if part is not None]
+        candidates = _merged_pages(
+            open_commitments,
+            order=(F("due_at").asc(nulls_last=True), *CONFIDENCE_ORDER),
+            page_size=settings.commitments_limit + PAGE_MARGIN,
+            block=block,
         )
-        page_size = settings.commitments_limit + PAGE_MARGIN
-        block.walk(section="commitments", candidates=_pages(commitments, page_size=page_size, block=block), cap=settings.commitments_limit)
+        block.walk(section="commitments", candidates=candidates, cap=settings.commitments_limit)
 
-    if subject is not None and settings.names("behaviour"):
-        behaviour = base.filter(type="behaviour", subject=subject).order_by("-created_at", *CONFIDENCE_ORDER)
+    if hers is not None and settings.names("behaviour"):
+        behaviour = hers.filter(type="behaviour").order_by("-created_at", *CONFIDENCE_ORDER)
         page_size = BEHAVIOUR_LIMIT + PAGE_MARGIN
         block.walk(section="behaviour", candidates=_pages(behaviour, page_size=page_size, block=block), cap=BEHAVIOUR_LIMIT)
 
     dropped_by_section = _walk_person_and_shared(
-        key=key, index=index, subject=subject, topic=topic, base=base, settings=settings, block=block, now=now
+        key=key, index=index, subject=subject, topic=topic, hers=hers, shared=shared, settings=settings, block=block, now=now
     )
 
     if settings.episodes_limit > 0 and settings.names("episode"):
-        episodes = base.filter(type="episode")
-        episodes = episodes.filter(subject=subject) if subject is not None else episodes.filter(subject__isnull=True)
+        # Hers only for a turn for a person, shared only for a turn for nobody (R-7.5.5).
+        episodes = (hers if hers is not None else shared).filter(type="episode")
         page_size = settings.episodes_limit + PAGE_MARGIN
 
         def episode_score(record: MemoryRecord, relevance: float) -> float:
@@ -258,7 +301,7 @@ def injection_block_build(
             return relevance * (1 + 0.5 ** (age_days / EPISODE_RECENCY_HALF_LIFE_DAYS))
 
         hits = _topic_hits(
-            key=key, index=index, subject=subject, topic=topic, types=["episode"], limit=page_size * 2, now=now
+            key=key, index=index, subject=subject, topic=topic, types=["episode"], limit=page_size * 2, now=now, shared=False
         )
         candidates = _ranked_by_topic(
             section_queryset=episodes, hits=hits, fallback_order=("-created_at", *CONFIDENCE_ORDER),
@@ -284,25 +327,25 @@ def _walk_person_and_shared(
     index: KnowledgeIndex,
     subject: str | None,
     topic: str,
-    base: QuerySet,
+    hers: QuerySet | None,
+    shared: QuerySet,
     settings: BlockSettings,
     block: _Block,
     now: datetime,
 ) -> dict[str, int]:
     """[about_this_person] then [organisation] under one `limit` (R-7.7, R-7.8); answers the
     candidates `limit` left out, per section (only sections that lost any)."""
-    if settings.types:
-        section_types = sorted(settings.types - set(OWN_SECTION_TYPES))
-        if not section_types:
-            return {}
-        records = base.filter(type__in=section_types)
-    else:
-        section_types = None
-        records = base.exclude(type__in=OWN_SECTION_TYPES)
+    section_types = sorted(settings.types - set(OWN_SECTION_TYPES)) if settings.types else None
+    if section_types == []:
+        return {}
+
+    def of_section_types(records: QuerySet) -> QuerySet:
+        return records.filter(type__in=section_types) if section_types else records.exclude(type__in=OWN_SECTION_TYPES)
+
     sections = []
-    if subject is not None:
-        sections.append(("about_this_person", records.filter(subject=subject)))
-    sections.append(("organisation", records.filter(subject__isnull=True)))
+    if hers is not None:
+        sections.append(("about_this_person", of_section_types(hers)))
+    sections.append(("organisation", of_section_types(shared)))
 
     remaining = settings.limit
     page_size = settings.limit + PAGE_MARGIN
