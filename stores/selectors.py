@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import copy
+import threading
+
 from django.db.models import QuerySet
 
 from core_memory.base.errors import NotFound, PermissionDenied
@@ -14,16 +17,50 @@ if TYPE_CHECKING:
     from core_memory.keys.models import ApiKey
 
 
+# Indexes (with their stores) remembered per process, by key, configuration version and id.
+INDEX_CACHE_SIZE = 4096
+_indexes: dict[tuple[str, int, str], KnowledgeIndex] = {}
+_indexes_lock = threading.Lock()
+
+
 def index_list_available(*, key: ApiKey) -> QuerySet[KnowledgeIndex]:
     return KnowledgeIndex.objects.for_key(key)
 
 
-def index_find_available(*, key: ApiKey, index_id, with_store: bool = False) -> KnowledgeIndex | None:
-    """The index if it is available to the key (R-4.2), else None."""
+def index_find_available(*, key: ApiKey, index_id) -> KnowledgeIndex | None:
+    """The index if it is available to the key (R-4.2), else None; read with its store.
+
+    A key stamped with its organisation's configuration version (by authentication,
+    docs/decisions.md "Caches") finds the index and store this process read at that same
+    version without asking the database again: deleting the index or changing the store
+    raises the version, and the next request reads them afresh.
+    """
     if not isinstance(index_id, str) or not key.names_index(index_id):
         return None
-    indexes = KnowledgeIndex.objects.for_key(key).filter(id=index_id)
-    return (indexes.select_related("store") if with_store else indexes).first()
+    config_version = getattr(key, "config_version", None)
+    remembered = _indexes.get((key.id, config_version, index_id)) if config_version is not None else None
+    if remembered is None:
+        remembered = KnowledgeIndex.objects.for_key(key).filter(id=index_id).select_related("store").first()
+        if remembered is None:
+            return None
+        if config_version is not None:
+            with _indexes_lock:
+                if len(_indexes) >= INDEX_CACHE_SIZE:
+                    _indexes.clear()
+                _indexes[(key.id, config_version, index_id)] = remembered
+    return _request_copy(remembered)
+
+
+def _request_copy(index: KnowledgeIndex) -> KnowledgeIndex:
+    """The request's own index and store objects (it may set attributes on them; their
+    JSON sections are shared and only read)."""
+    own = copy.copy(index)
+    try:
+        store = index.store
+    except MemoryStore.DoesNotExist:
+        return own
+    own.store = copy.copy(store)
+    return own
 
 
 def index_get_available(*, key: ApiKey, index_id: str, param: str | None = None, right: str | None = None) -> KnowledgeIndex:

@@ -1,13 +1,26 @@
-"""Bearer authentication with a key secret or a subject token (R-2.1)."""
+"""Bearer authentication with a key secret or a subject token (R-2.1).
+
+One query per request reads the credential's key and organisation, only when usable now
+(not revoked, not expired, the token not erased), together with the organisation's
+configuration version (docs/decisions.md "Caches"). Nothing about the credential is kept
+between requests, so revoking, expiring, deleting or changing a key takes effect at once;
+the version stamped on the key lets what may be kept (an index and its store) be used
+again only while nothing of the organisation's configuration has changed.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db import connection
+from django.db.models import Model
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from core_memory.keys.models import KEY_SECRET_PREFIX, SUBJECT_TOKEN_PREFIX, ApiKey, SubjectToken, secret_hash
 from core_memory.organisations.models import Organisation
+
+# Credentials remembered per process; past this many the memory starts again.
+CACHE_SIZE = 4096
 
 
 @dataclass(frozen=True)
@@ -56,20 +69,58 @@ class KeyAuthentication(authentication.BaseAuthentication):
         return 'Bearer realm="core"'
 
 
+def _columns(model: type[Model], alias: str) -> str:
+    return ", ".join(f"{alias}.{field.column}" for field in model._meta.concrete_fields)
+
+
+_KEY_FIELDS = ApiKey._meta.concrete_fields
+_ORGANISATION_FIELDS = Organisation._meta.concrete_fields
+_SELECTED = f"{_columns(ApiKey, 'api_key')}, {_columns(Organisation, 'organisation')}, organisation.config_version"
+_KEY_USABLE = f"""
+    SELECT {_SELECTED}, NULL
+    FROM {ApiKey._meta.db_table} api_key
+    JOIN {Organisation._meta.db_table} organisation ON organisation.id = api_key.organisation_id
+    WHERE api_key.secret_hash = %s AND api_key.revoked_at IS NULL AND (api_key.expires_at IS NULL OR api_key.expires_at > %s)
+"""
+_TOKEN_USABLE = f"""
+    SELECT {_SELECTED}, token.subject
+    FROM {SubjectToken._meta.db_table} token
+    JOIN {ApiKey._meta.db_table} api_key ON api_key.id = token.key_id
+    JOIN {Organisation._meta.db_table} organisation ON organisation.id = api_key.organisation_id
+    WHERE token.secret_hash = %s AND token.expires_at > %s
+      AND api_key.revoked_at IS NULL AND (api_key.expires_at IS NULL OR api_key.expires_at > %s)
+"""
+
+
 def principal_for_secret(secret: str) -> Principal | None:
-    hashed = secret_hash(secret)
+    """The caller behind a secret, or None when it is unknown, revoked, expired or erased.
+
+    The secret names the organisation: no scope to read it within. Raw SQL, as this runs
+    before every request: the ORM would spend more building the query than the database
+    spends answering it."""
     if secret.startswith(KEY_SECRET_PREFIX):
-        # The secret names the organisation: no scope to read it within.
-        key = ApiKey.objects.unscoped().usable().select_related("organisation").filter(secret_hash=hashed).first()
-        return Principal(key=key) if key else None
-    if secret.startswith(SUBJECT_TOKEN_PREFIX):
-        token = (
-            SubjectToken.objects.unscoped()
-            .select_related("key__organisation")
-            .filter(secret_hash=hashed, expires_at__gt=timezone.now())
-            .first()
-        )
-        if token is None or not token.key.is_usable:
-            return None
-        return Principal(key=token.key, token_subject=token.subject)
-    return None
+        sql, is_token = _KEY_USABLE, False
+    elif secret.startswith(SUBJECT_TOKEN_PREFIX):
+        sql, is_token = _TOKEN_USABLE, True
+    else:
+        return None
+    hashed = secret_hash(secret)
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [hashed, now, now] if is_token else [hashed, now])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    key = _instance(ApiKey, _KEY_FIELDS, row[: len(_KEY_FIELDS)])
+    key.organisation = _instance(Organisation, _ORGANISATION_FIELDS, row[len(_KEY_FIELDS) : -2])
+    key.config_version = row[-2]
+    return Principal(key=key, token_subject=row[-1])
+
+
+def _instance(model: type[Model], fields, values) -> Model:
+    """A model instance from its columns' values, as the ORM makes one from a row."""
+    converted = [
+        field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value
+        for field, value in zip(fields, values, strict=True)
+    ]
+    return model.from_db(connection.alias, [field.attname for field in fields], converted)
