@@ -32,17 +32,28 @@ def query_words(text: str) -> list[str]:
     return words[:MAX_QUERY_WORDS]
 
 
-def _lexemes_per_word(words: Sequence[str]) -> list[list[set[str]]]:
-    """For each word, its lexemes under each configuration of SEARCH_CONFIGS (one query)."""
-    columns = ", ".join(
-        f"ARRAY(SELECT unnest(tsvector_to_array(to_tsvector('{config}'::regconfig, word))))" for config in SEARCH_CONFIGS
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {columns} FROM unnest(%s::text[]) WITH ORDINALITY AS words(word, position) ORDER BY position",
-            [list(words)],
+# A word's lexemes depend only on the word and PostgreSQL's dictionaries, which do not change
+# while Core runs: each process asks once per word (R-12.5), up to this many words.
+LEXEME_CACHE_SIZE = 50_000
+_known_lexemes: dict[str, tuple[frozenset[str], ...]] = {}
+
+
+def _lexemes_per_word(words: Sequence[str]) -> list[tuple[frozenset[str], ...]]:
+    """For each word, its lexemes under each configuration of SEARCH_CONFIGS (at most one query)."""
+    known = {word: _known_lexemes[word] for word in words if word in _known_lexemes}
+    missing = [word for word in words if word not in known]
+    if missing:
+        columns = ", ".join(
+            f"ARRAY(SELECT unnest(tsvector_to_array(to_tsvector('{config}'::regconfig, word))))" for config in SEARCH_CONFIGS
         )
-        return [[set(lexemes) for lexemes in row] for row in cursor.fetchall()]
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT word, {columns} FROM unnest(%s::text[]) AS words(word)", [missing])
+            found = {row[0]: tuple(frozenset(lexemes) for lexemes in row[1:]) for row in cursor.fetchall()}
+        if len(_known_lexemes) + len(found) > LEXEME_CACHE_SIZE:
+            _known_lexemes.clear()
+        _known_lexemes.update(found)
+        known.update(found)
+    return [known[word] for word in words]
 
 
 def _quoted(lexeme: str) -> str:

@@ -165,7 +165,8 @@ def test_listing_takes_the_same_number_of_queries_for_any_page_size(tenant, writ
     for number in range(12):
         write(f"feit {number}", subject="anna" if number % 2 else None)
     client = tenant.client()
-    with django_assert_num_queries(4):
+    _list(client, tenant.index, "&q=feit")  # the index and the query's words, read once per process
+    with django_assert_num_queries(2):
         response = _list(client, tenant.index, f"&limit={page_size}&q=feit")
     assert response.status_code == 200
     assert len(response.json()["data"]) == min(page_size, 12)
