@@ -34,6 +34,7 @@ from core_memory.base.errors import (
 )
 from core_memory.base.storable import metadata_check, storable_check, time_is_storable
 from core_memory.base.tenancy import organisation_id_of
+from core_memory.base.transactions import lazily_committed
 from core_memory.keys.models import ApiKey
 from core_memory.organisations.models import Organisation
 from memory.models import MemoryRecord
@@ -528,12 +529,14 @@ def records_retrieved(*, key: ApiKey, records: Sequence[MemoryRecord]) -> None:
     """The records were shown — search hits (R-5.10), an injection block's lines (R-7.10):
     each one's `retrieval_count` rises by one, in SQL with F() so that concurrent readers
     never lose a count, and on the given objects so an answer shows the raised count.
-    No history version: a retrieval changes nothing a version records."""
+    No history version: a retrieval changes nothing a version records. A count lost in a crash of
+    the database server harms nobody, so its commit does not wait for the disk (R-12.5)."""
     if not records:
         return
-    MemoryRecord.objects.for_organisation(key.organisation_id).filter(id__in=[record.id for record in records]).update(
-        retrieval_count=F("retrieval_count") + 1
-    )
+    with lazily_committed():
+        MemoryRecord.objects.for_organisation(key.organisation_id).filter(id__in=[record.id for record in records]).update(
+            retrieval_count=F("retrieval_count") + 1
+        )
     for record in records:
         record.retrieval_count += 1
 

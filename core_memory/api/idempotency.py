@@ -11,12 +11,13 @@ import hashlib
 import json
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.utils import timezone
 
 from core_memory.api.models import IdempotentRequest
 from core_memory.base.errors import ApplicationError, Conflict
 from core_memory.base.storable import UNSTORABLE_CHARACTERS
+from core_memory.base.transactions import lazily_committed
 
 HEADER = "HTTP_IDEMPOTENCY_KEY"
 RETENTION = timedelta(hours=24)
@@ -50,7 +51,9 @@ def idempotency_claim(
     fingerprint = request_fingerprint(method=method, path=path, body=body, person=person)
     IdempotentRequest.objects.for_key(key_id).filter(idempotency_key=idempotency_key, created_at__lt=timezone.now() - RETENTION).delete()
     try:
-        with transaction.atomic():
+        # The claim need not wait for the disk: the request's answer is stored by a later commit
+        # that waits, and a claim lost in a crash of the database lost its request with it.
+        with lazily_committed():
             row = IdempotentRequest.objects.create(
                 key_id=key_id,
                 idempotency_key=idempotency_key,

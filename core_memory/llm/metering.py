@@ -8,6 +8,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core_memory.base.transactions import lazily_committed
 from core_memory.llm.models import TokenUsage
 from core_memory.llm.protocol import TokenCount
 from core_memory.organisations.models import Organisation
@@ -19,7 +20,9 @@ def usage_month(at: datetime | None = None) -> date:
 
 
 def token_usage_record(*, organisation: Organisation, usage: TokenCount, at: datetime | None = None) -> None:
-    """Adds one call's tokens to the organisation's row for the month (R-3.6)."""
+    """Adds one call's tokens to the organisation's row for the month (R-3.6). Its commit does
+    not wait for the disk: the caller's next commit, which writes what the call produced,
+    does (core_memory.base.transactions)."""
     month = usage_month(at)
     changes = {
         "input_tokens": F("input_tokens") + usage.input_tokens,
@@ -28,7 +31,7 @@ def token_usage_record(*, organisation: Organisation, usage: TokenCount, at: dat
         "calls": F("calls") + 1,
         "updated_at": timezone.now(),
     }
-    with transaction.atomic():
+    with lazily_committed():
         if TokenUsage.objects.for_organisation(organisation).filter(month=month).update(**changes):
             return
         try:

@@ -40,7 +40,7 @@ def readable_index(*, key: ApiKey, index_id) -> KnowledgeIndex | None:
     """The block's index when the calling key may read it; None silently otherwise (R-7.4)."""
     if not isinstance(index_id, str) or not key.may_read(index_id):
         return None
-    return index_find_available(key=key, index_id=index_id, with_store=True)
+    return index_find_available(key=key, index_id=index_id)
 
 
 def block_settings(*, block: dict, index: KnowledgeIndex) -> BlockSettings:

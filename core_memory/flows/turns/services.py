@@ -17,12 +17,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import transaction
 from django.utils import timezone
 
 from core_memory.agents.models import Agent, AgentVersion
 from core_memory.agents.selectors import agent_get_available, agent_version_latest
 from core_memory.base.errors import InvalidRequest
+from core_memory.base.transactions import lazily_committed
 from core_memory.flows.turns.conversation import items_to_messages
 from core_memory.flows.turns.redaction import TurnRedaction
 from core_memory.keys.models import ApiKey
@@ -121,20 +121,22 @@ def turn_plan(
     )
 
 
-@transaction.atomic(durable=True)
 def _turn_open(*, plan: TurnPlan, now: datetime) -> tuple[Response, Thread, list[Item]]:
-    thread = plan.thread or thread_create(organisation=plan.key.organisation, key=plan.key, subject=plan.subject)
-    response = Response.objects.create(
-        organisation_id=plan.key.organisation_id,
-        thread=thread,
-        key=plan.key,
-        subject=plan.subject,
-        agent_version=plan.agent_version,
-        model=plan.model["id"],
-    )
-    if plan.agent is not None:
-        thread_agent_record(thread=thread, agent_id=plan.agent.id)
-    input_items = thread_items_append(thread=thread, key=plan.key, drafts=plan.input, response_id=response.id, now=now)
+    """The thread, the response and the input items. The commit does not wait for the disk:
+    the turn's closing commit waits, and makes these durable with it (core_memory.base.transactions)."""
+    with lazily_committed(durable=True):
+        thread = plan.thread or thread_create(organisation=plan.key.organisation, key=plan.key, subject=plan.subject)
+        response = Response.objects.create(
+            organisation_id=plan.key.organisation_id,
+            thread=thread,
+            key=plan.key,
+            subject=plan.subject,
+            agent_version=plan.agent_version,
+            model=plan.model["id"],
+        )
+        if plan.agent is not None:
+            thread_agent_record(thread=thread, agent_id=plan.agent.id)
+        input_items = thread_items_append(thread=thread, key=plan.key, drafts=plan.input, response_id=response.id, now=now)
     return response, thread, input_items
 
 
@@ -198,7 +200,9 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
         redaction = TurnRedaction(thread=thread) if plan.key.pii_redaction else None
 
         def store(drafts: list[ItemDraft]) -> Iterator[TurnEvent]:
-            items = thread_items_append(thread=thread, key=plan.key, drafts=drafts, response_id=response.id)
+            # Durable with the turn's closing commit, which waits for the disk.
+            with lazily_committed():
+                items = thread_items_append(thread=thread, key=plan.key, drafts=drafts, response_id=response.id)
             conversation.extend(items)
             output.extend(items)
             for item in items:
