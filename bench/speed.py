@@ -54,8 +54,8 @@ from stores.selectors import index_find_available
 from tests.fake_model import FakeChatModel
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
-SECTION_START = "<!-- speed:start -->"
-SECTION_END = "<!-- speed:end -->"
+# Our sections of bench/RESULTS.md, in this order; other engineers' sections stay as they are.
+SECTIONS = ("tables", "load", "profiles")
 MODEL_ID = "bench-chat"
 WRITE_CLIENTS = 8
 WRITE_SECONDS = 15.0
@@ -309,16 +309,17 @@ def targets_table(results: list[SizeResult]) -> list[str]:
     return lines
 
 
-def results_write(section: list[str]) -> None:
+def results_write(section: list[str], *, name: str = "tables") -> None:
+    """Replace our section `name` of bench/RESULTS.md (placing our sections, in order, at the end
+    the first time)."""
     text = RESULTS.read_text() if RESULTS.exists() else "# Bench results\n"
-    block = "\n".join([SECTION_START, *section, SECTION_END])
-    if SECTION_START in text and SECTION_END in text:
-        before, rest = text.split(SECTION_START, 1)
-        after = rest.split(SECTION_END, 1)[1]
-        text = before + block + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    RESULTS.write_text(text)
+    for each in SECTIONS:
+        if f"<!-- speed:{each}:start -->" not in text:
+            text = text.rstrip("\n") + f"\n\n<!-- speed:{each}:start -->\n<!-- speed:{each}:end -->\n"
+    start, end = f"<!-- speed:{name}:start -->", f"<!-- speed:{name}:end -->"
+    before, rest = text.split(start, 1)
+    after = rest.split(end, 1)[1]
+    RESULTS.write_text(before + "\n".join([start, *section, end]) + after)
 
 
 def main() -> None:

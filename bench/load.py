@@ -1,0 +1,197 @@
+"""Mixed traffic at rising concurrency (issue 12): where p95 passes 100 ms, with no error and no lost write.
+
+    make bench BENCH=bench/load.py                                    # the 1M store
+    make bench BENCH=bench/load.py BENCH_ARGS="--records 100000 --clients 1,4,16 --seconds 5 --no-results"
+
+Loopback only, bounded: gunicorn as `make run` starts it (the Procfile's web line) on a
+seeded store (bench/seed.py), and an instant fake chat model in a process of its own. At
+each step `clients` clients each send their next request as soon as the last one is
+answered, for `--seconds` after a second of warm-up: 35% `POST /v1/memory/search`, 35%
+`POST /v1/responses` (a turn with its memory block), 30% `POST /v1/memory` — persons drawn
+as the other benches draw them. Each step reports the throughput and the latencies; every
+non-2xx answer or broken connection counts as an error, and every write answered 200/201 is
+looked up in the database afterwards (a write answered but not found would be lost).
+
+Prints the table and writes it into bench/RESULTS.md under "Load".
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import random
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import harness  # noqa: F401 — sets Django up, so the project's imports come after it
+from client import Api, Server, percentile
+from corpus import query_text, record_text, turn_input
+from seed import SIZES, seeded_store
+from speed import MODEL_ID, bench_writes_remove, load_average, machine, results_write
+
+from django.db import connection
+
+from memory.models import MemoryRecord
+from tests.fake_model import FakeChatModel
+
+MIX = (("search", 35), ("turn", 35), ("write", 30))
+THRESHOLD_MS = 100.0
+
+
+@dataclass
+class Step:
+    clients: int
+    seconds: float
+    latencies: dict[str, list[float]] = field(default_factory=lambda: {kind: [] for kind, _ in MIX})
+    errors: int = 0
+    error_examples: list[str] = field(default_factory=list)
+    written: set[str] = field(default_factory=set)
+    missing: int = 0
+
+    @property
+    def all_latencies(self) -> list[float]:
+        return [value for values in self.latencies.values() for value in values]
+
+    @property
+    def throughput(self) -> float:
+        return len(self.all_latencies) / self.seconds
+
+    def row(self) -> str:
+        every = self.all_latencies
+        kinds = " | ".join(f"{percentile(self.latencies[kind], 0.95):.0f}" if self.latencies[kind] else "—" for kind, _ in MIX)
+        return (
+            f"| {self.clients} | {self.throughput:.0f} | {percentile(every, 0.5):.1f} | {percentile(every, 0.95):.1f} | "
+            f"{percentile(every, 0.99):.1f} | {kinds} | {self.errors} | {len(self.written):,} | {self.missing} |"
+        )
+
+
+def _serve_model(port_out) -> None:
+    """The fake chat model in a process of its own: the load's client does not slow its answers."""
+    with FakeChatModel() as model:
+        port_out.send(model.config(MODEL_ID))
+        while True:
+            time.sleep(3600)
+
+
+async def _run_step(api: Api, store, step: Step, generator: random.Random) -> None:
+    persons = store.person_sample(generator, 200_000)
+    kinds = random.Random(step.clients).choices([kind for kind, _ in MIX], weights=[weight for _, weight in MIX], k=200_000)
+    counter = iter(range(len(persons)))
+    warm_until = time.monotonic() + 1.0
+    stop_at = warm_until + step.seconds
+
+    async def one(number: int) -> None:
+        kind, person = kinds[number], persons[number]
+        if kind == "search":
+            call = api.call("POST", "/v1/memory/search", {"index_id": store.index_id, "query": query_text(generator)}, subject=person)
+        elif kind == "turn":
+            call = api.call("POST", "/v1/responses", {"model": MODEL_ID, "input": turn_input(generator), "user": person})
+        else:
+            body = {"index_id": store.index_id, "type": "fact", "text": record_text(generator, "fact")}
+            call = api.call("POST", "/v1/memory", body, subject=person)
+        try:
+            answer = await call
+        except OSError as error:
+            if time.monotonic() >= warm_until:
+                step.errors += 1
+                step.error_examples.append(f"{kind}: {error!r}")
+            return
+        ok = answer.status < 300 and (kind != "turn" or answer.json().get("status") == "completed")
+        if kind == "write" and answer.status in (200, 201):
+            step.written.add(answer.json()["memory_id"])
+        if answer.started < warm_until or answer.started + answer.seconds > stop_at:
+            return
+        if not ok:
+            step.errors += 1
+            step.error_examples.append(f"{kind}: {answer.status} {answer.body[:200]!r}")
+        step.latencies[kind].append(answer.seconds * 1000)
+
+    async def client() -> None:
+        while time.monotonic() < stop_at:
+            await one(next(counter))
+
+    await asyncio.gather(*(client() for _ in range(step.clients)))
+
+
+def run(store, *, clients: list[int], seconds: float) -> list[Step]:
+    generator = random.Random(7)
+    receive, send = multiprocessing.Pipe(duplex=False)
+    connection.close()  # nothing of the database crosses into the model's process
+    model_process = multiprocessing.get_context("fork").Process(target=_serve_model, args=(send,), daemon=True)
+    model_process.start()
+    steps = []
+    try:
+        model = receive.recv()
+        with Server(database=store.database, environment={"CORE_MODELS": json.dumps([model])}) as server:
+            api = Api(host="127.0.0.1", port=server.port, secret=store.secret)
+            for count in clients:
+                step = Step(clients=count, seconds=seconds)
+                asyncio.run(_run_step(api, store, step, generator))
+                found = set(MemoryRecord.objects.unscoped().filter(id__in=step.written).values_list("id", flat=True))
+                step.missing = len(step.written - found)
+                steps.append(step)
+                print(step.row(), flush=True)
+                if step.errors:
+                    print("  e.g.", "; ".join(step.error_examples[:3]), flush=True)
+                if percentile(step.all_latencies, 0.95) > THRESHOLD_MS * 3:
+                    break  # far past the threshold: more clients would only queue
+    finally:
+        model_process.kill()
+    return steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=SIZES["1m"], help="the seeded store's size")
+    parser.add_argument("--clients", default="1,2,4,8,12,16,24,32", help="concurrent clients per step, ascending")
+    parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per step")
+    parser.add_argument("--no-results", action="store_true", help="print only; leave bench/RESULTS.md alone")
+    arguments = parser.parse_args()
+    store = seeded_store(arguments.records)
+    started_at, load_before = datetime.now().astimezone(), load_average()
+    header = [
+        "| clients | requests/s | p50 ms | p95 ms | p99 ms | search p95 | turn p95 | write p95 | errors | writes answered | writes lost |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    print("\n".join(header), flush=True)
+    try:
+        steps = run(store, clients=[int(count) for count in arguments.clients.split(",")], seconds=arguments.seconds)
+    finally:
+        bench_writes_remove(store)
+    under = [step for step in steps if percentile(step.all_latencies, 0.95) <= THRESHOLD_MS]
+    over = next((step for step in steps if percentile(step.all_latencies, 0.95) > THRESHOLD_MS), None)
+    if over is None:
+        verdict = f"p95 stayed under {THRESHOLD_MS:.0f} ms up to {steps[-1].clients} clients ({steps[-1].throughput:.0f} requests/s)."
+    elif under:
+        best = max(under, key=lambda step: step.throughput)
+        verdict = (
+            f"p95 passes {THRESHOLD_MS:.0f} ms between {best.clients} clients ({best.throughput:.0f} requests/s, p95 "
+            f"{percentile(best.all_latencies, 0.95):.0f} ms) and {over.clients} ({over.throughput:.0f} requests/s, p95 "
+            f"{percentile(over.all_latencies, 0.95):.0f} ms): about {best.throughput:.0f} requests/s of this mix stay under it."
+        )
+    else:
+        verdict = f"p95 was over {THRESHOLD_MS:.0f} ms from the first step ({steps[0].clients} clients)."
+    errors, lost = sum(step.errors for step in steps), sum(step.missing for step in steps)
+    section = [
+        "### Load: mixed traffic at rising concurrency",
+        "",
+        f"Run {started_at:%Y-%m-%d %H:%M %Z} on the {store.records:,}-record store by `make bench BENCH=bench/load.py`. "
+        f"Machine: {machine()}. Load average before: {load_before}; after: {load_average()}. The load's client and the "
+        "fake model run on the same 2 cores as the server and the database.",
+        "",
+        f"35% search, 35% turns, 30% writes; closed loop, {arguments.seconds:.0f} s per step after 1 s of warm-up.",
+        "",
+        *header,
+        *[step.row() for step in steps],
+        "",
+        f"**{verdict}** {errors} errors and {lost} lost writes in the whole run.",
+    ]
+    print("\n".join(section))
+    if not arguments.no_results:
+        results_write(section, name="load")
+
+
+if __name__ == "__main__":
+    main()
