@@ -38,6 +38,8 @@ MAX_PAGES = 3
 COUNT_CAP = 1_000
 # The smallest record line is about 40 bytes; below this nothing more can fit.
 MIN_LINE_TOKENS = 10
+# What the walk reads of a record: its line (memory.injection.lines), the order and the budget.
+LINE_FIELDS = ("id", "subject", "type", "text", "confidence", "contested", "due_at", "structured", "retrieval_count", "created_at")
 # Episodes: relevance to the topic, weighted so that a session this old counts half.
 EPISODE_RECENCY_HALF_LIFE_DAYS = 30.0
 
@@ -258,7 +260,7 @@ def injection_block_build(
         """Her records (`person`), or the shared ones (None), under the block's filters. Each
         section reads hers and the shared ones as separate queries, each of which an index
         answers in order (R-12.5); "hers OR shared" in one query cannot be read in order."""
-        records = records_visible(key=key, index=index, subject=person, shared=False)
+        records = records_visible(key=key, index=index, subject=person, shared=False).only(*LINE_FIELDS)
         records = records_with_decay(records, key=key, now=now)
         if settings.metadata:
             records = records.filter(metadata__contains=settings.metadata)
