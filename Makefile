@@ -8,8 +8,8 @@ WITH_DB := $(PY) -m core_memory.embedded run --
 # The two commands run in development mode (the settings default to production, README).
 export CORE_DEVELOPMENT ?= true
 
-# `make bench BENCH=bench/pii_redaction.py` runs another bench.
-BENCH  ?= bench/turn_overhead.py
+# `make bench` measures the hot paths at scale (bench/speed.py); `make bench BENCH=bench/pii_redaction.py` runs another bench.
+BENCH  ?= bench/speed.py
 
 .PHONY: install run test bench stop-db clean
 

@@ -35,12 +35,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-import harness  # noqa: F401 — sets Django up, so the project's imports come after it
+import harness  # sets Django up, so the project's imports come after it
+import extraction_overhead
 from client import Api, Server, percentile
 from corpus import query_text, record_text, turn_input
+from harness import scratch_database
 from seed import SIZES, SeededStore, seeded_store
 
 from django.db import connection
+from django.test.utils import override_settings
 from django.utils import timezone
 
 from core_memory.api.models import IdempotentRequest
@@ -256,6 +259,22 @@ def sustained_writes_check(answers: list, result: SizeResult) -> None:
     print(f"sustained writes: {result.writes_per_second:.0f}/s with {WRITE_CLIENTS} clients, p95 {result.write_load_p95:.1f} ms, {result.writes_checked}", flush=True)
 
 
+def extraction(*, windows: int) -> list[Measurement]:
+    """Extraction's own time per window (bench/extraction_overhead.py: everything but the model
+    call), for one person with 1,000 records shown, in a scratch database of its own: a window
+    reads one thread and one person's records, whatever else the store holds."""
+    harness.model_time_measured()
+    measurements = []
+    with scratch_database("bench_speed_extraction"):
+        with FakeChatModel() as model, override_settings(CORE_MODELS=[model.config(MODEL_ID)], CORE_EXTRACTION_WINDOW_ITEMS=1000):
+            model.respond(extraction_overhead._answer, times=None)
+            for items in (10, 200):
+                core, _planning = extraction_overhead.measure(model=model, items=items, records=1000, windows=windows, redacting=False)
+                measurements.append(Measurement(f"extraction, one window of {items} items", "in process", core, "1,000 records shown; model time taken out"))
+                print(measurements[-1].row(), flush=True)
+    return measurements
+
+
 def bench_writes_remove(store: SeededStore) -> None:
     """Remove what a run wrote, so every run measures the seeded store."""
     with connection.cursor() as cursor:
@@ -329,6 +348,7 @@ def main() -> None:
     parser.add_argument("--operations", type=int, default=1000, help="measured operations per row")
     parser.add_argument("--warmup", type=int, default=100, help="operations before measuring")
     parser.add_argument("--no-results", action="store_true", help="print only; leave bench/RESULTS.md alone")
+    parser.add_argument("--no-extraction", action="store_true", help="leave out extraction's time per window")
     arguments = parser.parse_args()
     labels = [label for label in arguments.sizes.split(",") if label]
     if arguments.million and "1m" not in labels:
@@ -346,6 +366,7 @@ def main() -> None:
         finally:
             bench_writes_remove(store)
         results.append(result)
+    extraction_rows = [] if arguments.no_extraction else extraction(windows=arguments.operations)
 
     section = [
         "## Speed at scale (issue 12)",
@@ -363,6 +384,15 @@ def main() -> None:
     ]
     for result in results:
         section += [*size_table(result), ""]
+    if extraction_rows:
+        section += [
+            "#### Extraction, per window",
+            "",
+            "| operation | where | n | p50 ms | p95 ms | p99 ms | note |",
+            "| --- | --- | ---: | ---: | ---: | ---: | --- |",
+            *[measurement.row() for measurement in extraction_rows],
+            "",
+        ]
     print("\n" + "\n".join(section))
     if not arguments.no_results:
         results_write(section)
