@@ -49,7 +49,7 @@ from memory.services import change_reason, text_normalise
 from stores.models import MemoryStore
 from stores.services import index_create, store_update
 
-SEED_VERSION = 2
+SEED_VERSION = 3
 PERSONS = 10_000
 SHARED_SHARE = 0.05
 SIZES = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
