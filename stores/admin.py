@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin
+from django.utils import formats, timezone
+from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import ValidationError as DrfValidationError
 
@@ -14,6 +16,8 @@ from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import first_error
 from core_memory.console.admin import OrganisationScopedAdmin, SoftDeleteScopedAdmin
 from core_memory.console.forms import SettingsFields, field_name_of
+from maintenance.models import MaintenanceJob
+from maintenance.selectors import store_maintenance_status
 from stores.configuration import SECTION_SERIALIZERS, store_sections_normalise
 from stores.models import SECTION_DEFAULTS, KnowledgeIndex, MemoryStore
 from stores.services import index_create, index_delete, store_sections_validate, store_update
@@ -149,10 +153,10 @@ class MemoryStoreAdmin(OrganisationScopedAdmin):
     list_display = ("index_name", "lessons_enabled", "maintenance_enabled", "promotion_enabled", "updated")
     list_select_related = ("index",)
     search_fields = ("index__name", "index__id")
-    readonly_fields = ("index_link", "updated")
+    readonly_fields = ("index_link", "updated", "maintenance_status")
 
     fieldsets = [
-        (None, {"fields": ("index_link", "updated")}),
+        (None, {"fields": ("index_link", "updated", "maintenance_status")}),
         *((SECTION_TITLES[name], {"fields": tuple(settings.fields())}) for name, settings in SECTION_SETTINGS.items()),
     ]
 
@@ -172,6 +176,24 @@ class MemoryStoreAdmin(OrganisationScopedAdmin):
     @admin.display(description=_("index"))
     def index_link(self, store: MemoryStore) -> str:
         return str(store.index)
+
+    @admin.display(description=_("maintenance, lately"))
+    def maintenance_status(self, store: MemoryStore):
+        """Its last run (what it marked, learnt and proposed) and its jobs by status (maintenance.selectors)."""
+        status = store_maintenance_status(index=store.index)
+        run = status.last_run
+        jobs = ", ".join(f"{label}: {status.jobs.get(value, 0)}" for value, label in MaintenanceJob.Status.choices)
+        if run is None:
+            return format_html("{} · {}", _("it has not run yet"), jobs)
+        return format_html(
+            "{} {} · {} {} · {} {} · {} {} · {} {} · {}",
+            _("last run"), formats.date_format(timezone.localtime(run.started_at), "DATETIME_FORMAT"),
+            run.contested, _("pairs marked contested"),
+            run.lessons, _("lessons written"),
+            run.proposals, _("proposals made"),
+            run.errors, _("errors"),
+            jobs,
+        )
 
     @admin.display(boolean=True, description=_("lessons"))
     def lessons_enabled(self, store: MemoryStore) -> bool:

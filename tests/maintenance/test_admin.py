@@ -96,3 +96,9 @@ def test_who_administers_nothing_sees_no_proposal(tenant, proposal):
     assert client.post(proposal_url(proposal, "decide"), {"decision": "apply"}).status_code == 404
     proposal.refresh_from_db()
     assert proposal.status == "pending"
+
+
+def test_the_store_page_shows_its_latest_maintenance_run(console, tenant, proposal):
+    page = console.get(f"/console/stores/memorystore/{tenant.index.id}/change/").content.decode()
+
+    assert "laatste run" in page and "1 voorstellen gedaan" in page

@@ -101,6 +101,7 @@ def test_the_store_page_shows_each_setting_with_its_help_and_default_under_the_i
     )
     assert form.initial["lessons__min_episodes"] == 3
     assert response.context["original"].__str__() == f"memory ({tenant.index.id})"
+    assert "het heeft nog niet gedraaid · in de wachtrij: 0" in response.content.decode()  # its maintenance, lately
     listing = console.get("/console/stores/memorystore/").content.decode()
     assert '<th class="field-index_name"><a href="' in listing
 
