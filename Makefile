@@ -11,7 +11,7 @@ export CORE_DEVELOPMENT ?= true
 # `make bench` measures the hot paths at scale (bench/speed.py); `make bench BENCH=bench/pii_redaction.py` runs another bench.
 BENCH  ?= bench/speed.py
 
-.PHONY: install run test bench stop-db clean
+.PHONY: install run test bench bench-relevance stop-db clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@echo "==> Creating $(VENV) and installing requirements (a minute on a fresh clone)"
@@ -31,6 +31,10 @@ test: install
 
 bench: install
 	$(WITH_DB) $(PY) $(BENCH) $(BENCH_ARGS)
+
+# LoCoMo through the API, full text against hybrid; writes its section of bench/RESULTS.md (~15 min).
+bench-relevance: install
+	$(WITH_DB) $(PY) bench/locomo.py --write $(BENCH_ARGS)
 
 stop-db:
 	$(PY) -m core_memory.embedded stop

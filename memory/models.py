@@ -5,10 +5,12 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import MD5
 from django.utils.translation import gettext_lazy as _
+from pgvector.django import HalfVectorField, HnswIndex
 from simple_history.models import HistoricalRecords
 
 from core_memory.base.ids import PrefixedIdField
 from core_memory.base.tenancy import TenantQuerySet
+from core_memory.llm.embeddings import DIMENSIONS
 from stores.models import KnowledgeIndex
 
 # The text-search configurations whose lexemes make up a record's stored vector.
@@ -236,3 +238,52 @@ class MemoryRecord(models.Model):
     @property
     def provenance(self) -> dict:
         return {"thread_id": self.thread_id, "item_ids": list(self.item_ids or []), "response_id": self.response_id}
+
+
+class RecordEmbedding(models.Model):
+    """The vector of an active record's text in an index with `embeddings: true` (R-4.1, R-5.10).
+
+    Only where PostgreSQL has pgvector: migration memory.0007 (and `manage.py embed_records`)
+    create the table when the `vector` extension exists, and leave it out otherwise, so a
+    server without pgvector migrates and runs (memory.embedding.storage). Hence no Django
+    relation points here and these point nowhere in Django's eyes (`DO_NOTHING`, no
+    constraint, no reverse accessor): deleting a record, an index or an organisation must not
+    make Django query a table that may not exist. The database cascades instead (a foreign
+    key `ON DELETE CASCADE` to the record, added with the table).
+
+    A row exists only while its record is active and holds the vector of its current text:
+    ending, deleting or editing the text removes it, and the embedding task writes the new
+    one after commit. The scope (organisation, index, person, type, creation time) is copied
+    from the record, which never changes it, so a search scans this table alone.
+    `text_digest` is the SHA-256 of the model id and the text embedded.
+    """
+
+    record = models.OneToOneField(
+        MemoryRecord, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    organisation = models.ForeignKey(
+        "organisations.Organisation", on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    index = models.ForeignKey("stores.KnowledgeIndex", on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    subject = models.CharField(max_length=255, null=True, blank=True)
+    type = models.CharField(max_length=40)
+    created_at = models.DateTimeField()
+    model = models.CharField(max_length=100)
+    text_digest = models.CharField(max_length=64)
+    # Half precision: the model's weights are 4-bit, and the scan reads half the bytes.
+    vector = HalfVectorField(dimensions=DIMENSIONS)
+    embedded_at = models.DateTimeField()
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("record embedding")
+        verbose_name_plural = _("record embeddings")
+        indexes = [
+            # A person's vectors (and the shared ones) for the exact scan within her scope.
+            models.Index(fields=["index", "subject"], name="memory_embedding_scope"),
+            # Scopes too large to scan (an index's every record, asked without a person).
+            HnswIndex(
+                fields=["vector"], name="memory_embedding_hnsw", m=16, ef_construction=64, opclasses=["halfvec_ip_ops"]
+            ),
+        ]

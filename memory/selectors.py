@@ -3,17 +3,24 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from django.contrib.postgres.search import SearchRank
-from django.db.models import Case, Count, DateTimeField, F, FloatField, Func, Max, Q, QuerySet, Value, When
+from django.db.models import Case, Count, DateTimeField, F, FloatField, Func, Max, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
+from pgvector import HalfVector
+from pgvector.django import MaxInnerProduct
 
 from core_memory.base.errors import ImproperlyScoped, NotFound
 from core_memory.keys.models import ApiKey
+from core_memory.llm.embeddings import query_embed
+from memory.embedding.storage import index_embeds
 from memory.filters import MemoryRecordFilter
-from memory.models import MemoryRecord
-from memory.search import fuse_rankings, text_query
+from memory.models import MemoryRecord, RecordEmbedding
+from memory.search import text_query
+from memory.search.ranking import Candidate, candidates_rank
+from memory.search.when import time_windows
 from stores.models import KnowledgeIndex, MemoryStore
 from stores.selectors import policy_right_check
 
@@ -25,6 +32,8 @@ CORE_WRITTEN_TYPES = ("episode", "lesson")
 EVENT_TYPES = ("episode",)
 SEARCH_DEFAULT_LIMIT = 10
 SEARCH_MAX_LIMIT = 50
+# Candidates taken from each signal (full text, vectors) before fusing; at least `limit`.
+SEARCH_DEPTH = 50
 # Ranking ties in every section: effective confidence, then retrieval count, then id.
 TIE_BREAKERS = ("-effective_confidence", "-retrieval_count", "id")
 
@@ -196,46 +205,96 @@ def record_search(
     shared: bool = True,
     now: datetime | None = None,
 ) -> list[tuple[MemoryRecord, float]]:
-    """Active records most relevant to `query`, best first, each with its score (R-5.10).
+    """Active records most relevant to `query`, best first, each with its score 0..1 (R-5.10).
 
-    Every signal (full text today; an embeddings signal slots in beside it) yields a
-    ranked list of ids, and `fuse_rankings` merges them. A read only: the caller counts
-    the retrieval (memory.services.records_retrieved, R-5.10).
+    Candidates are the best `SEARCH_DEPTH` by full text and, when the index embeds
+    (memory.embedding.storage.index_embeds), the `SEARCH_DEPTH` nearest by meaning, all in the
+    request's scope; memory.search.ranking fuses them. A fixed number of queries whatever the
+    store's size or `limit`: the query's lexemes, then one query that reads the candidates with
+    both their scores. One query embedding. A read only: the caller counts the retrieval
+    (memory.services.records_retrieved, R-5.10).
     """
-    candidates = records_with_decay(
-        records_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared).filter(
-            status=MemoryRecord.Status.ACTIVE
-        ),
-        key=key,
-        now=now,
+    now = now or timezone.now()
+    records = records_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared).filter(
+        status=MemoryRecord.Status.ACTIVE
     )
     if types:
-        candidates = candidates.filter(type__in=types)
+        records = records.filter(type__in=types)
     if after is not None:
-        candidates = candidates.filter(created_at__gt=after)
+        records = records.filter(created_at__gt=after)
     if before is not None:
-        candidates = candidates.filter(created_at__lt=before)
-
-    signals = {"full_text": _full_text_ranking(candidates=candidates, query=query, limit=limit)}
-    ranking = fuse_rankings(signals, limit=limit)
-    if not ranking:
-        return []
-    by_id = {record.id: record for record in candidates.filter(id__in=[record_id for record_id, _ in ranking])}
-    return [(by_id[record_id], score) for record_id, score in ranking if record_id in by_id]
-
-
-def _full_text_ranking(*, candidates: QuerySet[MemoryRecord], query: str, limit: int) -> list[tuple[str, float]]:
+        records = records.filter(created_at__lt=before)
     search_query = text_query(query)
-    if search_query is None:
+    vector = HalfVector(query_embed(query)) if index_embeds(index) else None
+    if search_query is None and vector is None:
         return []
-    # Normalisation 32 maps the cover-density rank into 0..1 (rank / (rank + 1)).
-    ranked = (
-        candidates.filter(search_vector=search_query)
-        .annotate(score=SearchRank(F("search_vector"), search_query, cover_density=True, normalization=Value(32)))
-        .order_by("-score", *TIE_BREAKERS)
-        .values_list("id", "score")[:limit]
+    depth = max(SEARCH_DEPTH, limit)
+    pools = Q(pk__in=[])
+    text_score = Value(0.0)
+    if search_query is not None:
+        rank = SearchRank(F("search_vector"), search_query, cover_density=True, normalization=Value(32))
+        pools |= Q(pk__in=records.filter(search_vector=search_query).order_by(rank.desc(), "id").values("id")[:depth])
+        text_score = Case(When(search_vector=search_query, then=rank), default=Value(0.0), output_field=FloatField())
+    similarity = Value(None, output_field=FloatField())
+    if vector is not None:
+        vectors = _vectors_in_scope(
+            key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared, types=types, after=after, before=before
+        )
+        pools |= Q(pk__in=vectors.order_by(MaxInnerProduct("vector", vector)).values("record_id")[:depth])
+        similarity = Subquery(
+            vectors.filter(record_id=OuterRef("id")).annotate(similarity=-MaxInnerProduct("vector", vector)).values("similarity")[:1],
+            output_field=FloatField(),
+        )
+    found = list(
+        records_with_decay(records.filter(pools), key=key, now=now)
+        .defer("search_vector", "normalised_text")
+        .annotate(text_score=text_score, similarity=similarity)
     )
-    return list(ranked)
+    by_id = {record.id: record for record in found}
+    ranking = candidates_rank(
+        [
+            Candidate(
+                record_id=record.id,
+                text_score=record.text_score,
+                similarity=record.similarity,
+                created_at=record.created_at,
+                effective_confidence=record.effective_confidence,
+                retrieval_count=record.retrieval_count,
+            )
+            for record in found
+        ],
+        windows=time_windows(query, now=timezone.localtime(now, ZoneInfo(key.organisation.timezone))),
+        now=now,
+        limit=limit,
+    )
+    return [(by_id[record_id], score) for record_id, score in ranking]
+
+
+def _vectors_in_scope(
+    *,
+    key: ApiKey,
+    index: KnowledgeIndex,
+    subject: str | None,
+    all_subjects: bool,
+    shared: bool,
+    types: list[str] | None,
+    after: datetime | None,
+    before: datetime | None,
+) -> QuerySet[RecordEmbedding]:
+    """The vectors of the records `records_in_scope` gives (active only: only active records
+    have one), with the same filters; scoped by organisation, index and person in SQL."""
+    vectors = RecordEmbedding.objects.for_organisation(key.organisation_id).filter(index_id=index.pk)
+    if subject is not None:
+        vectors = vectors.filter(Q(subject=subject) | Q(subject__isnull=True)) if shared else vectors.filter(subject=subject)
+    elif not all_subjects:
+        vectors = vectors.filter(subject__isnull=True)
+    if types:
+        vectors = vectors.filter(type__in=types)
+    if after is not None:
+        vectors = vectors.filter(created_at__gt=after)
+    if before is not None:
+        vectors = vectors.filter(created_at__lt=before)
+    return vectors
 
 
 def change_reason_parts(reason: str | None) -> tuple[str, str | None]:

@@ -37,8 +37,11 @@ from core_memory.base.tenancy import organisation_id_of
 from core_memory.base.transactions import lazily_committed
 from core_memory.keys.models import ApiKey
 from core_memory.organisations.models import Organisation
+from memory.embedding.services import record_vector_forget
+from memory.embedding.storage import index_embeds
 from memory.models import MemoryRecord
 from memory.selectors import CORE_WRITTEN_TYPES, EVENT_TYPES, record_get_available, store_known_types
+from memory.tasks import record_embed_task
 from stores.models import KnowledgeIndex
 
 UNIQUE_ACTIVE_TEXT = "memory_one_active_per_text"
@@ -57,6 +60,14 @@ def text_normalise(text: str) -> str:
 
 def change_reason(*, what: str, actor: str) -> str:
     return f"{what} by {actor}"[:100]
+
+
+def _embedding_schedule(*, index: KnowledgeIndex, record_id: str) -> None:
+    """The record's vector is made after the write commits (R-4.1): its latency never pays for
+    it. `robust`: a broker that is down loses the vector (search falls back to full text for
+    that record until `manage.py embed_records` runs), never the write."""
+    if index_embeds(index):
+        transaction.on_commit(lambda: record_embed_task.delay(record_id), robust=True)
 
 
 @dataclass(frozen=True)
@@ -414,6 +425,7 @@ def _record_write_checked(
             # Ended before the insert, which may reuse its text; the foreign key to the
             # new id is checked at commit (Django's PostgreSQL FKs are deferred).
             _end(record=replaced, replaced_by=record, actor=actor)
+            record_vector_forget(index=index, record_ids=[replaced.id])
         if twin is not None:
             _confirm(record=twin, actor=actor, now=now)
         else:
@@ -432,6 +444,9 @@ def _record_write_checked(
                 _confirm(record=record, actor=actor, now=now)
                 if replaced is not None:
                     _end(record=replaced, replaced_by=record, actor=actor)
+            else:
+                # A new record (created, or a correction) gets its own vector.
+                _embedding_schedule(index=index, record_id=record.id)
     return RecordWriteResult(record=record, status=status)
 
 
@@ -456,7 +471,7 @@ def record_update_by_administrator(
 
 @transaction.atomic(durable=True)
 def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: str, changes: dict, now: datetime | None) -> MemoryRecord:
-    locked = records.select_for_update().filter(pk=record_id).first()
+    locked = records.select_for_update(of=("self",)).select_related("index").filter(pk=record_id).first()
     if locked is None:
         raise NotFound("No such record.")
     if locked.status != MemoryRecord.Status.ACTIVE:
@@ -487,6 +502,10 @@ def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: st
         if _is_unique_active_violation(error):
             raise Conflict(gettext("An active record of this person and type already has that text."), param="text") from error
         raise
+    if "text" in fields:
+        # The old text's vector goes now; the new one follows the commit.
+        record_vector_forget(index=locked.index, record_ids=[locked.id])
+        _embedding_schedule(index=locked.index, record_id=locked.id)
     audit_event_record(
         organisation=locked.organisation_id,
         actor=actor,
@@ -513,13 +532,14 @@ def record_delete_by_administrator(*, organisation: Organisation | str, record_i
 
 @transaction.atomic(durable=True)
 def _record_soft_delete(*, records: QuerySet[MemoryRecord], record_id: str, actor: str) -> None:
-    locked = records.select_for_update().filter(pk=record_id).first()
+    locked = records.select_for_update(of=("self",)).select_related("index").filter(pk=record_id).first()
     if locked is None or locked.status == MemoryRecord.Status.DELETED:
         return
     locked.status = MemoryRecord.Status.DELETED
     _contradictions_clear(record=locked, actor=actor)
     locked._change_reason = change_reason(what="deleted", actor=actor)
     locked.save(update_fields=["status", "contested", "updated_at"])
+    record_vector_forget(index=locked.index, record_ids=[locked.id])
     audit_event_record(
         organisation=locked.organisation_id, actor=actor, action="memory.deleted", target=locked.id, details={"index_id": locked.index_id}
     )

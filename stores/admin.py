@@ -20,7 +20,7 @@ from maintenance.models import MaintenanceJob
 from maintenance.selectors import store_maintenance_status
 from stores.configuration import SECTION_SERIALIZERS, store_sections_normalise
 from stores.models import SECTION_DEFAULTS, KnowledgeIndex, MemoryStore
-from stores.services import index_create, index_delete, store_sections_validate, store_update
+from stores.services import index_create, index_delete, index_embeddings_check, store_sections_validate, store_update
 
 SECTIONS = tuple(SECTION_DEFAULTS)
 SECTION_TITLES = {
@@ -62,8 +62,19 @@ def section_fields(name: str) -> SettingsFields:
     return SettingsFields(SECTION_SERIALIZERS[name], prefix=name, texts=texts)
 
 
+class KnowledgeIndexForm(forms.ModelForm):
+    def clean_embeddings(self):
+        embeddings = self.cleaned_data.get("embeddings", False)
+        try:
+            index_embeddings_check(embeddings=embeddings)
+        except ApplicationError as error:
+            raise forms.ValidationError(error.message) from error
+        return embeddings
+
+
 @admin.register(KnowledgeIndex)
 class KnowledgeIndexAdmin(SoftDeleteScopedAdmin):  # deleting marks the index deleted
+    form = KnowledgeIndexForm
     list_display = ("name", "id", "pipeline", "embeddings", "created")
     search_fields = ("name", "id")
     fields = ("name", "embeddings")

@@ -5,15 +5,26 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from audit.services import audit_event_record
-from core_memory.base.errors import PermissionDenied
+from core_memory.base.errors import PermissionDenied, Unprocessable
+from core_memory.llm.embeddings import PGVECTOR_MISSING, embeddings_enabled, pgvector_installed
 from core_memory.organisations.models import Organisation
 from stores.configuration import store_sections_normalise
 from stores.models import KnowledgeIndex, MemoryStore
 
 
+def index_embeddings_check(*, embeddings: bool) -> None:
+    """An index that embeds, on a server that cannot keep vectors, is a 422 on `embeddings`:
+    it would stop the next start-up (memory.embedding.storage). With CORE_EMBEDDINGS=off it
+    is accepted and searched by full text (R-4.1)."""
+    if embeddings and embeddings_enabled() and not pgvector_installed():
+        message = gettext("An index with embeddings cannot be created: %(reason)s") % {"reason": gettext(PGVECTOR_MISSING)}
+        raise Unprocessable(message, param="embeddings")
+
+
 @transaction.atomic(durable=True)
 def index_create(*, organisation: Organisation, actor: str, name: str, embeddings: bool = False) -> KnowledgeIndex:
     """An index with `pipeline: memory` and its store with every section at its default (R-4.1)."""
+    index_embeddings_check(embeddings=embeddings)
     index = KnowledgeIndex.objects.create(organisation=organisation, name=name, embeddings=embeddings)
     MemoryStore.objects.create(index=index)
     audit_event_record(organisation=organisation, actor=actor, action="index.created", target=index.id, details={"name": name})

