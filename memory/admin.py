@@ -356,7 +356,7 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
             who = format_html('<a href="{}">{}</a>', person_url(self.admin_site, record.organisation_id, record.subject), record.subject)
         if not record.thread_id:
             return who
-        return format_html('{}<br><small class="provenance">{}</small>', who, self.provenance_summary(record))
+        return format_html('{}<br><small class="provenance">{}</small>', who, self.provenance_line(record))
 
     @admin.display(description=_("index"), ordering="index__name")
     def index_name(self, record: MemoryRecord) -> str:
@@ -398,10 +398,8 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
             ),
         )
 
-    @admin.display(description=_("provenance"))
-    def provenance_summary(self, record: MemoryRecord):
-        if not record.thread_id:
-            return EMPTY
+    def provenance_line(self, record: MemoryRecord):
+        """The thread a record came from (linked to its page) and how many of its items."""
         items = ngettext("%(count)d item", "%(count)d items", len(record.item_ids or [])) % {"count": len(record.item_ids or [])}
         return format_html('<a href="{}">{}</a> · {}', thread_url(self.admin_site, record.thread_id), _("thread"), items)
 

@@ -1,15 +1,14 @@
-"""What Core holds about persons, read across the layers that name them (R-3.4): the console's
-person list and the counts erasing one would remove. Reads only."""
+"""The persons Core knows, read across the layers that name them (R-3.4): the console's person
+list. Reads only. (What erasing one would remove is `core_memory.flows.erasure.person_erasure_preview`.)"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from core_memory.keys.selectors import subject_tokens_counted
 from core_memory.persons.models import Person
 from core_memory.persons.selectors import person_rules, person_subjects
 from core_memory.threads.selectors import person_thread_figures, thread_subjects
-from memory.selectors import person_record_figures, person_records_counted, record_subjects
+from memory.selectors import person_record_figures, record_subjects
 
 
 @dataclass

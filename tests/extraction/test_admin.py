@@ -10,7 +10,7 @@ from audit.models import AuditEvent
 from core_memory.keys.services import key_revoke
 from extraction.models import ExtractionSwitch, ExtractionWindow
 from tests.extraction.builders import conversation, switch_put
-from tests.factories import console_client, make_key
+from tests.factories import make_key
 from tests.fake_model import completion
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_password_hashing")]

@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.test import Client
 from django.utils import timezone
 
 from audit.models import AuditEvent
 from core_memory.keys.services import key_delete
+from core_memory.threads.services import thread_create
 from memory.models import MemoryRecord
 from memory.services import record_write
-from tests.factories import console_client, make_index, resolved_for, staff_without_organisation
 from tests.core_memory.console.world import contest
+from tests.factories import console_client, make_index, resolved_for, staff_without_organisation
 from tests.memory.conftest import RECORDS, age, listed_ids, read_events, record_url, version_rows
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_password_hashing")]
@@ -412,3 +414,13 @@ def test_deleting_in_the_console_goes_through_the_delete_service(console, tenant
 
 def test_records_are_never_added_in_the_console(console):
     assert console.get(f"{RECORDS}add/").status_code == 403
+
+
+def test_a_records_provenance_links_its_thread_under_the_person(console, tenant, write):
+    """R-10.1: provenance, without a column of its own."""
+    thread = thread_create(organisation=tenant.organisation, key=tenant.key, subject="anna")
+    write("Anna drinkt koffie", subject="anna", provenance={"thread_id": thread.id, "item_ids": ["itm_a", "itm_b"], "response_id": None})
+
+    page = console.get(RECORDS).content.decode()
+
+    assert f'<small class="provenance"><a href="/console/threads/thread/{quote(thread.id)}/change/">gesprek</a> · 2 berichten</small>' in page
