@@ -98,6 +98,7 @@ class MemoryListCreateApi(CoreApi):
     """`POST /v1/memory` (R-5.1–R-5.5) and `GET /v1/memory` (R-5.6)."""
 
     required_capabilities = MEMORY_CAPABILITIES
+    query_parameter_prefixes = (METADATA_PREFIX,)
     pagination_class = IdCursorPagination
 
     class InputSerializer(StrictSerializer):
@@ -386,8 +387,10 @@ class ImportFailureSerializer(serializers.Serializer):
     class Detail(serializers.Serializer):
         type = serializers.CharField()
         message = serializers.CharField()
-        param = serializers.CharField(help_text="The first failing line and field, e.g. `lines[3].type`.")
-        lines = ImportLineErrorSerializer(many=True, help_text=f"Every failing line (the first {MAX_REPORTED_ERRORS}).")
+        param = serializers.CharField(allow_null=True, help_text="The first failing line and field, e.g. `lines[3].type`.")
+        lines = ImportLineErrorSerializer(
+            many=True, required=False, help_text=f"Every failing line (the first {MAX_REPORTED_ERRORS}); absent when the request itself is wrong."
+        )
 
     error = Detail()
 
@@ -407,7 +410,7 @@ class MemoryImportApi(CoreApi):
 
     @extend_schema(
         parameters=[FilterSerializer],
-        request={"application/x-ndjson": {"type": "string", "description": "One JSON object per line."}},
+        request={"application/x-ndjson": {"type": "string", "pattern": r"\S", "description": "One JSON object per line."}},
         responses={
             200: ImportReportSerializer,
             400: OpenApiResponse(ImportFailureSerializer, description=(

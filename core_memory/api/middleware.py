@@ -69,7 +69,7 @@ class ServiceUnavailableMiddleware:
         if not isinstance(exception, (DatabaseUnavailable, InterfaceError, BrokerUnavailable)):
             return None
         service = "broker" if isinstance(exception, BrokerUnavailable) else "database"
-        logger.warning("service.unavailable", extra={"service": service, "error": type(exception).__name__, "path": request.path})
+        logger.warning("service.unavailable", extra={"service": service, "error": type(exception).__name__, "path": request.path}, exc_info=exception)
         message = f"The {service} is unreachable for a moment; nothing was written. Retry shortly."
         if is_api_request(request):
             response = JsonResponse(error_body(status_code=503, message=message, param=None, error_type="service_unavailable"), status=503)

@@ -39,7 +39,7 @@ class ListQuerySerializer(StrictSerializer):
     is checked like any other, and `limit`/`cursor` are the paginator's."""
 
     json_types = False
-    limit = serializers.CharField(required=False)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT, help_text=f"How many per page, 1 to {MAX_LIMIT}.")
     cursor = serializers.CharField(required=False, allow_blank=True)
 
 

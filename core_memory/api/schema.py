@@ -22,6 +22,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, inline_seri
 from rest_framework import serializers
 
 from core_memory.api.pagination import DEFAULT_LIMIT, MAX_LIMIT
+from core_memory.base.validation import StrictSerializer
 
 MUTATING_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 PATH_VARIABLE = re.compile(r"{[^}]+}")
@@ -75,7 +76,7 @@ def list_envelope(name: str, item: type[serializers.Serializer] | serializers.Se
     (R-2.4's shape; all of it fits in one answer)."""
     fields = {"data": item(many=True) if isinstance(item, type) else item}
     if cursor:
-        fields["next_cursor"] = serializers.CharField(allow_null=True, help_text="Always null: the whole list is here.")
+        fields["next_cursor"] = serializers.CharField(allow_null=True, help_text="The cursor of the next page (`limit`), or null.")
     return inline_serializer(name=name, fields=fields)
 
 
@@ -93,6 +94,13 @@ def _doc_parts(function) -> tuple[str, str]:
 
 
 class CoreAutoSchema(AutoSchema):
+    def _map_serializer(self, serializer, direction, bypass_extensions=False):
+        mapped = super()._map_serializer(serializer, direction, bypass_extensions)
+        if direction == "request" and isinstance(serializer, StrictSerializer) and mapped.get("type") == "object":
+            # A field the serializer does not know is a 400 (docs/decisions.md "Unknown fields").
+            mapped["additionalProperties"] = False
+        return mapped
+
     def _method_function(self):
         return getattr(self.view, self.method.lower(), None)
 
@@ -147,7 +155,7 @@ class CoreAutoSchema(AutoSchema):
         parameters: list = [
             OpenApiParameter(
                 "X-Core-Subject",
-                str,
+                {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"\S"},
                 OpenApiParameter.HEADER,
                 description="The person this request is for (R-2.2), an opaque string of at most 255 characters. "
                 "A subject token already names its person: another value here is a 403.",
@@ -157,7 +165,7 @@ class CoreAutoSchema(AutoSchema):
             parameters.append(
                 OpenApiParameter(
                     "Idempotency-Key",
-                    str,
+                    {"type": "string", "minLength": 1, "maxLength": 255},
                     OpenApiParameter.HEADER,
                     description="Any unique string (a UUID). A retry with the same key and body within 24 hours "
                     "answers the first answer again (header `Idempotent-Replayed: true`) and writes nothing new.",
@@ -170,7 +178,7 @@ class CoreAutoSchema(AutoSchema):
             parameters += [
                 OpenApiParameter(
                     "limit",
-                    int,
+                    {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
                     OpenApiParameter.QUERY,
                     description=f"How many per page, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}).",
                 ),

@@ -7,6 +7,7 @@ every id in a request goes through a scoped accessor that answers 404 for
 from __future__ import annotations
 
 from django.utils.translation import gettext as _
+from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -68,6 +69,24 @@ class CoreApi(APIView):
             return validate_subject(body_user, param=body_param)
         return None
 
+    # Query parameter names a view reads by prefix (`metadata.<key>` filters).
+    query_parameter_prefixes: tuple[str, ...] = ()
+
+    def _refuse_unknown_query_parameters(self, request) -> None:
+        """On a read, a query parameter the route does not read is a 400 naming it, like an
+        unknown body field: its `FilterSerializer`'s fields, and `limit`/`cursor` on a list. (A
+        write takes its input from the body; its query string is not read.)"""
+        if request.method != "GET":
+            return
+        filters = getattr(self, "FilterSerializer", None)
+        known = set(filters().fields) if filters is not None else set()
+        if self.pagination_class is not None:
+            known |= {"limit", "cursor"}
+        for name in request.query_params:
+            prefixed = bool(self.query_parameter_prefixes) and name.startswith(self.query_parameter_prefixes)
+            if name not in known and not prefixed:
+                raise InvalidRequest("Unknown query parameter.", param=name)
+
     def path_person(self, subject: str, *, param: str = "subject") -> str:
         """The person a route's path names (`/v1/persons/{subject}…`), checked: a request for one
         person — her subject token or her `X-Core-Subject` — acts only for her (R-2.2)."""
@@ -80,10 +99,14 @@ class CoreApi(APIView):
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         self._idempotency_row = None
+        if request.method.lower() not in self.http_method_names or not hasattr(self, request.method.lower()):
+            # Before anything is claimed: a method the route does not answer is a 405, whatever its headers.
+            raise MethodNotAllowed(request.method)
         _refuse_unstorable(path_parameters=kwargs, query_parameters=request.query_params)
-        if getattr(request.user, "token_subject", None) is not None:
-            # R-2.2 on every route, not only those that ask for the person.
-            self.request_subject()
+        self._refuse_unknown_query_parameters(request)
+        # R-2.2 on every route, not only those that ask for the person: the person header is
+        # checked, and a subject token may not name another.
+        self.request_subject()
         idempotency_key = request.META.get(idempotency.HEADER)
         if idempotency_key is None or request.method not in idempotency.MUTATING_METHODS:
             return

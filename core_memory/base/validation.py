@@ -1,9 +1,11 @@
 """Validation building blocks: strict serializers, time and map fields, and reading a
 DRF error tree as (field path, message). The API's InputSerializers, the key and store
 configurations and the memory tools' arguments are all checked with them."""
+import zoneinfo
 from datetime import timezone
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import exceptions as drf
 from rest_framework import serializers
 
@@ -132,6 +134,26 @@ def refuse_unstorable(value) -> None:
     raise serializers.ValidationError(detail)
 
 
+_TIME_ZONES = sorted(zoneinfo.available_timezones())
+
+
+@extend_schema_field({"type": "string", "enum": _TIME_ZONES})
+class TimeZoneField(serializers.CharField):
+    """An IANA time zone name (the API document lists them)."""
+
+    default_error_messages = {"zone": "Give an IANA time zone, e.g. Europe/Amsterdam."}
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if value not in _TIME_ZONES_SET:
+            self.fail("zone")
+        return value
+
+
+_TIME_ZONES_SET = frozenset(_TIME_ZONES)
+
+
+@extend_schema_field({"type": "object", "additionalProperties": {"oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]}})
 class StringMapField(serializers.DictField):
     """A flat JSON object of string keys to scalar values (metadata filters)."""
 

@@ -59,7 +59,7 @@ class KeyListCreateApi(CoreApi):
         memory = MemoryConfigSerializer(default=dict)
 
     class CreatedOutputSerializer(KeyOutputSerializer):
-        key = serializers.CharField()
+        key = serializers.CharField(allow_null=True, help_text="The secret, shown this once; null in an idempotent replay.")
 
     def get(self, request, organisation_id: str):
         """List keys
@@ -162,7 +162,7 @@ class SubjectTokenCreateApi(CoreApi):
             return validate_subject(value, param="subject")
 
     class OutputSerializer(serializers.Serializer):
-        token = serializers.CharField()
+        token = serializers.CharField(allow_null=True, help_text="The secret, shown this once; null in an idempotent replay.")
         subject = serializers.CharField()
         expires_at = serializers.DateTimeField()
 

@@ -5,7 +5,9 @@ Validation fills every default, so stored configurations are always complete.
 """
 import re
 
-from django.utils.translation import gettext
+from django.core.validators import RegexValidator
+from django.utils.translation import gettext_lazy
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core_memory.base.validation import StrictSerializer, StringMapField, serializer_defaults
@@ -13,10 +15,8 @@ from core_memory.base.validation import StrictSerializer, StringMapField, serial
 TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
-def validate_type_name(value: str) -> str:
-    if not TYPE_PATTERN.match(value):
-        raise serializers.ValidationError(gettext("A type is lower-case: [a-z][a-z0-9_]{0,39}."))
-    return value
+# A validator the API document reads as the field's `pattern`.
+validate_type_name = RegexValidator(TYPE_PATTERN, message=gettext_lazy("A type is lower-case: [a-z][a-z0-9_]{0,39}."))
 
 
 class InjectionConfigSerializer(StrictSerializer):
@@ -34,8 +34,19 @@ class InjectionConfigSerializer(StrictSerializer):
         return attrs
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "description": f"Record type (`{TYPE_PATTERN.pattern}`) → half-life in days.",
+        "additionalProperties": {"type": "number", "minimum": 0.001, "maximum": 36_500},
+    }
+)
+class HalfLivesField(serializers.DictField):
+    """Type name → half-life in days."""
+
+
 class DecayConfigSerializer(StrictSerializer):
-    half_life_days = serializers.DictField(
+    half_life_days = HalfLivesField(
         child=serializers.FloatField(min_value=0.001, max_value=36_500), default=dict
     )
 

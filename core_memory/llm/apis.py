@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 
-from core_memory.api.pagination import sequence_paginated_response
+from core_memory.api.pagination import ListQuerySerializer, query_parameters_read, sequence_paginated_response
 from core_memory.api.schema import list_envelope
 from core_memory.api.views import CoreApi
 from core_memory.llm.registry import models_offered
@@ -15,6 +15,8 @@ class ModelListApi(CoreApi):
         id = serializers.CharField()
         provider = serializers.CharField()
 
+    FilterSerializer = ListQuerySerializer
+
     @extend_schema(responses={200: list_envelope("ModelList", OutputSerializer)})
     def get(self, request):
         """List the models
@@ -22,5 +24,6 @@ class ModelListApi(CoreApi):
         The chat models offered to the key's organisation (in `CORE_MODELS` and its `offered_models`),
         to name as `model` in a turn. All of them fit in one answer.
         """
+        query_parameters_read(request.query_params, ListQuerySerializer)
         models = models_offered(organisation=self.organisation)
         return sequence_paginated_response(items=self.OutputSerializer(models, many=True).data, request=request)

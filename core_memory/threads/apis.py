@@ -1,11 +1,12 @@
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from core_memory.api.pagination import IdCursorPagination, paginated_response
 from core_memory.api.schema import list_envelope
 from core_memory.api.views import CoreApi
+from core_memory.base.errors import Unprocessable
 from core_memory.base.storable import metadata_check, storable_check
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from core_memory.threads.models import Item
@@ -58,6 +59,35 @@ class ItemOutputSerializer(serializers.Serializer):
         return item.call_id or None
 
 
+def _item_variant(kind: str, roles: list[str], required: list[str], **properties) -> dict:
+    common = {
+        "kind": {"type": "string", "enum": [kind]},
+        "role": {"type": "string", "enum": roles},
+        "content": {"nullable": True},
+        "name": {"type": "string", "maxLength": 200},
+        "call_id": {"type": "string", "maxLength": 200},
+        "sealed": {"type": "boolean"},
+        "created_at": {"type": "string", "format": "date-time", "description": "Not in the future (422)."},
+    }
+    return {"type": "object", "additionalProperties": False, "required": required, "properties": {**common, **properties}}
+
+
+# The document states the kind/role rules of `validate`, one variant per kind (a message by default).
+ITEM_SCHEMA = {
+    "oneOf": [
+        _item_variant(
+            "message",
+            ["user", "assistant"],
+            ["role", "content"],
+            content={"anyOf": [{"type": "string", "minLength": 1}, {"type": "object"}, {"type": "array"}, {"type": "number"}, {"type": "boolean"}]},
+        ),
+        _item_variant("tool_call", ["assistant"], ["kind", "role", "call_id", "name"], call_id={"type": "string", "minLength": 1, "maxLength": 200}, name={"type": "string", "minLength": 1, "maxLength": 200}),
+        _item_variant("tool_result", ["tool"], ["kind", "role", "call_id"], call_id={"type": "string", "minLength": 1, "maxLength": 200}),
+        _item_variant("reasoning", ["assistant"], ["kind", "role"]),
+    ]
+}
+
+
 class ItemInputSerializer(StrictSerializer):
     role = serializers.ChoiceField(choices=Item.Role.choices)
     kind = serializers.ChoiceField(choices=Item.Kind.choices, default=Item.Kind.MESSAGE)
@@ -77,9 +107,12 @@ class ItemInputSerializer(StrictSerializer):
             raise serializers.ValidationError({"name": ["A tool call names its tool."]})
         if attrs["kind"] == Item.Kind.MESSAGE and attrs["content"] in (None, ""):
             raise serializers.ValidationError({"content": ["A message has content."]})
-        if attrs["created_at"] is not None and attrs["created_at"] > timezone.now():
-            raise serializers.ValidationError({"created_at": ["An imported item cannot be from the future."]})
         return attrs
+
+
+@extend_schema_field({"type": "array", "minItems": 1, "maxItems": MAX_IMPORTED_ITEMS, "items": ITEM_SCHEMA})
+class ItemsField(serializers.ListField):
+    """The items to import, in order."""
 
 
 class ItemPositionPagination(IdCursorPagination):
@@ -140,7 +173,7 @@ class ThreadItemsApi(CoreApi):
     OutputSerializer = ItemOutputSerializer
 
     class InputSerializer(StrictSerializer):
-        items = serializers.ListField(child=ItemInputSerializer(), min_length=1, max_length=MAX_IMPORTED_ITEMS)
+        items = ItemsField(child=ItemInputSerializer(), min_length=1, max_length=MAX_IMPORTED_ITEMS)
 
     def get(self, request, thread_id: str):
         """List a thread's items
@@ -168,8 +201,12 @@ class ThreadItemsApi(CoreApi):
         thread = thread_get_available(organisation=self.organisation, thread_id=thread_id, subject=self.request_subject())
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        now = timezone.now()
         for position, item in enumerate(serializer.validated_data["items"]):
             storable_check(item["content"], param=f"items[{position}].content")
+            if item["created_at"] is not None and item["created_at"] > now:
+                # Well-formed but against the rules: a 422, which the document can state but not check.
+                raise Unprocessable("An imported item cannot be from the future.", param=f"items[{position}].created_at")
         items = thread_items_append(
             thread=thread, key=self.key, drafts=[ItemDraft(**item) for item in serializer.validated_data["items"]]
         )

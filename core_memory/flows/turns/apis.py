@@ -1,18 +1,16 @@
 import json
 from collections import deque
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from core_memory.api.pagination import sequence_paginated_response
+from core_memory.api.pagination import ListQuerySerializer, query_parameters_read, sequence_paginated_response
 from core_memory.api.schema import error_responses, list_envelope
 from core_memory.api.views import CoreApi
-from core_memory.base.errors import InvalidRequest
-from core_memory.base.validation import StrictSerializer
+from core_memory.base.validation import StrictSerializer, TimeZoneField
 from core_memory.flows.turns.services import turn_plan, turn_run
 from core_memory.threads.apis import ItemOutputSerializer
 from core_memory.threads.models import Item
@@ -23,6 +21,29 @@ from memory.tools.catalogue import memory_tools_list
 INPUT_ROLES = {"user": Item.Role.USER, "assistant": Item.Role.ASSISTANT, "system": Item.Role.SYSTEM, "developer": Item.Role.SYSTEM}
 TEXT_PART_TYPES = ("input_text", "output_text", "text")
 TEXT_OR_LIST_SCHEMA = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}
+INPUT_MESSAGE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["role", "content"],
+    "properties": {
+        "type": {"type": "string", "enum": ["message"]},
+        "role": {"type": "string", "enum": ["assistant", "developer", "system", "user"]},
+        "content": {
+            "oneOf": [
+                {"type": "string"},
+                {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["type", "text"],
+                        "properties": {"type": {"type": "string", "enum": list(TEXT_PART_TYPES)}, "text": {"type": "string"}},
+                    },
+                },
+            ]
+        },
+    },
+}
+INPUT_SCHEMA = {"oneOf": [{"type": "string", "pattern": r"\S"}, {"type": "array", "minItems": 1, "items": INPUT_MESSAGE_SCHEMA}]}
 
 
 @extend_schema_field(TEXT_OR_LIST_SCHEMA)
@@ -45,7 +66,7 @@ class InputMessageSerializer(StrictSerializer):
     content = MessageContentField()
 
 
-@extend_schema_field(TEXT_OR_LIST_SCHEMA)
+@extend_schema_field(INPUT_SCHEMA)
 class TurnInputField(serializers.Field):
     """`input`: a string (one user message) or a non-empty list of messages."""
 
@@ -132,18 +153,9 @@ class ResponseCreateApi(CoreApi):
         user = serializers.CharField(required=False, default=None, max_length=255)
         agent = serializers.CharField(required=False, default=None, max_length=200)
         thread_id = serializers.CharField(required=False, default=None, max_length=40)
-        timezone = serializers.CharField(required=False, default=None, max_length=64)
+        timezone = TimeZoneField(required=False, default=None, max_length=64)
         instructions = serializers.CharField(required=False, default=None, allow_blank=True, max_length=100_000)
         stream = serializers.BooleanField(default=False)
-
-        def validate_timezone(self, value):
-            if value is None:
-                return value
-            try:
-                ZoneInfo(value)
-            except (ZoneInfoNotFoundError, ValueError):
-                raise serializers.ValidationError("timezone is an IANA time zone, e.g. Europe/Amsterdam.") from None
-            return value
 
     OutputSerializer = ResponseOutputSerializer
 
@@ -203,10 +215,10 @@ class ToolListApi(CoreApi):
         parameters = serializers.JSONField(help_text="The tool's arguments as JSON Schema.")
         offered = serializers.BooleanField(help_text="Whether this key's memory configuration and policy let a turn offer it.")
 
-    @extend_schema(
-        parameters=[OpenApiParameter("source", str, OpenApiParameter.QUERY, enum=["memory"], description="Only `memory` exists.")],
-        responses={200: list_envelope("ToolList", ToolSerializer)},
-    )
+    class FilterSerializer(ListQuerySerializer):
+        source = serializers.ChoiceField(choices=["memory"], default="memory", help_text="Only `memory` exists.")
+
+    @extend_schema(responses={200: list_envelope("ToolList", ToolSerializer)})
     def get(self, request):
         """List the memory tools
 
@@ -215,7 +227,5 @@ class ToolListApi(CoreApi):
         `write_tool` switch and the policy's read / write right). The write tool's description says
         today's date in the organisation's time zone.
         """
-        source = request.query_params.get("source", "memory")
-        if source != "memory":
-            raise InvalidRequest("The only tool source is 'memory'.", param="source")
+        query_parameters_read(request.query_params, self.FilterSerializer)
         return sequence_paginated_response(items=memory_tools_list(key=self.key), request=request)
