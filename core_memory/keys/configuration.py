@@ -6,7 +6,7 @@ Validation fills every default, so stored configurations are always complete.
 import re
 
 from django.core.validators import RegexValidator
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
