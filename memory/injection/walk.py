@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.db import connection
 from django.db.models import Case, F, IntegerField, QuerySet, Value, When
 
 from core_memory.keys.models import ApiKey
@@ -235,8 +236,16 @@ def _blend_score(record: MemoryRecord, relevance: float) -> float:
 RANK_SCORES: dict[str, Callable[[MemoryRecord, float], float]] = {"relevance": _relevance_score, "blend": _blend_score}
 
 
-def _capped_count(queryset: QuerySet) -> int:
-    return queryset.order_by()[:COUNT_CAP].count()
+def _capped_counts(querysets: dict[str, QuerySet]) -> dict[str, int]:
+    """Each queryset's count, up to COUNT_CAP, all in one statement (one round trip)."""
+    parts, parameters = [], []
+    for queryset in querysets.values():
+        sql, part_parameters = queryset.order_by().values("pk")[:COUNT_CAP].query.sql_with_params()
+        parts.append(f"(SELECT count(*) FROM ({sql}) AS capped)")
+        parameters.extend(part_parameters)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(parts), parameters)
+        return dict(zip(querysets, cursor.fetchone(), strict=True))
 
 
 def injection_block_build(
@@ -359,7 +368,7 @@ def _walk_person_and_shared(
     )
     for position, (section, queryset) in enumerate(sections):
         if remaining <= 0:
-            return _nonzero({name: _capped_count(rest) for name, rest in sections[position:]})
+            return _nonzero(_capped_counts(dict(sections[position:])))
         candidates = _section_candidates(queryset=queryset, rank=settings.rank, hits=hits, page_size=page_size, block=block)
         if section == "about_this_person" and settings.rank not in RANK_SCORES and _names_lessons(section_types):
             candidates = _lessons_closest_first(
@@ -376,8 +385,9 @@ def _walk_person_and_shared(
         injected, tried = block.walk(section=section, candidates=candidates, cap=remaining)
         remaining -= injected
         if remaining <= 0:
-            left = {section: max(0, _capped_count(queryset) - tried)}
-            return _nonzero({**left, **{name: _capped_count(rest) for name, rest in sections[position + 1 :]}})
+            counts = _capped_counts(dict(sections[position:]))
+            counts[section] = max(0, counts[section] - tried)
+            return _nonzero(counts)
     return {}
 
 

@@ -360,8 +360,8 @@ def test_rank_blend_mixes_topic_and_confidence(tenant):
 
 
 @pytest.mark.parametrize("rank", ["confidence", "blend"])
-def test_building_the_block_costs_the_same_queries_for_20_and_2000_records(tenant, django_assert_num_queries, rank):
-    """R-12.5: a small fixed number of queries whatever the store's size."""
+def test_building_the_block_costs_no_more_queries_for_2000_records_than_for_20(tenant, django_assert_max_num_queries, rank):
+    """R-12.5: a small bounded number of queries whatever the store's size."""
     store_injection(tenant.index, episodes_limit=3, rank=rank)
     key = injecting_key(tenant, limit=5, token_budget=400)
     type_cycle = ("fact", "preference", "behaviour", "commitment", "episode", "lesson")
@@ -381,10 +381,10 @@ def test_building_the_block_costs_the_same_queries_for_20_and_2000_records(tenan
 
     fill(20, 0)
     build(key, topic="invoices")  # the topic's words are looked up once per process
-    with django_assert_num_queries(queries):
+    with django_assert_max_num_queries(queries):
         build(key, topic="invoices")
     fill(1980, 20)
-    with django_assert_num_queries(queries):
+    with django_assert_max_num_queries(queries):
         result = build(key, topic="invoices")
     assert result.trace["sections"] == {
         "commitments": 5, "behaviour": 0, "about_this_person": 5, "organisation": 0, "past_sessions": 0
