@@ -107,8 +107,12 @@ class MemoryRecord(models.Model):
         MAINTENANCE = "maintenance", _("maintenance")
 
     id = PrefixedIdField("mem")
-    organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="memory_records")
-    index = models.ForeignKey("stores.KnowledgeIndex", on_delete=models.CASCADE, related_name="records")
+    # No index of their own (nor Django's `_like` twins): the composite indexes below lead with
+    # them. Every index costs each write, and each retrieval count, an entry.
+    organisation = models.ForeignKey(
+        "organisations.Organisation", on_delete=models.CASCADE, related_name="memory_records", db_index=False
+    )
+    index = models.ForeignKey("stores.KnowledgeIndex", on_delete=models.CASCADE, related_name="records", db_index=False)
     subject = models.CharField(_("person"), max_length=255, null=True, blank=True, help_text=_("Empty: shared."))
     type = models.CharField(_("type"), max_length=40)
     text = models.TextField(_("text"))
@@ -118,11 +122,14 @@ class MemoryRecord(models.Model):
     status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.ACTIVE)
     confirmations = models.PositiveIntegerField(_("confirmations"), default=0)
     last_confirmed_at = models.DateTimeField(_("last confirmed at"), null=True, blank=True)
+    # Indexed only where set (below): few records correct or are corrected.
     replaces = models.ForeignKey(
-        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="corrections", verbose_name=_("replaces")
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="corrections", verbose_name=_("replaces"),
+        db_index=False,
     )
     replaced_by = models.ForeignKey(
-        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+", verbose_name=_("replaced by")
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+", verbose_name=_("replaced by"),
+        db_index=False,
     )
     contested = models.BooleanField(_("contested"), default=False)
     contradicts = models.ManyToManyField("self", blank=True, verbose_name=_("contradicts"))
@@ -146,7 +153,11 @@ class MemoryRecord(models.Model):
 
     # A retrieval is not a change: the count rises with F() outside any version.
     history = HistoricalRecords(
-        excluded_fields=["search_vector", "normalised_text", "retrieval_count"], get_user=history_user
+        excluded_fields=["search_vector", "normalised_text", "retrieval_count"],
+        get_user=history_user,
+        # Versions are read by record id (and erased by organisation and person): no index for
+        # the other references, which every write would pay for.
+        no_db_index=["index", "replaces", "replaced_by"],
     )
 
     class Meta:
@@ -193,6 +204,8 @@ class MemoryRecord(models.Model):
                 fields=["index", "subject", "type", "-created_at"], name="memory_newest", condition=Q(status="active")
             ),
             models.Index(fields=["organisation", "subject"], name="memory_org_subject"),
+            models.Index(fields=["replaces"], name="memory_replaces", condition=Q(replaces__isnull=False)),
+            models.Index(fields=["replaced_by"], name="memory_replaced_by", condition=Q(replaced_by__isnull=False)),
             # Full text within a scope (btree_gin): a person's search reads the entries of her
             # own records only (GIN skips through the rest of a frequent word's postings), and
             # the shared records have their own, smaller index, so neither reads every record of
