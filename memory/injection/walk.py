@@ -375,7 +375,9 @@ def _walk_person_and_shared(
                 candidates,
                 lessons=lambda queryset=queryset: _ranked_by_topic(
                     section_queryset=queryset.filter(type=LESSON),
-                    hits=_topic_hits(key=key, index=index, subject=subject, topic=topic, types=[LESSON], limit=page_size, now=now),
+                    hits=_topic_hits(
+                        key=key, index=index, subject=subject, topic=topic, types=[LESSON], limit=page_size, now=now, shared=False
+                    ),
                     fallback_order=CONFIDENCE_ORDER,
                     page_size=page_size,
                     block=block,

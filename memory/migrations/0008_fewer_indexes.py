@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0006_scoped_indexes'),
+        ('memory', '0007_record_embeddings'),
         ('organisations', '0003_config_version'),
         ('stores', '0003_config_version'),
     ]
