@@ -91,7 +91,7 @@ def test_past_sessions_closest_in_meaning_come_first(tenant, embedding_index, ve
     assert texts(result.text, "past_sessions") == ["Zocht een nieuwe laptop uit voor haar werk."]
 
 
-def test_lessons_closest_first_cost_the_same_queries_for_20_and_2000_records(tenant, django_assert_num_queries):
+def test_lessons_closest_first_cost_no_more_queries_for_2000_records_than_for_20(tenant, django_assert_max_num_queries):
     """R-12.5: the lessons' topic search and one page of her lessons, whatever her store's size."""
     from memory.models import MemoryRecord
 
@@ -112,9 +112,9 @@ def test_lessons_closest_first_cost_the_same_queries_for_20_and_2000_records(ten
 
     fill(20, 0)
     build(key, topic="invoices")  # the topic's words are looked up once per process
-    with django_assert_num_queries(queries):
+    with django_assert_max_num_queries(queries):
         build(key, topic="invoices")
     fill(1980, 20)
-    with django_assert_num_queries(queries):
+    with django_assert_max_num_queries(queries):
         result = build(key, topic="invoices")
     assert result.trace["sections"]["about_this_person"] == 5
