@@ -31,11 +31,11 @@ class _ProcessCounter:
         self._counts: Counter = Counter()
         self._lock = threading.Lock()
 
-    def hit(self, name: str, window: int) -> int:
+    def hit(self, name: str, window: int, *, amount: int = 1, seconds: int = WINDOW_SECONDS) -> int:
         with self._lock:
-            for stale in [each for each in self._counts if each[1] < window]:
+            for stale in [each for each in self._counts if each[0] == name and each[1] < window]:
                 del self._counts[stale]
-            self._counts[(name, window)] += 1
+            self._counts[(name, window)] += amount
             return self._counts[(name, window)]
 
 
@@ -43,11 +43,11 @@ class _RedisCounter:
     def __init__(self, url: str):
         self._client = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
 
-    def hit(self, name: str, window: int) -> int:
+    def hit(self, name: str, window: int, *, amount: int = 1, seconds: int = WINDOW_SECONDS) -> int:
         counter = f"{settings.CORE_RATE_LIMIT_PREFIX}:{name}:{window}"
         pipeline = self._client.pipeline(transaction=True)
-        pipeline.incr(counter)
-        pipeline.expire(counter, WINDOW_SECONDS * 2)
+        pipeline.incrby(counter, amount)
+        pipeline.expire(counter, seconds * 2)
         count, _ = pipeline.execute()
         return count
 
@@ -75,6 +75,19 @@ def rate_limit_hit(*, name: str, limit: int, now: float | None = None) -> float 
     if count <= limit:
         return None
     return max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
+
+
+def attempts_count(*, name: str, seconds: int, add: bool, now: float | None = None) -> tuple[int, int]:
+    """Attempts of `name` in the current window of `seconds` (counting this one when `add`),
+    and the seconds until the window ends. (0, …) when the store cannot be reached."""
+    now = time.time() if now is None else now
+    window = int(now // seconds)
+    try:
+        count = _counter().hit(name, window, amount=1 if add else 0, seconds=seconds)
+    except redis.RedisError as error:
+        logger.warning("rate_limit.store_unavailable", extra={"error": type(error).__name__})
+        count = 0
+    return count, max(1, math.ceil((window + 1) * seconds - now))
 
 
 class KeyRateThrottle(BaseThrottle):

@@ -1,0 +1,71 @@
+"""The console's protections (issue 11): security headers on every console page, and a login
+that slows down guessing — after `LOGIN_FAILURES_PER_NAME` failed logins for one name from one
+address (or `LOGIN_FAILURES_PER_ADDRESS` for any names) within `LOGIN_WINDOW_SECONDS`, the
+login answers 429 with `Retry-After` without checking the password. The failures are counted
+where the API's rate limits are (Redis, shared by every process; core_memory.api.throttling)."""
+from __future__ import annotations
+
+import logging
+
+from django.http import HttpResponse
+from django.urls import reverse
+from django.utils.translation import gettext as _
+
+from core_memory.api.throttling import attempts_count
+
+logger = logging.getLogger(__name__)
+
+LOGIN_FAILURES_PER_NAME = 5
+LOGIN_FAILURES_PER_ADDRESS = 30
+LOGIN_WINDOW_SECONDS = 15 * 60
+# The admin's own templates and ours load scripts and styles from our static files only.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; "
+    "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+)
+
+
+def _client_address(request) -> str:
+    # The address the server saw; behind a proxy, REMOTE_ADDR is set from what it forwards.
+    return request.META.get("REMOTE_ADDR") or "unknown"
+
+
+class ConsoleProtectionMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not request.path_info.startswith("/console/"):
+            return self.get_response(request)
+        is_login = request.method == "POST" and request.path_info == reverse("admin:login")
+        if is_login:
+            names = self._attempt_names(request)
+            waits = [
+                attempts_count(name=name, seconds=LOGIN_WINDOW_SECONDS, add=False)
+                for name in names
+            ]
+            over = [wait for (count, wait), limit in zip(waits, (LOGIN_FAILURES_PER_NAME, LOGIN_FAILURES_PER_ADDRESS)) if count >= limit]
+            if over:
+                logger.warning("console.login.throttled", extra={"address": _client_address(request)})
+                response = HttpResponse(_("Too many failed logins. Try again later."), status=429, content_type="text/plain; charset=utf-8")
+                response["Retry-After"] = str(max(over))
+                return self._protected(response)
+        response = self.get_response(request)
+        if is_login and response.status_code == 200:
+            # The login form shown again: the name or password was wrong.
+            for name in self._attempt_names(request):
+                attempts_count(name=name, seconds=LOGIN_WINDOW_SECONDS, add=True)
+        return self._protected(response)
+
+    @staticmethod
+    def _attempt_names(request) -> tuple[str, str]:
+        address = _client_address(request)
+        username = (request.POST.get("username") or "").strip().casefold()[:150]
+        return f"console-login:{address}:{username}", f"console-login:{address}"
+
+    @staticmethod
+    def _protected(response):
+        response.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.setdefault("Cache-Control", "no-store")
+        response.setdefault("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+        return response

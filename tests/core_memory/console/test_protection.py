@@ -1,0 +1,73 @@
+"""The console's protections (issue 11): security headers on its pages, and a throttled login."""
+import os
+import uuid
+
+import pytest
+import redis
+from django.test import Client
+
+from core_memory.console.middleware import LOGIN_FAILURES_PER_NAME
+from tests.factories import CONSOLE_PASSWORD
+
+REDIS_URL = os.environ.get("REDIS_URL", "")
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def counted_apart(settings):
+    settings.CORE_RATE_LIMIT_URL = REDIS_URL
+    settings.CORE_RATE_LIMIT_PREFIX = f"test-console-{uuid.uuid4().hex}"
+    yield
+    if REDIS_URL:
+        client = redis.Redis.from_url(REDIS_URL)
+        for name in client.scan_iter(f"{settings.CORE_RATE_LIMIT_PREFIX}:*"):
+            client.delete(name)
+
+
+def log_in(client, password: str, username: str = "anna"):
+    return client.post("/console/login/", {"username": username, "password": password, "next": "/console/"})
+
+
+@pytest.mark.parametrize("path", ["/console/login/", "/console/", "/console/memory/memoryrecord/"])
+def test_every_console_page_carries_the_security_headers(console, path):
+    response = (Client() if path == "/console/login/" else console).get(path)
+
+    assert response.status_code == 200
+    assert response["X-Frame-Options"] == "DENY"
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert response["Referrer-Policy"] == "same-origin"
+    assert "no-store" in response["Cache-Control"]
+    assert "script-src 'self'" in response["Content-Security-Policy"]
+    assert "frame-ancestors 'none'" in response["Content-Security-Policy"]
+
+
+def test_after_five_failed_logins_the_login_is_refused_for_a_while_even_with_the_right_password(administrator):
+    browser = Client()
+    failures = [log_in(browser, "wrong").status_code for _ in range(LOGIN_FAILURES_PER_NAME)]
+
+    refused = log_in(browser, CONSOLE_PASSWORD)
+
+    assert failures == [200] * LOGIN_FAILURES_PER_NAME
+    assert refused.status_code == 429
+    assert 1 <= int(refused["Retry-After"]) <= 15 * 60
+    assert "_auth_user_id" not in browser.session
+
+
+def test_a_right_password_before_the_limit_logs_in(administrator):
+    browser = Client()
+    for _ in range(LOGIN_FAILURES_PER_NAME - 1):
+        log_in(browser, "wrong")
+
+    response = log_in(browser, CONSOLE_PASSWORD)
+
+    assert response.status_code == 302
+    assert browser.session["_auth_user_id"] == str(administrator.pk)
+
+
+def test_another_name_from_the_same_address_is_not_refused_by_one_names_failures(administrator):
+    browser = Client()
+    for _ in range(LOGIN_FAILURES_PER_NAME):
+        log_in(browser, "wrong", username="someone")
+
+    assert log_in(browser, CONSOLE_PASSWORD).status_code == 302
