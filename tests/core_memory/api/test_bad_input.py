@@ -150,6 +150,7 @@ FAR_OFFSET_QUERY = FAR_OFFSET.replace("+", "%2B")
         ("POST", "/v1/tenants/{org}/keys", {"name": "k", "expires_at": "2099-01-01T00:00:00-17:47"}),
         ("PATCH", "/v1/tenants/{org}/keys/{key}", {"expires_at": "2099-01-01T00:00:00+23:59"}),
         ("POST", "/v1/threads/{thread}/items", {"items": [{"role": "user", "content": "x", "created_at": FAR_OFFSET}]}),
+        ("POST", "/v1/memory/import?index_id={idx}", '{"type": "commitment", "text": "Bel Bob", "due_at": "%s"}\n' % FAR_OFFSET),
     ],
 )
 def test_a_time_offset_beyond_what_postgresql_takes_is_read_as_its_instant_on_every_time_field(tenant, write, method, path, body):
@@ -161,7 +162,10 @@ def test_a_time_offset_beyond_what_postgresql_takes_is_read_as_its_instant_on_ev
     url = path.format(**names)
     data = json.loads(json.dumps(body).replace("{idx}", tenant.index.id)) if body is not None else None
 
-    response = tenant.client().generic(method, url, json.dumps(data) if data is not None else "", content_type="application/json")
+    if isinstance(body, str):  # the import's JSON Lines
+        response = tenant.client().generic(method, url, body, content_type="application/x-ndjson")
+    else:
+        response = tenant.client().generic(method, url, json.dumps(data) if data is not None else "", content_type="application/json")
 
     assert response.status_code in (200, 201), response.content
 
@@ -181,7 +185,29 @@ LIST_ROUTES = [
     "/v1/memory?index_id={idx}",
     "/v1/memory/{record}/history",
     "/v1/threads/{thread}/items",
+    "/v1/memory/proposals",
+    "/v1/tools",
+    "/v1/models",
 ]
+# Lists whose position is a place in the list, not an id: any position that is not one is refused.
+POSITIONAL_LISTS = ("/v1/memory/{record}/history", "/v1/threads/{thread}/items", "/v1/tools", "/v1/models")
+
+
+def test_every_list_with_a_cursor_is_in_the_forged_cursor_test():
+    """A list added later, or one that starts taking a cursor, is tried with forged positions too."""
+    from rest_framework.test import APIClient
+
+    document = APIClient().get("/v1/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    with_cursor = {
+        path
+        for path, operations in document["paths"].items()
+        for operation in operations.values()
+        if any(parameter.get("name") == "cursor" for parameter in operation.get("parameters", []))
+    }
+    tried = {route.split("?")[0].replace("{record}", "{record_id}").replace("{thread}", "{thread_id}").replace("{org}", "{organisation_id}") for route in LIST_ROUTES}
+
+    assert "/v1/memory/proposals" in with_cursor
+    assert with_cursor - tried == set()
 
 
 @pytest.mark.parametrize("route", LIST_ROUTES)
@@ -195,7 +221,7 @@ def test_a_forged_cursor_position_is_a_400_on_cursor_on_every_list(tenant, write
 
     response = tenant.client().get(f"{url}{separator}cursor={_cursor(position)}")
 
-    if "\u0000" not in position and route not in ("/v1/memory/{record}/history", "/v1/threads/{thread}/items"):
+    if "\u0000" not in position and route not in POSITIONAL_LISTS:
         # An id-ordered list reads any text position as "before this id": harmless, no 500.
         assert response.status_code == 200, response.content
     else:

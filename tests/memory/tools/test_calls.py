@@ -222,3 +222,28 @@ def test_a_record_text_reaches_the_model_only_as_a_json_string_value(tenant):
     assert "\n" not in raw and "\u2028" not in raw
     assert json.loads(raw)["hits"][0]["text"] == hostile
     assert set(json.loads(raw)) == {"hits"}
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("search", {"query": "offer", "after": "2026-01-01T00:00:00+17:47", "before": "2099-01-01T00:00:00-17:47"}),
+        ("write", {"type": "commitment", "text": "Send the offer", "due_at": "2026-12-04T17:00:00+17:47"}),
+    ],
+)
+def test_a_time_offset_beyond_what_postgresql_takes_is_read_as_its_instant_by_the_tools(tenant, name, arguments):
+    """R-12.3, issue 11: the tools read times with the API's field; `+17:47` was a 500 there."""
+    result = call(tool_key(tenant), (search_name if name == "search" else write_name)(tenant.index), arguments)
+
+    assert "error" not in result, result
+    if name == "write":
+        assert MemoryRecord.objects.get(pk=result["memory_id"]).due_at == datetime(2026, 12, 3, 23, 13, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("due_at", ["9999-12-31T23:00:00-14:00", "0001-01-01T00:00:00+14:00"])
+def test_a_due_date_outside_the_readable_years_is_refused_inside_the_result(tenant, due_at):
+    """R-12.3: stored, it would make every later read of the record fail."""
+    result = call(tool_key(tenant), write_name(tenant.index), {"type": "commitment", "text": "Send the offer", "due_at": due_at})
+
+    assert (result["error"]["status"], result["error"]["param"]) == (400, "due_at")
+    assert not MemoryRecord.objects.exists()
