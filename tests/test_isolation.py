@@ -510,10 +510,11 @@ def test_the_public_pages_carry_no_tenant_data(world, route):
     assert [canary for canaries in world.canaries.values() for canary in canaries if canary in content] == []
 
 
-@pytest.mark.parametrize("attacker", ["token_of_bob", "header_bob", "read_only", "policy_without_index", "other_organisation"])
+@pytest.mark.parametrize("attacker", ["token_of_bob", "header_bob", "read_only", "write_only", "policy_without_index", "other_organisation"])
 def test_a_turn_injects_and_searches_only_what_its_caller_may_see(world, attacker):
-    """R-7.5, R-6.4, R-12.1: a turn for bob, or by a key without the index, gets neither anna's
-    records in its memory block nor in a search tool's result; the shared record reaches bob."""
+    """R-7.5, R-6.4, R-12.1: a turn for bob, or by a key without the index or without its read
+    right, gets neither anna's records in its memory block nor in a search tool's result; the
+    shared record reaches bob."""
     from core_memory.keys.configuration import memory_config_normalise
 
     injection = memory_config_normalise({"injection": {"enabled": True, "index_id": world.ids["idx"], "types": []}})
@@ -530,7 +531,37 @@ def test_a_turn_injects_and_searches_only_what_its_caller_may_see(world, attacke
     assert response.status_code == 200, response.content
     sent = json.dumps([request.body for request in world.model.requests]) + response.content.decode()
     assert [canary for canary in world.canaries["anna"] if canary in sent] == []
-    if attacker in ("policy_without_index", "other_organisation"):
+    if attacker in ("policy_without_index", "other_organisation", "write_only"):
         assert [canary for canary in world.canaries["records"] if canary in sent] == []
     else:
         assert "cnry-shared-fact" in sent  # the shared record did reach her turn: the check can see
+
+
+@pytest.mark.parametrize(
+    ("attacker", "status"),
+    [("token_of_bob", 200), ("header_bob", 200), ("read_only", 400), ("policy_without_index", 400), ("other_organisation", 400), ("without_capability", 400)],
+)
+def test_a_turns_write_tool_writes_only_for_its_caller_where_it_may_write(world, attacker, status):
+    """R-6.2, R-6.3, R-12.1: the model's write lands for the caller's person (bob), never anna's,
+    and a key that may not write the index is refused the tool before the model is asked."""
+    write_tool = {"write_tool": True, "retrieval_tool": True}
+    ApiKey.objects.for_organisation(world.ids["org"]).update(memory=write_tool)
+    ApiKey.objects.for_organisation(world.ids["other_org"]).update(memory=write_tool)
+    world.model.requests.clear()
+    tool = f"memory__{world.ids['idx']}__write"
+    world.model.answer(completion(tool_calls=[("call_1", tool, {"type": "fact", "text": "Anna is ontslagen"})]))
+    world.model.reply("done")
+    anna_before = victim_state(world, "anna", world.ids["org"])
+    records_before = MemoryRecord.objects.unscoped().count()
+
+    response = world.clients[attacker].post(
+        "/v1/responses", {"model": "fake-chat", "input": "schrijf het op", "tools": [{"type": "tool", "name": tool}]}, format="json"
+    )
+
+    assert response.status_code == status, response.content
+    assert victim_state(world, "anna", world.ids["org"]) == anna_before
+    new = list(MemoryRecord.objects.unscoped().filter(text="Anna is ontslagen").values_list("index_id", "subject"))
+    if status == 200:
+        assert new == [(world.ids["idx"], "bob")]
+    else:
+        assert (new, MemoryRecord.objects.unscoped().count(), world.model.requests) == ([], records_before, [])
