@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 
 import pytest
 import schemathesis
@@ -146,6 +147,12 @@ CONDITIONAL_RULES = {
 }
 
 
+# Cases sent per operation, and answers that passed every check per status class: the step's
+# figures, printed at its end (tests/fuzz/conftest.py).
+SENT: Counter = Counter()
+STATUSES: Counter = Counter()
+
+
 @schema.parametrize()
 @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=SEED is None, suppress_health_check=list(HealthCheck))
 def test_api(case, organisation, keep_test_connection_open):
@@ -154,7 +161,10 @@ def test_api(case, organisation, keep_test_connection_open):
     assume(not (positive and _unstorable(case)))
     _with_real_handles(case, real)
     excluded = [schemathesis.checks.positive_data_acceptance] if case.operation.label in CONDITIONAL_RULES else []
-    case.call_and_validate(headers={"Authorization": f"Bearer {secret}"}, excluded_checks=excluded)
+    SENT[case.operation.label] += 1
+    response = case.call_and_validate(headers={"Authorization": f"Bearer {secret}"}, excluded_checks=excluded)
+    # Counted once every check passed (a failing case fails the step anyway).
+    STATUSES[f"{response.status_code // 100}xx"] += 1
 
 
 if SEED is not None:
