@@ -4,14 +4,21 @@ The first request with a key claims a row (a unique constraint decides races);
 a successful answer is stored on it and replayed for a retry with the same body.
 A failed answer releases the claim, so a corrected retry runs. The same key with
 another body, or while the first is still running, is refused.
+
+"Still running" is a PostgreSQL session lock the claiming request holds on its own
+connection until its answer is stored or its claim released. A request that died with
+its claim (its worker killed, the database crashed under it) took its connection, and so
+the lock, with it: the retry finds the claim unlocked, takes it over and runs, instead of
+a 409 until the claim expired a day later (issue 11).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError
+from django.db import IntegrityError, connection
 from django.utils import timezone
 
 from core_memory.api.models import IdempotentRequest
@@ -45,46 +52,107 @@ def request_fingerprint(*, method: str, path: str, body: bytes, person: str | No
 def idempotency_claim(
     *, key_id: str, idempotency_key: str, method: str, path: str, body: bytes, person: str | None = None
 ) -> tuple[IdempotentRequest, bool]:
-    """Returns (row, is_replay)."""
+    """Returns (row, is_replay). A row that is not a replay is this request's until
+    `idempotency_complete` or `idempotency_release`."""
     if len(idempotency_key) > 255 or not idempotency_key.strip() or UNSTORABLE_CHARACTERS.search(idempotency_key):
         raise ApplicationError("Idempotency-Key must be 1 to 255 characters, none of them NUL.", param="Idempotency-Key")
     fingerprint = request_fingerprint(method=method, path=path, body=body, person=person)
     IdempotentRequest.objects.for_key(key_id).filter(idempotency_key=idempotency_key, created_at__lt=timezone.now() - RETENTION).delete()
+    if not _lock(key_id=key_id, idempotency_key=idempotency_key):
+        # Another request with this key is running now, or has just answered.
+        row = IdempotentRequest.objects.for_key(key_id).filter(idempotency_key=idempotency_key).first()
+        _refuse_or_replay(row, fingerprint)
+        return row, True
     try:
-        # The claim need not wait for the disk: the request's answer is stored by a later commit
-        # that waits, and a claim lost in a crash of the database lost its request with it.
-        with lazily_committed():
-            row = IdempotentRequest.objects.create(
-                key_id=key_id,
-                idempotency_key=idempotency_key,
-                method=method,
-                path=path[:PATH_LENGTH],  # for reading only; the fingerprint covers the whole address
-                request_hash=fingerprint,
-            )
-        return row, False
-    except IntegrityError:
-        row = IdempotentRequest.objects.for_key(key_id).get(idempotency_key=idempotency_key)
-    if row.request_hash != fingerprint:
-        raise IdempotencyMismatch(
-            "This Idempotency-Key was used with another request; use a new key.", param="Idempotency-Key"
-        )
-    if row.state != IdempotentRequest.State.COMPLETED:
-        raise Conflict("A request with this Idempotency-Key is still running.", param="Idempotency-Key")
+        try:
+            # The claim need not wait for the disk: the request's answer is stored by a later commit
+            # that waits, and a claim lost in a crash of the database lost its request with it.
+            with lazily_committed():
+                row = IdempotentRequest.objects.create(
+                    key_id=key_id,
+                    idempotency_key=idempotency_key,
+                    method=method,
+                    path=path[:PATH_LENGTH],  # for reading only; the fingerprint covers the whole address
+                    request_hash=fingerprint,
+                )
+            return row, False
+        except IntegrityError:
+            row = IdempotentRequest.objects.for_key(key_id).get(idempotency_key=idempotency_key)
+        if row.state != IdempotentRequest.State.COMPLETED and row.request_hash == fingerprint:
+            # Claimed by a request that died without answering (we hold the lock it held): ours now.
+            IdempotentRequest.objects.for_key(key_id).filter(pk=row.pk).update(created_at=timezone.now())
+            return row, False
+    except BaseException:
+        _unlock(key_id=key_id, idempotency_key=idempotency_key)
+        raise
+    _unlock(key_id=key_id, idempotency_key=idempotency_key)
+    _refuse_or_replay(row, fingerprint)
     return row, True
 
 
+def _refuse_or_replay(row: IdempotentRequest | None, fingerprint: str) -> None:
+    """Refuses a retry that may not replay `row`; returns when it may."""
+    if row is not None and row.request_hash != fingerprint:
+        raise IdempotencyMismatch(
+            "This Idempotency-Key was used with another request; use a new key.", param="Idempotency-Key"
+        )
+    if row is None or row.state != IdempotentRequest.State.COMPLETED:
+        raise Conflict("A request with this Idempotency-Key is still running.", param="Idempotency-Key")
+
+
 def idempotency_complete(*, row: IdempotentRequest, status_code: int, body) -> None:
-    if 200 <= status_code < 300:
+    if not 200 <= status_code < 300:
+        idempotency_release(row=row)
+        return
+    try:
         row.state = IdempotentRequest.State.COMPLETED
         row.status_code = status_code
         row.response_body = body
         row.save(update_fields=["state", "status_code", "response_body"])
-    else:
-        idempotency_release(row=row)
+    finally:
+        _unlock(key_id=row.key_id, idempotency_key=row.idempotency_key)
 
 
 def idempotency_release(*, row: IdempotentRequest) -> None:
-    row.delete()
+    try:
+        row.delete()
+    finally:
+        _unlock(key_id=row.key_id, idempotency_key=row.idempotency_key)
+
+
+def idempotency_lock_id(*, key_id: str, idempotency_key: str) -> int:
+    """The PostgreSQL advisory lock (a signed 64-bit number) a running request holds on its key."""
+    digest = hashlib.sha256(f"idempotency\n{key_id}\n{idempotency_key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+# The locks each open connection holds. PostgreSQL lets a session take a lock it holds again,
+# so a request on the connection of one still running (a test client's, one thread for both)
+# is told apart here.
+_HELD: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _lock(*, key_id: str, idempotency_key: str) -> bool:
+    lock_id = idempotency_lock_id(key_id=key_id, idempotency_key=idempotency_key)
+    with connection.cursor() as cursor:
+        held = _HELD.setdefault(connection.connection, set())
+        if lock_id in held:
+            return False
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [lock_id])
+        if not cursor.fetchone()[0]:
+            return False
+    held.add(lock_id)
+    return True
+
+
+def _unlock(*, key_id: str, idempotency_key: str) -> None:
+    # A session lock outlives transactions: taken in autocommit, given back only here (or with the connection).
+    lock_id = idempotency_lock_id(key_id=key_id, idempotency_key=idempotency_key)
+    if connection.connection is None:
+        return  # closed: the lock went with it
+    _HELD.get(connection.connection, set()).discard(lock_id)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_unlock(%s)", [lock_id])
 
 
 def idempotency_purge(*, now: datetime | None = None) -> int:

@@ -6,6 +6,8 @@ Each test starts its own PostgreSQL or Redis (never the machine's shared ones) a
 service under gunicorn, then takes the database or broker away and brings it back."""
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import httpx
 import psycopg
 import pytest
@@ -121,3 +123,44 @@ def test_the_broker_going_away_keeps_the_api_writing_and_the_worker_reconnects_b
     assert [record["text"] for record in read_during.json()["data"]] == ["Zonder broker"]
     assert records_with_text(postgres.url, "Zonder broker") == 1
     assert worker_back
+
+
+def test_a_write_cut_off_by_the_crash_can_be_retried_with_its_idempotency_key(postgres):
+    """R-2.6, R-12.3: a write whose request died with the database (its key claimed, its record
+    never written) is retried with the same Idempotency-Key once the database is back: the retry
+    runs and its record is there exactly once; a replay after that gives the same answer."""
+    environment = service_environment(database_url=postgres.url)
+    manage(environment, "migrate", "--noinput")
+    secret = organisation_create(environment)["key"]
+    body = {"type": "fact", "text": "Afgebroken door de storing"}
+    with gunicorn(environment) as url:
+        body["index_id"] = api(url, secret, "POST", "/indexes", name="afgebroken").json()["id"]
+        blocker = psycopg.connect(_libpq(postgres.url), autocommit=False)
+        blocker.execute("LOCK TABLE memory_memoryrecord IN ACCESS EXCLUSIVE MODE")
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            cut_off = pool.submit(idempotent_write, url, secret, "schrijf-1", body)
+            wait_until(lambda: waiting_on_the_lock(postgres.url), timeout=30, what="the write to wait on the record table")
+            postgres.crash()
+            during = cut_off.result(timeout=60)
+        blocker.close()
+        postgres.start()
+        retried = wait_until(
+            lambda: (response := idempotent_write(url, secret, "schrijf-1", body)).status_code != 503 and response, timeout=30, what="the database"
+        )
+        replayed = idempotent_write(url, secret, "schrijf-1", body)
+
+    assert during.status_code == 503, during.text
+    assert retried.status_code == 201, retried.text
+    assert (replayed.status_code, replayed.headers.get("Idempotent-Replayed"), replayed.json()) == (201, "true", retried.json())
+    assert records_with_text(postgres.url, body["text"]) == 1
+
+
+def idempotent_write(url: str, secret: str, idempotency_key: str, body: dict) -> httpx.Response:
+    return httpx.post(
+        f"{url}/v1/memory", headers={"Authorization": f"Bearer {secret}", "Idempotency-Key": idempotency_key}, json=body, timeout=60
+    )
+
+
+def waiting_on_the_lock(database_url: str) -> bool:
+    with psycopg.connect(_libpq(database_url)) as connection:
+        return connection.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'").fetchone()[0] > 0

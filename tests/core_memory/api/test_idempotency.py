@@ -1,7 +1,11 @@
 """`Idempotency-Key` (R-2.6): a retry replays the first answer, and only to the one it answered."""
-import pytest
+from contextlib import contextmanager
 
-from core_memory.api.idempotency import request_fingerprint
+import psycopg
+import pytest
+from django.db import connection
+
+from core_memory.api.idempotency import idempotency_lock_id, request_fingerprint
 from core_memory.api.models import IdempotentRequest
 from memory.models import MemoryRecord
 from stores.models import KnowledgeIndex
@@ -61,17 +65,27 @@ def test_the_same_persons_retry_still_replays(tenant):
     assert MemoryRecord.objects.count() == 1
 
 
-def test_a_retry_while_the_first_request_still_runs_is_a_409_and_writes_nothing(tenant):
-    """R-2.6: the first request holds the key until it answers."""
+@contextmanager
+def running_elsewhere(tenant, idempotency_key: str, body: bytes):
+    """A first request with `idempotency_key` still running in another process: its claim, and
+    the lock it holds on its own connection while it runs."""
     IdempotentRequest.objects.create(
         key_id=tenant.key.id,
-        idempotency_key="running",
+        idempotency_key=idempotency_key,
         method="POST",
         path="/v1/indexes",
-        request_hash=request_fingerprint(method="POST", path="/v1/indexes", body=b'{"name": "slow"}'),
+        request_hash=request_fingerprint(method="POST", path="/v1/indexes", body=body),
     )
+    settings = connection.settings_dict
+    with psycopg.connect(dbname=settings["NAME"], user=settings["USER"], password=settings["PASSWORD"], host=settings["HOST"], port=settings["PORT"] or None) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", [idempotency_lock_id(key_id=tenant.key.id, idempotency_key=idempotency_key)])
+        yield
 
-    response = tenant.client().post("/v1/indexes", {"name": "slow"}, format="json", HTTP_IDEMPOTENCY_KEY="running")
+
+def test_a_retry_while_the_first_request_still_runs_is_a_409_and_writes_nothing(tenant):
+    """R-2.6: the first request holds the key until it answers."""
+    with running_elsewhere(tenant, "running", b'{"name": "slow"}'):
+        response = tenant.client().post("/v1/indexes", {"name": "slow"}, format="json", HTTP_IDEMPOTENCY_KEY="running")
 
     assert response.status_code == 409
     assert response.json()["error"] == {
@@ -80,6 +94,37 @@ def test_a_retry_while_the_first_request_still_runs_is_a_409_and_writes_nothing(
         "param": "Idempotency-Key",
     }
     assert not KnowledgeIndex.objects.filter(name="slow").exists()
+
+
+def test_a_retry_with_another_body_while_the_first_still_runs_is_a_422(tenant):
+    """R-2.6: the key was used with another request, running or not."""
+    with running_elsewhere(tenant, "running", b'{"name": "slow"}'):
+        response = tenant.client().post("/v1/indexes", {"name": "other"}, format="json", HTTP_IDEMPOTENCY_KEY="running")
+
+    assert (response.status_code, response.json()["error"]["param"]) == (422, "Idempotency-Key")
+    assert not KnowledgeIndex.objects.filter(name="other").exists()
+
+
+def test_a_retry_of_a_request_that_died_with_its_claim_runs_once(tenant):
+    """R-2.6, issue 11: a request whose worker was killed, or whose database crashed under it,
+    left its claim behind unanswered; the retry with the same key was a 409 for a day. Its lock
+    went with its connection, so the retry takes the claim over, runs, and is replayed after."""
+    IdempotentRequest.objects.create(
+        key_id=tenant.key.id,
+        idempotency_key="died",
+        method="POST",
+        path="/v1/indexes",
+        request_hash=request_fingerprint(method="POST", path="/v1/indexes", body=b'{"name": "survivor"}'),
+    )
+    client = tenant.client()
+
+    retry = client.post("/v1/indexes", {"name": "survivor"}, format="json", HTTP_IDEMPOTENCY_KEY="died")
+    replay = client.post("/v1/indexes", {"name": "survivor"}, format="json", HTTP_IDEMPOTENCY_KEY="died")
+
+    assert retry.status_code == 201, retry.content
+    assert (replay.status_code, replay["Idempotent-Replayed"], replay.json()) == (201, "true", retry.json())
+    assert KnowledgeIndex.objects.filter(name="survivor").count() == 1
+    assert IdempotentRequest.objects.filter(idempotency_key="died", state="completed").count() == 1
 
 
 def test_answers_kept_longer_than_a_day_are_purged_by_the_scheduled_task(tenant):
