@@ -51,6 +51,7 @@ from extraction.reading import (
 )
 from extraction.selectors import SwitchState, switch_state
 from extraction.services.planning import MAX_ATTEMPTS, QUIET_PERIOD, window_lease
+from memory.embedding.selectors import lesson_near_duplicate
 from memory.models import MemoryRecord
 from memory.services import RecordWriteResult, record_write_within
 from stores.models import KnowledgeIndex
@@ -400,14 +401,16 @@ class _Writer:
 
     def lessons(self, notes: list[LessonNote]) -> None:
         """At most three per session read (R-8.11), of the session's person only. Hers in the
-        same words already: confirmed (memory's write does that)."""
+        same words already (memory's write confirms it, R-5.4), or in nearly the same words
+        where the index embeds (her near-duplicate lesson's own text is written: confirmed)."""
         reading = self.reading
         if not reading.lessons_asked:
             return
         for note in notes[: MAX_LESSONS_PER_SESSION * len(reading.sessions)]:
+            near = lesson_near_duplicate(index=reading.index, subject=reading.thread.subject, text=note.text)
             self._write(
                 type_name=LESSON,
-                text=note.text,
+                text=near.text if near is not None else note.text,
                 item_ids=_shown_item_ids(reading, note.item_ids),
                 metadata={"lesson.kind": note.kind, "lesson.basis": note.basis},
                 # Model-written judgement about how she works, like a store lesson (R-9.3).

@@ -21,8 +21,10 @@ from maintenance.models import EpisodeUse, MaintenanceJob
 from maintenance.pseudonyms import texts_pseudonymise
 from maintenance.selectors import ChangedRecord, episodes_unused, planned_job_payloads
 from maintenance.services.work import ACTOR, Asking, JobFailed, Prepared, job_queued, stamp
+from memory.embedding.selectors import lesson_near_duplicate
 from memory.models import MemoryRecord
 from memory.services import record_write_by_core_within
+from stores.models import KnowledgeIndex
 
 KIND = MaintenanceJob.Kind.STORE_LESSON
 EPISODE = "episode"
@@ -114,17 +116,20 @@ def store_lesson_prepare(*, job: MaintenanceJob, min_episodes: int) -> Prepared:
 def store_lesson_write(*, job: MaintenanceJob, prepared: Prepared, answer: str, now: datetime) -> int:
     """Inside the job's transaction: her lesson and the episodes' use, or nothing when one of
     them was used, changed or removed since the request was made. Returns 1 for a new lesson
-    (0 when she had it in the same words: it is confirmed, R-5.4)."""
+    (0 when she had it in the same or nearly the same words: it is confirmed, R-5.4, R-8.11)."""
     asked = prepared.context["episode_ids"]
     current = [episode.pk for episode in _current(job=job, lock=True)]
     if current != asked:
         return 0
+    index = KnowledgeIndex.objects.for_organisation(job.organisation_id).live().filter(pk=job.index_id).first()
+    # Hers in nearly the same words (R-8.11's rule, where the index embeds): that one is confirmed.
+    near = lesson_near_duplicate(index=index, subject=job.subject, text=answer) if index is not None else None
     result = record_write_by_core_within(
         organisation=job.organisation_id,
         index_id=job.index_id,
         subject=job.subject,
         type=LESSON,
-        text=answer,
+        text=near.text if near is not None else answer,
         metadata={"lesson.kind": LESSON_KINDS[job.payload["result"]], "lesson.basis": "episodes"},
         source=MemoryRecord.Source.MAINTENANCE,
         actor=ACTOR,

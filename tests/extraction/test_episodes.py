@@ -10,7 +10,10 @@ from core_memory.threads.models import Response
 from core_memory.threads.services import ItemDraft, thread_create
 from extraction.models import ExtractionSwitch
 from memory.models import MemoryRecord
+from memory.services import record_write
+from stores.models import KnowledgeIndex
 from tests.extraction.builders import conversation, extraction_answer, items_add, shown, switch_put
+from tests.factories import resolved_for
 from tests.fake_model import completion
 
 pytestmark = pytest.mark.django_db
@@ -250,6 +253,32 @@ def test_a_lesson_she_already_has_in_the_same_words_is_confirmed(tenant, session
 
     lesson_record = MemoryRecord.objects.get(type="lesson")
     assert lesson_record.confirmations == 1
+    assert summary["switches"][0]["confirmed"] == 1
+
+
+def test_a_lesson_she_has_in_nearly_the_same_words_is_confirmed_where_the_index_embeds(
+    tenant, session, vectors, fake_model, run_extraction
+):
+    """R-8.11: nearly the same words (memory.embedding.selectors.lesson_near_duplicate) confirm
+    her lesson instead of adding a second one."""
+    KnowledgeIndex.objects.filter(pk=tenant.index.pk).update(embeddings=True)
+    switch_put(tenant.client(), tenant.index.id, episodes=True, lessons=True)
+    set_switch_since(timezone.now() - timedelta(days=1))
+    stored = record_write(
+        key=tenant.key, index=resolved_for(tenant.key, KnowledgeIndex.objects.get(pk=tenant.index.pk)), subject="anna",
+        type="lesson", text="Vraag eerst naar het klantnummer.", source="extraction", trusted=False, actor="test",
+    ).record
+    vectors(stored)
+    items = session["items"]
+    fake_model.answer(
+        extraction_answer(episodes=[episode(items[0], items[-1])], lessons=[lesson("Vraag altijd eerst om het klantnummer.")])
+    )
+
+    summary = run_extraction()
+
+    assert [(record.text, record.confirmations) for record in MemoryRecord.objects.filter(type="lesson")] == [
+        ("Vraag eerst naar het klantnummer.", 1)
+    ]
     assert summary["switches"][0]["confirmed"] == 1
 
 

@@ -8,6 +8,7 @@ from core_memory.llm.models import TokenUsage
 from core_memory.persons.services import person_update
 from maintenance.models import EpisodeUse, MaintenanceJob
 from memory.models import MemoryRecord
+from stores.models import KnowledgeIndex
 from tests.maintenance.builders import STORE_LESSON, asked, episode, lesson, sections, shown
 from tests.fake_model import completion
 
@@ -162,6 +163,24 @@ def test_a_lesson_she_has_in_the_same_words_is_confirmed(tenant, lessons_on, fak
 
     (only,) = lessons_of("anna")
     assert (only.confirmations, summary["lessons"], EpisodeUse.objects.count()) == (1, 0, 6)
+
+
+def test_a_lesson_she_has_in_nearly_the_same_words_is_confirmed_where_the_index_embeds(
+    tenant, lessons_on, vectors, fake_model, run_store
+):
+    """R-8.11's rule for store lessons too: nearly the same words confirm her lesson."""
+    KnowledgeIndex.objects.filter(pk=tenant.index.pk).update(embeddings=True)
+    her_episodes(tenant, 3)
+    fake_model.answer(lesson("Vraag eerst naar het klantnummer."), format_name=STORE_LESSON)
+    run_store()
+    vectors(*lessons_of("anna"))
+    her_episodes(tenant, 3)
+    fake_model.answer(lesson("Vraag altijd eerst om het klantnummer."), format_name=STORE_LESSON)
+
+    summary = run_store()
+
+    assert [(each.text, each.confirmations) for each in lessons_of("anna")] == [("Vraag eerst naar het klantnummer.", 1)]
+    assert summary["lessons"] == 0
 
 
 def test_a_lesson_is_never_shown_to_a_colleague(tenant, lessons_on, fake_model, run_store):

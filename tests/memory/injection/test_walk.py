@@ -360,7 +360,7 @@ def test_rank_blend_mixes_topic_and_confidence(tenant):
 
 
 @pytest.mark.parametrize("rank", ["confidence", "blend"])
-def test_building_the_block_costs_no_more_queries_for_2000_records_than_for_20(tenant, django_assert_max_num_queries, rank):
+def test_building_the_block_costs_no_more_queries_for_2000_records_than_for_20(tenant, django_assert_num_queries, rank):
     """R-12.5: a small bounded number of queries whatever the store's size."""
     store_injection(tenant.index, episodes_limit=3, rank=rank)
     key = injecting_key(tenant, limit=5, token_budget=400)
@@ -376,15 +376,17 @@ def test_building_the_block_costs_no_more_queries_for_2000_records_than_for_20(t
             for number in range(start, start + count)
         )
 
-    # `blend` reads the topic's hits (the candidates, one query) besides the sections' pages.
-    queries = {"confidence": 8, "blend": 9}[rank]
+    # `blend` reads the topic's hits (the candidates, one query) besides the sections' pages. In
+    # the small store one section's page is not full, so the next section's page is read too;
+    # in the large one every page is full and what limit left out is counted in one statement.
+    small, large = {"confidence": (8, 7), "blend": (9, 8)}[rank]
 
     fill(20, 0)
     build(key, topic="invoices")  # the topic's words are looked up once per process
-    with django_assert_max_num_queries(queries):
+    with django_assert_num_queries(small):
         build(key, topic="invoices")
     fill(1980, 20)
-    with django_assert_max_num_queries(queries):
+    with django_assert_num_queries(large):
         result = build(key, topic="invoices")
     assert result.trace["sections"] == {
         "commitments": 5, "behaviour": 0, "about_this_person": 5, "organisation": 0, "past_sessions": 0
