@@ -24,6 +24,7 @@ from maintenance.models import (
     Proposal,
     ProposalSource,
 )
+from memory.embedding.storage import index_embeds
 from memory.models import MemoryRecord
 from stores.models import KnowledgeIndex, MemoryStore
 from stores.selectors import policy_right_check
@@ -32,6 +33,11 @@ from stores.selectors import policy_right_check
 SIMILARITY_THRESHOLD = 0.25
 # The closest few of her records (or the shared ones) per changed record; never all pairs.
 CANDIDATES_PER_RECORD = 5
+# Close in meaning: cosine of the stored vectors (e5 passages with their day). Contradictions in
+# other words measured 0.91–0.96 and unrelated facts of one person 0.90–0.96, so meaning only
+# nominates — the few nearest, never all pairs — and the helper model judges.
+MEANING_THRESHOLD = 0.90
+CANDIDATES_BY_MEANING_PER_RECORD = 3
 UNFINISHED = (MaintenanceJob.Status.QUEUED, MaintenanceJob.Status.RUNNING, MaintenanceJob.Status.PARKED)
 
 
@@ -119,45 +125,70 @@ def records_changed(*, organisation_id: str, index_id: str, since: datetime | No
     return [ChangedRecord(*row) for row in records.order_by("id").values_list(*fields)]
 
 
+# For each changed record, the few closest of the same person (or shared set) and type: a
+# LATERAL join, each reading only its own person's rows. Filled in by `_CLOSENESS`.
 _CANDIDATES_SQL = """
-SELECT changed.id, other.id
-FROM memory_memoryrecord AS changed
+SELECT changed.{id}, other.{id}
+FROM {table} AS changed
 CROSS JOIN LATERAL (
-    SELECT candidate.id
-    FROM memory_memoryrecord AS candidate
+    SELECT candidate.{id}
+    FROM {table} AS candidate
     WHERE candidate.organisation_id = changed.organisation_id
       AND candidate.index_id = changed.index_id
-      AND {same_person}
+      AND {{same_person}}
       AND candidate.type = changed.type
-      AND candidate.status = 'active'
-      AND candidate.id <> changed.id
-      AND similarity(candidate.text, changed.text) >= %(threshold)s
-    ORDER BY similarity(candidate.text, changed.text) DESC, candidate.id
+      AND candidate.{id} <> changed.{id}
+      AND {close}
+    ORDER BY {closest}, candidate.{id}
     LIMIT %(per_record)s
 ) AS other
-WHERE changed.organisation_id = %(organisation_id)s AND changed.id = ANY(%(record_ids)s)
+WHERE changed.organisation_id = %(organisation_id)s AND changed.{id} = ANY(%(record_ids)s)
 """
+_CLOSENESS = {
+    # Textually (pg_trgm), among active records.
+    "text": _CANDIDATES_SQL.format(
+        id="id",
+        table="memory_memoryrecord",
+        close="candidate.status = 'active' AND similarity(candidate.text, changed.text) >= %(threshold)s",
+        closest="similarity(candidate.text, changed.text) DESC",
+    ),
+    # In meaning, over the vectors of an index that embeds (only active records have one).
+    # `+ 0` keeps the ordering off the HNSW index, whose approximate scan would drop most of a
+    # person's rows after filtering: her scope is scanned exactly, as search does.
+    "meaning": _CANDIDATES_SQL.format(
+        id="record_id",
+        table="memory_recordembedding",
+        close="(candidate.vector <#> changed.vector) <= -%(threshold)s",
+        closest="(candidate.vector <#> changed.vector) + 0",
+    ),
+}
 
 
-def contradiction_candidates(*, organisation_id: str, record_ids: Sequence[str], shared: bool) -> list[tuple[str, str]]:
+def contradiction_candidates(
+    *, organisation_id: str, index: KnowledgeIndex | None, record_ids: Sequence[str], shared: bool
+) -> list[tuple[str, str]]:
     """Pairs (changed record, candidate) worth asking about (R-9.2): for each changed record,
     the few active records of the same person — or, with `shared`, of the shared set — and
-    the same type whose text is closest to its own (pg_trgm), above a threshold. One query
-    for any number of changed records, each reading only its own person's records."""
+    the same type whose text is closest to its own (pg_trgm), above a threshold; and, where
+    `index` embeds, the few whose vectors are nearest, which finds a contradiction told in
+    other words ("Anna drinkt geen koffie." / "… begint elke ochtend met een espresso."). One
+    query per signal for any number of changed records, each reading only its own person's
+    records."""
     if not record_ids:
         return []
     same_person = "candidate.subject IS NULL AND changed.subject IS NULL" if shared else "candidate.subject = changed.subject"
+    queries = [(_CLOSENESS["text"], SIMILARITY_THRESHOLD, CANDIDATES_PER_RECORD)]
+    if index is not None and index_embeds(index):
+        queries.append((_CLOSENESS["meaning"], MEANING_THRESHOLD, CANDIDATES_BY_MEANING_PER_RECORD))
+    pairs: list[tuple[str, str]] = []
     with connection.cursor() as cursor:
-        cursor.execute(
-            _CANDIDATES_SQL.format(same_person=same_person),
-            {
-                "threshold": SIMILARITY_THRESHOLD,
-                "per_record": CANDIDATES_PER_RECORD,
-                "organisation_id": organisation_id,
-                "record_ids": list(record_ids),
-            },
-        )
-        return [(first, second) for first, second in cursor.fetchall()]
+        for sql, threshold, per_record in queries:
+            cursor.execute(
+                sql.format(same_person=same_person),
+                {"threshold": threshold, "per_record": per_record, "organisation_id": organisation_id, "record_ids": list(record_ids)},
+            )
+            pairs += [(first, second) for first, second in cursor.fetchall()]
+    return pairs
 
 
 def records_stamps(*, organisation_id: str, record_ids: Iterable[str]) -> dict[str, tuple[str | None, datetime]]:

@@ -2,7 +2,8 @@
 or of the shared set.
 
 Planning finds candidate pairs cheaply — for each record changed since the last run, the few
-active records of the same person (or the shared set) and type whose text is closest to it
+active records of the same person (or the shared set) and type whose text is closest to it,
+and where the index embeds the few nearest in meaning
 (`maintenance.selectors.contradiction_candidates`) — and leaves out pairs already linked or
 judged since both last changed. One job per person asks the helper model about her pairs
 (`core_contradictions`); its answer marks both records of each contradicting pair `contested`
@@ -29,6 +30,7 @@ from maintenance.services.work import ACTOR, Asking, Prepared, chunks, job_queue
 from memory.models import MemoryRecord
 from memory.selectors import EVENT_TYPES
 from memory.services import records_contradiction_mark_within
+from stores.models import KnowledgeIndex
 
 KIND = MaintenanceJob.Kind.CONTRADICTIONS
 # The most pairs one request shows; a person with more gets several jobs.
@@ -41,10 +43,11 @@ def contradiction_jobs_plan(
     """The jobs for the pairs worth asking about among `changed` (records of persons in
     `closed`, whose rules forbid the helper model, are never sent)."""
     readable = [record for record in changed if record.type not in EVENT_TYPES and record.subject not in closed]
+    index = KnowledgeIndex.objects.for_organisation(organisation_id).filter(pk=index_id).first()
     candidates = contradiction_candidates(
-        organisation_id=organisation_id, record_ids=[record.id for record in readable if record.subject is not None], shared=False
+        organisation_id=organisation_id, index=index, record_ids=[record.id for record in readable if record.subject is not None], shared=False
     ) + contradiction_candidates(
-        organisation_id=organisation_id, record_ids=[record.id for record in readable if record.subject is None], shared=True
+        organisation_id=organisation_id, index=index, record_ids=[record.id for record in readable if record.subject is None], shared=True
     )
     pairs = {tuple(sorted(pair)) for pair in candidates}
     stamps = records_stamps(organisation_id=organisation_id, record_ids={record_id for pair in pairs for record_id in pair})

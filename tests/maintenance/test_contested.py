@@ -186,6 +186,44 @@ def test_each_changed_record_is_paired_with_a_few_of_her_closest_records_never_a
     assert all(changed.id in pair for pair in pairs)
 
 
+@pytest.fixture
+def coffee_and_espresso(tenant, write, vectors):
+    """Her two records that contradict each other in other words, in an index that embeds, with
+    their vectors; and Bram's record in the very words of one of them."""
+    tenant.index.embeddings = True
+    tenant.index.save(update_fields=["embeddings"])
+    records = (
+        write("Drinkt geen koffie", subject="anna"),
+        write("Begint elke ochtend met een espresso", subject="anna"),
+        write("Drinkt geen koffie", subject="bram"),
+    )
+    vectors(*records)
+    return records
+
+
+def test_a_contradiction_in_other_words_is_found_by_meaning_where_the_index_embeds(tenant, coffee_and_espresso, fake_model, run_store):
+    """R-9.2: "semantically close" candidates — the nearest vectors of her records of the same
+    type — besides the textually close ones; another person's vector is never paired with hers."""
+    coffee, espresso, _brams = coffee_and_espresso
+    fake_model.answer(contradictions((coffee.id, espresso.id)), format_name=CONTRADICTIONS)
+
+    summary = run_store()
+
+    (request,) = asked(fake_model, CONTRADICTIONS)
+    assert shown(request)["pairs"] == [sorted([coffee.id, espresso.id])]
+    assert summary["contested"] == 1
+    assert (contradicting(coffee), contradicting(espresso)) == ([espresso.id], [coffee.id])
+
+
+def test_without_embeddings_a_contradiction_in_other_words_is_not_a_candidate(coffee_and_espresso, fake_model, run_store, settings):
+    """The text alone does not pair them (what the vectors add above)."""
+    settings.CORE_EMBEDDINGS = "off"
+
+    run_store()
+
+    assert asked(fake_model, CONTRADICTIONS) == []
+
+
 @pytest.mark.parametrize(
     "answer",
     [
