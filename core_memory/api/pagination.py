@@ -19,7 +19,7 @@ MAX_LIMIT = 500
 
 def limit_from(query_params, *, default: int = DEFAULT_LIMIT, maximum: int = MAX_LIMIT) -> int:
     raw = query_params.get("limit")
-    if raw in (None, ""):
+    if raw is None:
         return default
     try:
         limit = int(raw)

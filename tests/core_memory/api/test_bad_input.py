@@ -242,6 +242,18 @@ def test_an_empty_time_filter_is_a_400_on_every_list_that_takes_one(tenant):
     assert error_of(tenant.client().get(f"/v1/memory?index_id={tenant.index.id}&after=")) == (400, "after")
 
 
+@pytest.mark.parametrize("route", LIST_ROUTES + ["/v1/tools", "/v1/models"])
+def test_an_empty_limit_is_a_400_on_limit_on_every_list(tenant, write, route):
+    """R-2.4: `?limit=` was read as no limit on the paginated lists and refused on the others
+    (found by the fuzzing step); an empty value is checked like any other, as for times."""
+    record = write("Iets")
+    thread = Thread.objects.create(organisation=tenant.organisation, key=tenant.key)
+    url = route.format(org=tenant.organisation.id, idx=tenant.index.id, record=record.id, thread=thread.id)
+    separator = "&" if "?" in url else "?"
+
+    assert error_of(tenant.client().get(f"{url}{separator}limit=")) == (400, "limit")
+
+
 @pytest.mark.parametrize("path", ["/v1/tools", "/v1/models"])
 @pytest.mark.parametrize("limit", ["0", "501", "ten"])
 def test_the_tool_and_model_lists_check_their_limit_like_every_list(tenant, path, limit):
