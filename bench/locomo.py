@@ -48,6 +48,7 @@ from django.db import connection  # noqa: E402
 
 from core_memory.flows.onboarding import organisation_create  # noqa: E402
 from core_memory.llm.embeddings import embedding_model_id  # noqa: E402
+from memory.search import ranking  # noqa: E402
 from memory.search.ranking import RECENCY_BOOST, TIME_BOOST, VECTOR_WEIGHT  # noqa: E402
 from tests.factories import client_for  # noqa: E402
 
@@ -197,9 +198,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="Replace this bench's section of bench/RESULTS.md.")
     parser.add_argument("--conversations", type=int, default=10, help="Only the first N conversations (a quick look).")
+    parser.add_argument(
+        "--try", dest="tries", default="", metavar="NAME=V1,V2",
+        help="Also ask with each value of a weight of memory.search.ranking (e.g. VECTOR_WEIGHT=0.35,0.45,0.55); prints R@10 per group.",
+    )
     options = parser.parse_args()
     conversations = locomo_load()[: options.conversations]
 
+    # One key sends every request of the bench (as bench/client.py's server): no rate limit.
+    settings.CORE_RATE_LIMIT_PER_MINUTE = 1_000_000_000
     with scratch_database("bench_locomo"):
         organisation, _key, secret = organisation_create(name="LoCoMo")
         owner = client_for(secret)
@@ -223,6 +230,17 @@ def main() -> None:
             for mode, index_id in index_ids.items()
         }
         count = sum(len(set(turns.values())) for turns in records["hybrid"].values())
+        if options.tries:
+            name, values = options.tries.split("=")
+            for value in values.split(","):
+                with mock.patch.object(ranking, name, float(value)):
+                    for mode, index_id in index_ids.items():
+                        rows, latencies = ask(conversations=conversations, secret=secret, index_id=index_id, records=records[mode])
+                        shares = "  ".join(
+                            f"{group.split(' (')[0]}: R@10 {_share([row for row in rows if row['conversation'] in members], 'r@10'):.3f}"
+                            for group, members in GROUPS.items()
+                        )
+                        print(f"{name}={value} {mode:9} {shares}  p95 {_percentile(latencies, 0.95):.1f} ms", flush=True)
     section = report(results=results, embed_seconds=embed_seconds, records=count, load_seconds=load_seconds)
     print(section)
     if options.write:

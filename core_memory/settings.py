@@ -119,6 +119,11 @@ DATABASES = {"default": env.db_url_config(_database_url())}
 DATABASES["default"]["HOST"] = unquote(DATABASES["default"]["HOST"])
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# pgvector's HNSW scans on until enough rows pass a query's filters (organisation, index,
+# shared set), instead of returning the ef_search nearest and filtering most of them away
+# (docs/decisions.md "Search"). A placeholder setting until pgvector loads; harmless without it.
+_options = DATABASES["default"].setdefault("OPTIONS", {})
+_options["options"] = (_options.get("options", "") + " -c hnsw.iterative_scan=relaxed_order").strip()
 # Parallel test runs on one server (several developers, CI) each name their own test database.
 if env.str("TEST_DATABASE_NAME", default=""):
     DATABASES["default"]["TEST"] = {"NAME": env.str("TEST_DATABASE_NAME")}

@@ -240,7 +240,18 @@ def record_search(
         vectors = _vectors_in_scope(
             key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared, types=types, after=after, before=before
         )
-        pools |= Q(pk__in=vectors.order_by(MaxInnerProduct("vector", vector)).values("record_id")[:depth])
+        distance = MaxInnerProduct("vector", vector)
+        if subject is not None:
+            # Her own vectors, scanned exactly: `+ 0` keeps the ordering off the HNSW index,
+            # which the planner picks from ~100k records on and which, filtered to one person
+            # afterwards, found a few percent of her nearest (bench/RESULTS.md, vector scan).
+            pools |= Q(pk__in=vectors.filter(subject=subject).order_by(distance + 0).values("record_id")[:depth])
+        others = vectors if subject is None else vectors.filter(subject__isnull=True) if shared else None
+        if others is not None:
+            # The shared set, or every person's (no person named): too many to scan in a large
+            # store; HNSW with pgvector's iterative scan (settings), or exact where the planner
+            # deems it cheaper.
+            pools |= Q(pk__in=others.order_by(distance).values("record_id")[:depth])
         similarity = Subquery(
             vectors.filter(record_id=OuterRef("id")).annotate(similarity=-MaxInnerProduct("vector", vector)).values("similarity")[:1],
             output_field=FloatField(),
