@@ -38,12 +38,12 @@ MAX_PAIRS_PER_JOB = 40
 
 
 def contradiction_jobs_plan(
-    *, organisation_id: str, index_id: str, changed: list[ChangedRecord], closed: set[str], since: datetime | None, clock: datetime
+    *, organisation_id: str, index: KnowledgeIndex, changed: list[ChangedRecord], closed: set[str], since: datetime | None, clock: datetime
 ) -> list[MaintenanceJob]:
     """The jobs for the pairs worth asking about among `changed` (records of persons in
-    `closed`, whose rules forbid the helper model, are never sent)."""
+    `closed`, whose rules forbid the helper model, are never sent); `index` is the store's."""
+    index_id = index.pk
     readable = [record for record in changed if record.type not in EVENT_TYPES and record.subject not in closed]
-    index = KnowledgeIndex.objects.for_organisation(organisation_id).filter(pk=index_id).first()
     candidates = contradiction_candidates(
         organisation_id=organisation_id, index=index, record_ids=[record.id for record in readable if record.subject is not None], shared=False
     ) + contradiction_candidates(

@@ -113,7 +113,7 @@ def maintenance_store_plan(*, index_id: str, now: datetime | None = None, force:
     if reading["contested"]:
         jobs += contradiction_jobs_plan(
             organisation_id=organisation.id,
-            index_id=index_id,
+            index=store.index,
             changed=changed_for("contested"),
             closed=closed,
             since=_since(throughs["contested"]),
