@@ -23,8 +23,11 @@ DEBUG = env.bool("DEBUG", default=False)
 DEVELOPMENT = env.bool("CORE_DEVELOPMENT", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
-    if not DEBUG and not DEVELOPMENT:
-        raise ImproperlyConfigured("SECRET_KEY must be set outside development")
+    # DEBUG alone is no promise that nobody else reaches this process: only CORE_DEVELOPMENT
+    # allows the well-known development secret, which would let anyone forge sessions.
+    if not DEVELOPMENT:
+        # One line on stderr and exit status 1, not a traceback to read through.
+        raise SystemExit("SECRET_KEY must be set outside development (DEBUG does not allow the development secret; CORE_DEVELOPMENT=true does)")
     SECRET_KEY = "development-only-not-secret"  # noqa: S105 — development default, see README
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 TIME_ZONE = env.str("TIME_ZONE", default="UTC")

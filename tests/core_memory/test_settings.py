@@ -52,6 +52,17 @@ def test_without_configuration_the_service_is_in_production_mode_and_needs_a_sec
     assert "SECRET_KEY must be set outside development" in result.stderr
 
 
+def test_debug_without_a_secret_key_does_not_start_on_the_development_secret():
+    """Issue 19: DEBUG=true without SECRET_KEY started with the well-known development secret
+    even with CORE_DEVELOPMENT=false; it stops with one line that says what to set."""
+    result = start(DEBUG="true", SECRET_KEY="", CORE_DEVELOPMENT="false")
+
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "SECRET_KEY must be set outside development (DEBUG does not allow the development secret; CORE_DEVELOPMENT=true does)"
+    )
+
+
 def test_development_mode_is_asked_for_explicitly():
     """`make run` and `make test` set CORE_DEVELOPMENT=true themselves."""
     result = start(CORE_DEVELOPMENT="true", SECRET_KEY="")
