@@ -13,7 +13,7 @@ from core_memory.api.views import CoreApi
 from core_memory.base.errors import InvalidRequest
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from memory.answers import record_write_answer
-from memory.importing import FORMATS, MAX_REPORTED_ERRORS, ImportFailed, records_import
+from memory.importing import FORMATS, MAX_REPORTED_ERRORS, ImportFailed, json_lines_split, records_import
 from memory.models import MemoryRecord
 from memory.selectors import (
     SEARCH_DEFAULT_LIMIT,
@@ -356,7 +356,7 @@ class JsonLinesParser(BaseParser):
 
     def parse(self, stream, media_type=None, parser_context=None) -> list[str]:
         try:
-            return stream.read().decode("utf-8").splitlines() if stream is not None else []
+            return json_lines_split(stream.read().decode("utf-8")) if stream is not None else []
         except UnicodeDecodeError:
             raise InvalidRequest("The body is not UTF-8 text.") from None
 

@@ -190,6 +190,16 @@ def _line_index(*, key: ApiKey, line: ImportLine, index: KnowledgeIndex | None, 
     return found
 
 
+def json_lines_split(text: str) -> list[str]:
+    r"""The lines of a JSON Lines text: it ends a line with \n (or \r\n) only. `str.splitlines()`
+    also breaks at U+2028, U+2029, U+0085 and more, which JSON allows raw inside a string and
+    our own export writes so."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
 def records_import(
     *,
     key: ApiKey,

@@ -3,8 +3,10 @@ index, all or nothing, each failing line named with its field; mem0's and Zep's 
 from __future__ import annotations
 
 import json
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 
 from audit.models import AuditEvent
 from memory.models import MemoryRecord
@@ -174,3 +176,23 @@ def test_another_person_token_cannot_import_into_her_name(tenant):
 
     assert response.status_code == 403
     assert _written() == ((), ())
+
+
+def test_cores_own_export_with_unicode_line_separators_in_a_text_imports_through_the_api(tenant, other_tenant, write, tmp_path):
+    """Issue 19: the API split the body with `str.splitlines()`, which also breaks at U+2028,
+    U+2029 and U+0085 — characters JSON allows raw in a string and `export_memory` writes raw —
+    so Core's own export was 'not JSON' to the API. Lines end at \\n (or \\r\\n) only."""
+    texts = ["Adres:\u2028Dorpsstraat 1", "Eerste alinea.\u2029Tweede alinea.", "Regel\u0085volgende regel"]
+    for text in texts:
+        write(text, subject="anna")
+    exported = tmp_path / "acme.jsonl"
+    call_command("export_memory", "--org", tenant.organisation.id, "--output", str(exported), stderr=StringIO())
+    body = exported.read_bytes().decode("utf-8").replace("\n", "\r\n", 1)  # a Windows line end reads the same
+    assert "\u2028" in body and "\u2029" in body and "\u0085" in body
+
+    response = _import(other_tenant.client(), other_tenant.index.id, body)
+
+    assert response.status_code == 200, response.content
+    assert response.json()["created"] == 3
+    imported = MemoryRecord.objects.filter(organisation=other_tenant.organisation).order_by("id")
+    assert [(record.subject, record.text) for record in imported] == [("anna", text) for text in texts]
