@@ -78,6 +78,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "core_memory.api.middleware.ApiInEnglishMiddleware",
+    "core_memory.api.middleware.PersonPathAsSentMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -204,6 +205,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "PATH_CONVERTER_OVERRIDES": {"subject": str},
     "ENUM_NAME_OVERRIDES": {
         "KeyCapabilityEnum": "core_memory.keys.models.KEY_CAPABILITIES",
         "OrganisationCapabilityEnum": "core_memory.organisations.models.ORGANISATION_CAPABILITIES",

@@ -54,7 +54,8 @@ def wait_until_answering(process: subprocess.Popen, base: str, *, timeout: float
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(f"{base}/v1/schema", timeout=2):
+            # The schema takes seconds to build on a busy machine: a short probe would never see it.
+            with urllib.request.urlopen(f"{base}/v1/schema", timeout=15):
                 return
         except OSError:
             if process.poll() is not None:

@@ -1,4 +1,5 @@
 import logging
+from urllib.parse import quote, urlsplit
 
 from django.conf import settings
 from django.db import InterfaceError
@@ -30,6 +31,47 @@ class ApiInEnglishMiddleware:
             translation.activate("en")
             request.LANGUAGE_CODE = "en"
         return self.get_response(request)
+
+
+PERSONS_PREFIX = "/v1/persons/"
+# What stays as it is when the path Django decoded is encoded again: only the characters a
+# path may hold raw, and `%` of escapes the client already wrote.
+_PATH_SAFE = "/%:@!$&'()*+,;=-._~"
+
+
+class PersonPathAsSentMiddleware:
+    """`/v1/persons/{subject}…` is routed on the path as the client sent it.
+
+    The server decodes `%2F` to `/` before Django sees the path, so the person "x/export" (sent
+    as `x%2Fexport`) would read as x's export and could not be erased. gunicorn hands on the
+    path as sent (`RAW_URI`; other servers `REQUEST_URI`); the route's converter decodes the
+    subject once. Without it (Django's test client, runserver) the decoded path is encoded
+    again, which reads a raw slash as it always did."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path_info.startswith(PERSONS_PREFIX):
+            request.path_info = _path_as_sent(request) or quote(request.path_info, safe=_PATH_SAFE.replace("%", ""))
+        return self.get_response(request)
+
+
+def _path_as_sent(request) -> str | None:
+    sent = request.META.get("RAW_URI") or request.META.get("REQUEST_URI")
+    if not sent:
+        return None
+    path = urlsplit(sent).path
+    script_name = request.META.get("SCRIPT_NAME", "").rstrip("/")
+    if script_name and path.startswith(script_name):
+        path = path[len(script_name):]
+    if not path.startswith(PERSONS_PREFIX):
+        return None
+    try:
+        # WSGI hands on the request line's bytes as latin-1: raw non-ASCII bytes become escapes.
+        return quote(path.encode("latin-1"), safe=_PATH_SAFE)
+    except UnicodeEncodeError:
+        return None
 
 
 class ApiRequestSizeMiddleware:

@@ -1,10 +1,28 @@
-from django.urls import path
+from urllib.parse import unquote
+
+from django.urls import path, register_converter
 
 from core_memory.persons import apis
 
+
+class SubjectConverter:
+    """A person's subject in the path as the client sent it (`PersonPathAsSentMiddleware`),
+    decoded once here: `x%2Fexport` is the person "x/export", never x's export. A slash the
+    client did not encode still reads as part of the name, as it always did (R-3.4)."""
+
+    regex = ".+"
+
+    def to_python(self, value: str) -> str:
+        return unquote(value, errors="strict")
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(SubjectConverter, "subject")
+
 urlpatterns = [
-    # `path`: a person may be named with a slash in X-Core-Subject, and must be reachable here too (R-3.4).
     # Before the person's own route, which would read "anna/export" as her name.
-    path("persons/<path:subject>/export", apis.PersonExportApi.as_view(), name="person-export"),
-    path("persons/<path:subject>", apis.PersonApi.as_view(), name="person-detail"),
+    path("persons/<subject:subject>/export", apis.PersonExportApi.as_view(), name="person-export"),
+    path("persons/<subject:subject>", apis.PersonApi.as_view(), name="person-detail"),
 ]
