@@ -14,7 +14,7 @@ from pgvector.django import MaxInnerProduct
 
 from core_memory.base.errors import ImproperlyScoped, NotFound
 from core_memory.keys.models import ApiKey
-from core_memory.llm.embeddings import query_embed
+from core_memory.llm.embeddings import query_embed, query_embed_begin
 from memory.embedding.storage import index_embeds
 from memory.filters import MemoryRecordFilter
 from memory.models import MemoryRecord, RecordEmbedding
@@ -208,11 +208,13 @@ def record_search(
     """Active records most relevant to `query`, best first, each with its score 0..1 (R-5.10).
 
     Candidates are the best `SEARCH_DEPTH` by full text and, when the index embeds
-    (memory.embedding.storage.index_embeds), the `SEARCH_DEPTH` nearest by meaning, all in the
-    request's scope; memory.search.ranking fuses them. A fixed number of queries whatever the
-    store's size or `limit`: the query's lexemes, then one query that reads the candidates with
-    both their scores. One query embedding. A read only: the caller counts the retrieval
-    (memory.services.records_retrieved, R-5.10).
+    (memory.embedding.storage.index_embeds), the `SEARCH_DEPTH` nearest by meaning, of her own
+    records and of the shared ones apart (`_scope_parts`), all in the request's scope;
+    memory.search.ranking fuses them. A fixed number of queries whatever the store's size or
+    `limit`: the query's lexemes, then one query that reads the candidates with both their
+    scores — when the index embeds, the full-text candidates first, while the question is being
+    embedded on the engine's thread. One query embedding. A read only: the caller counts the
+    retrieval (memory.services.records_retrieved, R-5.10).
     """
     now = now or timezone.now()
     records = records_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared).filter(
@@ -224,33 +226,48 @@ def record_search(
         records = records.filter(created_at__gt=after)
     if before is not None:
         records = records.filter(created_at__lt=before)
+    embeds = index_embeds(index)
+    if embeds:
+        # The engine embeds the question on its own thread while the full-text candidates are read.
+        query_embed_begin(query)
     search_query = text_query(query)
-    vector = HalfVector(query_embed(query)) if index_embeds(index) else None
-    if search_query is None and vector is None:
+    if search_query is None and not embeds:
         return []
     depth = max(SEARCH_DEPTH, limit)
     pools = Q(pk__in=[])
     text_score = Value(0.0)
     if search_query is not None:
         rank = SearchRank(F("search_vector"), search_query, cover_density=True, normalization=Value(32))
-        pools |= Q(pk__in=records.filter(search_vector=search_query).order_by(rank.desc(), "id").values("id")[:depth])
+        matching = records.filter(search_vector=search_query)
+        text_pools = [
+            part.order_by(rank.desc(), "id").values_list("id", flat=True)[:depth]
+            for part in _scope_parts(matching, subject=subject, all_subjects=all_subjects, shared=shared)
+        ]
+        if embeds:
+            # Read now (one query), while the question is being embedded; the vectors' part needs it.
+            first, *others = text_pools
+            pools |= Q(pk__in=list(first.union(*others, all=True)) if others else list(first))
+        else:
+            for part in text_pools:
+                pools |= Q(pk__in=part)
         text_score = Case(When(search_vector=search_query, then=rank), default=Value(0.0), output_field=FloatField())
     similarity = Value(None, output_field=FloatField())
-    if vector is not None:
+    if embeds:
+        vector = HalfVector(query_embed(query))
         vectors = _vectors_in_scope(
             key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared, types=types, after=after, before=before
         )
         distance = MaxInnerProduct("vector", vector)
         if subject is not None:
-            # Her own vectors, scanned exactly: `+ 0` keeps the ordering off the HNSW index,
+            # Her own vectors, scanned exactly: `+ 0` keeps the ordering off the HNSW indexes,
             # which the planner picks from ~100k records on and which, filtered to one person
             # afterwards, found a few percent of her nearest (bench/RESULTS.md, vector scan).
             pools |= Q(pk__in=vectors.filter(subject=subject).order_by(distance + 0).values("record_id")[:depth])
         others = vectors if subject is None else vectors.filter(subject__isnull=True) if shared else None
         if others is not None:
-            # The shared set, or every person's (no person named): too many to scan in a large
-            # store; HNSW with pgvector's iterative scan (settings), or exact where the planner
-            # deems it cheaper.
+            # The shared set (its own HNSW graph: memory.models), or every person's when none is
+            # named (the whole graph, walked on past its filters: settings); exact where the
+            # planner deems that cheaper.
             pools |= Q(pk__in=others.order_by(distance).values("record_id")[:depth])
         similarity = Subquery(
             vectors.filter(record_id=OuterRef("id")).annotate(similarity=-MaxInnerProduct("vector", vector)).values("similarity")[:1],
@@ -279,6 +296,17 @@ def record_search(
         limit=limit,
     )
     return [(by_id[record_id], score) for record_id, score in ranking]
+
+
+def _scope_parts(records: QuerySet[MemoryRecord], *, subject: str | None, all_subjects: bool, shared: bool) -> list[QuerySet]:
+    """`records` (of `records_in_scope`) as the parts a search ranks apart: her own and the
+    shared ones for a person. Each part is ranked by its own index (memory.models: her entries
+    of the scoped full-text index, the shared records' own); ranked together, the shared set's
+    every match was read and sorted for each of her questions. The best of each part are
+    candidates, which is at least the best of the whole."""
+    if subject is not None and shared:
+        return [records.filter(subject=subject), records.filter(subject__isnull=True)]
+    return [records]
 
 
 def _vectors_in_scope(

@@ -24,6 +24,8 @@ from django.db import connection
 from django.db.models import Case, F, IntegerField, QuerySet, Value, When
 
 from core_memory.keys.models import ApiKey
+from core_memory.llm.embeddings import query_embed_begin
+from memory.embedding.storage import index_embeds
 from memory.injection.lines import record_line, token_estimate, tokens_of_bytes
 from memory.injection.settings import BlockSettings, block_settings, governing_block, readable_index
 from memory.models import MemoryRecord
@@ -265,6 +267,11 @@ def injection_block_build(
     if index is None:
         return InjectionResult(text="", trace=trace)
     settings = block_settings(block=block_config, index=index)
+    searches_topic = settings.rank in RANK_SCORES or (settings.episodes_limit > 0 and settings.names("episode"))
+    if searches_topic and topic and topic.strip() and index_embeds(index):
+        # The topic's searches need its vector: the engine makes it on its own thread while the
+        # first sections are read (each search then takes it, or waits for what is left).
+        query_embed_begin(topic)
 
     def candidates_of(person: str | None) -> QuerySet:
         """Her records (`person`), or the shared ones (None), under the block's filters. Each

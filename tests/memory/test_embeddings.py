@@ -3,6 +3,8 @@ active record's current text, and the backfill command. The real model runs (nan
 from __future__ import annotations
 
 import json
+import threading
+import uuid
 from datetime import timedelta
 from io import StringIO
 
@@ -45,6 +47,34 @@ def test_the_model_gives_unit_vectors_and_tells_a_query_from_a_passage(vectors):
     assert passages.shape == (2, DIMENSIONS)
     assert np.linalg.norm(passages, axis=1) == pytest.approx([1.0, 1.0], abs=1e-3)
     assert float(query @ passages_embed(["Waar woont Anna?"])[0]) < 0.99
+
+
+def test_a_question_begun_on_the_engine_thread_is_embedded_once_and_waited_for(vectors, monkeypatch):
+    """Issue 22 item 3: the search starts the question's embedding, reads its full-text
+    candidates meanwhile, then takes the vector; the engine runs once for it."""
+    from core_memory.llm import embeddings
+
+    engine = embeddings._engine()
+    asked: list[str] = []
+    release = threading.Event()
+
+    class Slow:
+        def query(self, text):
+            asked.append(text)
+            release.wait(5)
+            return engine.query(text)
+
+    monkeypatch.setattr(embeddings, "_engine", lambda: Slow())
+    question = f"Waar woont Anna nu? {uuid.uuid4()}"
+
+    embeddings.query_embed_begin(question)
+    embeddings.query_embed_begin(question)  # already being made: not made twice
+    release.set()
+    vector = query_embed(question)
+
+    assert asked == [question]
+    assert float(vector @ engine.query(question)) == pytest.approx(1.0, abs=1e-5)
+    assert query_embed(question) is vector  # remembered: a turn's sections search one topic
 
 
 def test_a_write_to_an_embedding_index_gets_its_vector_after_commit_by_the_task(

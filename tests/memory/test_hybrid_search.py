@@ -6,6 +6,7 @@ from datetime import timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from memory.models import MemoryRecord, RecordEmbedding
@@ -158,8 +159,9 @@ def test_hybrid_search_takes_the_same_number_of_queries_for_any_limit(tenant, em
     vectors(*written)
     client = tenant.client(subject="anna")
     _search(client, embedding_index, query="Acme facturen", limit=1)  # the index and the words, read once per process
-    # The credential, the candidates with both their scores, and the retrieval counts (in a savepoint here).
-    with django_assert_num_queries(5):
+    # The credential, the full-text candidates (read while the question is embedded), the
+    # candidates with both their scores, and the retrieval counts (in a savepoint here).
+    with django_assert_num_queries(6):
         hits = _search(client, embedding_index, query="Acme facturen", limit=limit)
     assert len(hits) == limit
 
@@ -174,3 +176,14 @@ def test_a_key_limited_to_other_indexes_cannot_search_by_vector_either(tenant, e
     assert response.json()["error"]["param"] == "index_id"
     assert MemoryRecord.objects.for_organisation(tenant.organisation).filter(retrieval_count__gt=0).count() == 0
     assert make_key  # the helper is the one tests/factories offers
+
+
+def test_the_shared_records_vectors_have_an_hnsw_graph_of_their_own(vectors):
+    """Issue 22 item 2: every person's search reads the shared set's nearest vectors; walked in the
+    whole graph, where the shared vectors are a few percent, HNSW lost most of them at 1M records."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'memory_embedding_shared_hnsw'")
+        (definition,) = cursor.fetchone()
+
+    assert "USING hnsw (vector halfvec_ip_ops)" in definition
+    assert definition.endswith("WHERE (subject IS NULL)")
