@@ -18,6 +18,13 @@ where a check exists:
   or sofinummer near it, or the official dotted notation `1234.56.782` (docs/decisions.md
   "PII": the 11-proef alone passes one in eleven nine-digit numbers).
 
+Text is first brought to one writing (`normalised`): no-break and other Unicode spaces
+become a space, zero-width and other invisible format characters go, Unicode line and
+paragraph separators become a line break. The detectors run on that; each finding is mapped
+back to its span of the original text (the placeholder replaces what the person wrote,
+invisible characters and all). An IBAN's groups may also be split by tabs, dots or one line
+break, a BSN by dashes; an e-mail address may have an internationalised domain.
+
 Names, street addresses, postcodes, dates of birth and other identifiers are not
 found (README "Personal data"). Measured on labelled Dutch and English chat messages
 in the PII spike (`/work/spikes/pii/REPORT.md`); the examples are in
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -59,13 +67,52 @@ class Finding:
     value: str
 
 
+_LINE_BREAKS = {"\u0085", "\u2028", "\u2029"}
+
+
+def _character_normalised(character: str) -> str:
+    if character in " \n\r":
+        return character
+    if character == "\t" or unicodedata.category(character) == "Zs":
+        return " "  # no-break, narrow no-break, thin, figure, ideographic … spaces
+    if character in _LINE_BREAKS or unicodedata.category(character) in ("Zl", "Zp"):
+        return "\n"
+    if unicodedata.category(character) == "Cf":
+        return ""  # zero-width space and joiners, word joiner, BOM, soft hyphen, direction marks
+    return character
+
+
+def normalised_with_positions(text: str) -> tuple[str, list[int]]:
+    """`normalised(text)`, and for each of its characters the index of the character of `text`
+    it came from (one more entry: `len(text)`)."""
+    parts: list[str] = []
+    positions: list[int] = []
+    for index, character in enumerate(text):
+        if character.isascii() and character != "\t":
+            parts.append(character)
+            positions.append(index)
+            continue
+        replacement = _character_normalised(character)
+        parts.append(replacement)
+        positions.extend([index] * len(replacement))
+    positions.append(len(text))
+    return "".join(parts), positions
+
+
+def normalised(text: str) -> str:
+    """The one writing the detectors read (the module's docstring)."""
+    return normalised_with_positions(text)[0]
+
+
+# A domain's labels and top-level domain may be internationalised (`müller.de`, `例え.jp`, or
+# their `xn--` form); `[^\W_]` is a letter or digit of any script.
 _EMAIL = re.compile(
     r"(?<![\w.%+\-])"
-    r"[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}"
+    r"[^\W_][\w.%+\-]{0,63}"
     r"@"
-    r"(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+"
-    r"[A-Za-z]{2,24}"
-    r"(?![\w\-]|\.[A-Za-z0-9])"
+    r"(?:[^\W_](?:(?:[^\W_]|-){0,61}[^\W_])?\.)+"
+    r"(?:[^\W\d_]{2,24}|xn--[a-z0-9\-]{2,59})"
+    r"(?![\w\-]|\.[^\W_])"
 )
 
 
@@ -146,8 +193,11 @@ def _ip_addresses(text: str) -> Iterable[Finding]:
         yield Finding(match.start(), match.end(), IP_ADDRESS, address)
 
 
-_IBAN = re.compile(r"(?i)(?<![A-Za-z0-9])([A-Z]{2}\d{2})((?:[ \-]?[A-Z0-9]{1,4}){2,9})")
-_IBAN_GROUP = re.compile(r"(?i)[ \-]?[A-Z0-9]{1,4}")
+# Between groups: a space (a tab or any Unicode space, after `normalised`), a dash, a dot, or
+# one line break.
+_IBAN_SEPARATOR = r"(?:[ \-.]|\r?\n)"
+_IBAN = re.compile(r"(?i)(?<![A-Za-z0-9])([A-Z]{2}\d{2})((?:" + _IBAN_SEPARATOR + r"?[A-Z0-9]{1,4}){2,9})")
+_IBAN_GROUP = re.compile(r"(?i)" + _IBAN_SEPARATOR + r"?[A-Z0-9]{1,4}")
 _IBAN_SHORTEST = 15  # Norway's
 
 
@@ -157,7 +207,7 @@ def _ibans(text: str) -> Iterable[Finding]:
         # The longest run of groups that is a valid IBAN: the next word may start with letters or digits.
         for count in range(len(groups), 1, -1):
             candidate = match.group(1) + "".join(groups[:count])
-            compact = re.sub(r"[ \-]", "", candidate).upper()
+            compact = re.sub(r"[^A-Za-z0-9]", "", candidate).upper()
             if len(compact) < _IBAN_SHORTEST:
                 break
             end = match.start() + len(candidate)
@@ -201,7 +251,7 @@ def _credit_cards(text: str) -> Iterable[Finding]:
 
 _BSN = re.compile(
     r"(?<![\w.,\-/#])"
-    r"(\d{9}|\d{4}\.\d{2}\.\d{3}|\d{3} \d{3} \d{3}|\d{3}\.\d{3}\.\d{3})"
+    r"(\d{9}|\d{4}\.\d{2}\.\d{3}|\d{3} \d{3} \d{3}|\d{3}\.\d{3}\.\d{3}|\d{3}-\d{3}-\d{3}|\d{3}-\d{2}-\d{4}|\d{4}-\d{2}-\d{3})"
     r"(?![\w\-/]|[.,]\d)"
 )
 _BSN_DOTTED = re.compile(r"\d{4}\.\d{2}\.\d{3}")
@@ -257,9 +307,20 @@ def _without_overlaps(findings: Iterable[Finding]) -> list[Finding]:
 
 
 def findings_in(text: str) -> list[Finding]:
-    """The personal data in `text`, in order, never overlapping. May raise whatever the
-    libraries raise; callers go through `core_memory.pii.placeholders`, which turns that into
-    a `RedactionError`."""
+    """The personal data in `text`, in order, never overlapping, as spans of `text` itself
+    (found in its normalised writing). May raise whatever the libraries raise; callers go
+    through `core_memory.pii.placeholders`, which turns that into a `RedactionError`."""
+    plain, positions = normalised_with_positions(text)
+    if plain == text:
+        return _findings_in_normalised(text)
+    spans = []
+    for found in _findings_in_normalised(plain):
+        start, end = positions[found.start], positions[found.end - 1] + 1
+        spans.append(Finding(start, end, found.kind, text[start:end]))
+    return spans
+
+
+def _findings_in_normalised(text: str) -> list[Finding]:
     findings = [
         *_emails(text),
         *_urls(text),

@@ -7,7 +7,8 @@ Pure functions over a `Placeholders` value; storing it is `core_memory.pii.servi
 - The same value gets the same placeholder every time. "The same" is judged on a
   normal form: e-mail in lower case, a phone number in E.164, IBAN, card and BSN as their
   letters and digits, an IP address as `ipaddress` writes it, a URL with its scheme and
-  host in lower case and no trailing slash. `06-12345678` and `+31 6 12345678` therefore
+  host in lower case and no trailing slash; in every kind Unicode spaces and invisible
+  characters count as the detection reads them. `06-12345678` and `+31 6 12345678` therefore
   share one placeholder, which is restored as the form seen first.
 - Text that already looks like a placeholder (a person typing `<EMAIL_1>`) is left as it
   is, and new numbers of its kind skip past it, so it is never restored into a value
@@ -40,6 +41,7 @@ from core_memory.pii.detection import (
     URL,
     Finding,
     findings_in,
+    normalised,
 )
 
 T = TypeVar("T")
@@ -59,7 +61,7 @@ class RedactionError(Exception):
 
 def normal_form(kind: str, value: str) -> str:
     """What makes two writings of a value the same value (the module's docstring)."""
-    value = value.strip()
+    value = normalised(value).strip()
     if kind == EMAIL:
         return value.lower()
     if kind == PHONE:

@@ -17,6 +17,7 @@ from extraction.services import windows as windows_service
 from extraction.services.planning import extraction_switch_plan
 from extraction.services.windows import extraction_window_run
 from memory.models import MemoryRecord
+from tests.core_memory.pii.labelled import bare, writings_with_personal_data
 from tests.extraction.builders import add, conversation, extraction_answer, items_add, shown, switch_put
 from tests.factories import make_record
 from tests.fake_model import completion
@@ -337,6 +338,22 @@ def test_a_thread_a_redacting_key_wrote_is_redacted_and_the_record_holds_the_rea
     assert data["records"] == [{"id": hers.id, "type": "fact", "text": "Haar oude adres is <EMAIL_2>."}]
     assert "anna@example.nl" not in json.dumps(fake_model.requests[0].body)
     assert MemoryRecord.objects.get(type="preference").text == "Wil gemaild worden op anna@example.nl."
+
+
+def test_personal_data_in_any_writing_reaches_the_extraction_model_only_as_placeholders(tenant, switch, fake_model, run_extraction):
+    """Issue 19 (R-8.8): the writings a redacting key let through raw (no-break spaces, zero-width
+    characters, an IBAN's groups split by tabs, dots or a line break, a dashed BSN, an
+    internationalised e-mail domain) reach the extraction window as placeholders."""
+    _, redacting = tenant.key_client(name="redacting", pii_redaction=True)
+    text, values = writings_with_personal_data()
+    conversation(organisation=tenant.organisation, key=redacting, messages=[text])
+    fake_model.answer(extraction_answer([]))
+
+    run_extraction()
+
+    sent = json.dumps(fake_model.requests[0].body, ensure_ascii=False)
+    assert [value for value in values if bare(value) in bare(sent)] == []
+    assert shown(fake_model.requests[0])["items"][0]["text"].count("<") == len(values)
 
 
 def test_a_thread_of_a_non_redacting_key_is_read_as_written(tenant, switch, fake_model, run_extraction):

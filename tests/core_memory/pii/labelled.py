@@ -177,9 +177,66 @@ HOLD_OUT = [
     'Ze woont op Kerkstraat 12, 3511 AB Utrecht.',
 ]
 
-_MARK = re.compile(r"\[\[([A-Z_]+)\|(.+?)\]\]")
+# Issue 19: personal data in the writings a redacting key let through — Unicode spaces, zero-width
+# characters, tabs, dots and line breaks between an IBAN's groups, a dashed BSN, internationalised
+# e-mail domains — and clean messages written with the same characters, which must stay clean.
+WRITINGS = [
+    'Mijn IBAN is [[IBAN|NL91\u00a0ABNA\u00a00417\u00a01643\u00a000]].',
+    'Rekening: [[IBAN|NL91\u202fABNA\u202f0417\u202f1643\u202f00]] graag.',
+    'IBAN\t[[IBAN|NL91\tABNA\t0417\t1643\t00]]',
+    'Overmaken naar [[IBAN|NL20.INGB.0001.2345.67]] a.u.b.',
+    'Mijn rekening is [[IBAN|NL44 RABO\n0123 4567 89]], dank je.',
+    'Mijn rekening is [[IBAN|NL44 RABO\r\n0123 4567 89]], dank je.',
+    'IBAN [[IBAN|NL91ABNA\u200b0417164300]] graag.',
+    'IBAN\u00a0:\u00a0[[IBAN|DE89\u00a03704\u00a00044\u00a00532\u00a00130\u00a000]]',
+    'Mail naar [[EMAIL|kees\u200b@example.nl]] even.',
+    'E-mail: [[EMAIL|anna\u2060.smit@example.nl]]',
+    'Mijn adres: [[EMAIL|jan@müller.de]]',
+    'Schrijf naar [[EMAIL|info@bücher.example]] of bel.',
+    'Kaart [[CREDIT_CARD|4111\u00a01111\u00a01111\u00a01111]] graag blokkeren.',
+    'My card is [[CREDIT_CARD|5500\u202f0000\u202f0000\u202f0004]].',
+    'BSN [[BSN|111-22-2333]] voor de aangifte.',
+    'Mijn burgerservicenummer is [[BSN|111\u00a0222\u00a0333]].',
+    'sofinummer\u00a0[[BSN|123-456-782]] graag',
+    'Bel me op [[PHONE|06\u00a012345678]].',
+    'Reach me at [[EMAIL|s.connor@bücher.de]] or [[PHONE|0031\u00a06\u00a012345678]].',
+    'Het kost €\u00a01.250,00 per maand.',
+    'Afspraak op 12\u00a0maart om 14:00.',
+    'Tabel:\tnaam\tbedrag\tdatum',
+    'Ordernummer\u00a0123456789 is verzonden.',
+    'Bedankt\u200b voor je bericht!',
+    'Postcode 1234\u00a0AB in Amsterdam.',
+    'Code: NL-2026-0001\twordt gebruikt.',
+    'Regel een\u2028regel twee\u2029derde alinea.',
+    'De factuur van 2026-01-15 is betaald, kenmerk 2026-0115-33.',
+    'Kamer 12.34.56 op de derde verdieping.',
+    'Totaal\t€ 45,00\nBTW\t€ 9,45',
+    'Zie\u00a0bijlage\u202f2 en paragraaf\u20093.',
+    'Ticket\u00a0#4411-2233 staat open.',
+    'Order 1111\u00a02222\u00a03333\u00a04444 is onderweg.',
+    'Ik stuur het morgen\u00a0@\u00a0kantoor.',
+    'Mijn bsn-aanvraag loopt nog, nummer 2026-04-001.',
+    'Kenmerk NL\u00a02026\u00a0AB\u00a012 in behandeling.',
+]
+
+# DOTALL: a label may hold a line break (an IBAN split over two lines).
+_MARK = re.compile(r"\[\[([A-Z_]+)\|(.+?)\]\]", re.DOTALL)
 
 
 def parsed(raw: str) -> tuple[str, list[tuple[str, str]]]:
     """The plain text of a labelled message and its personal data as (kind, value), in order."""
     return _MARK.sub(lambda match: match.group(2), raw), [(match.group(1), match.group(2)) for match in _MARK.finditer(raw)]
+
+
+def bare(text: str) -> str:
+    """Letters and digits only, in lower case: a value is still in a text when its bare form is
+    in the text's, whatever spaces or invisible characters were put in or taken out."""
+    return re.sub(r"[\W_]", "", text).lower()
+
+
+def writings_with_personal_data() -> tuple[str, list[str]]:
+    """The WRITINGS messages that hold personal data as one text (a blank line between them,
+    so no value runs into the next message's), and their values."""
+    messages = [parsed(raw) for raw in WRITINGS]
+    messages = [(text, labels) for text, labels in messages if labels]
+    return "\n\n".join(text for text, _ in messages), [value for _, labels in messages for _, value in labels]

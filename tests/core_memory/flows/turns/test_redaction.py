@@ -11,6 +11,7 @@ from core_memory.threads.models import Item, Response, Thread
 from memory.models import MemoryRecord
 from memory.services import record_write
 from memory.tools.catalogue import TRUST_ENVELOPE_NOTE
+from tests.core_memory.pii.labelled import bare, writings_with_personal_data
 from tests.factories import resolved_for
 
 pytestmark = pytest.mark.django_db
@@ -50,6 +51,22 @@ def test_the_model_sees_placeholders_and_the_person_and_the_thread_see_real_valu
     assert body["status"] == "completed"
     assert [item["content"] for item in body["output"]] == [answer]
     assert stored_contents(body["thread_id"]) == ["Mail me op anna@example.nl of bel 06-12345678.", answer]
+
+
+def test_personal_data_in_any_writing_reaches_the_model_only_as_placeholders(tenant, fake_model, redacting):
+    """Issue 19 (R-8.8): an IBAN with no-break spaces, tabs, dots or a line break, an e-mail
+    address with a zero-width space or an internationalised domain, a card number with no-break
+    spaces, a dashed BSN reached the model raw; the thread keeps what she wrote."""
+    client, _ = redacting
+    text, values = writings_with_personal_data()
+    fake_model.reply("Genoteerd.")
+
+    body = turn(client, input=text)
+
+    seen = fake_model.requests[0].body["messages"][-1]["content"]
+    assert [value for value in values if bare(value) in bare(seen)] == []
+    assert seen.count("<") == len(values)
+    assert stored_contents(body["thread_id"])[0] == text
 
 
 def test_the_memory_block_reaches_the_model_with_placeholders(tenant, fake_model, redacting):
