@@ -1,11 +1,11 @@
-"""Extraction (SPEC §8): a store's switch and its connector, the runs it makes, how far it
+"""Extraction: a store's switch and its connector, the runs it makes, how far it
 has read each thread, and the windows it reads them in.
 
-A window is durable work. It is created `queued` when a run plans it, `running` while one
-worker holds its claim (a token and a lease), and ends `ready` (its records written in
-the same transaction), `failed` (with an error code) or `parked` (the organisation's
-monthly token limit, R-8.9). A worker that dies leaves a `running` window whose lease
-runs out; the dispatcher then hands it out again (R-12.4).
+A window is a unit of durable work (core_memory.base.work): created `queued` when a run
+plans it, `running` while one worker holds its claim (a token and a lease), and it ends
+`ready` (its records written in the same transaction), `failed` (with an error code) or
+`parked` (the organisation's monthly token limit). A worker that dies leaves a `running`
+window whose lease runs out; the dispatcher then hands it out again.
 """
 from django.db import models
 from django.db.models import Q
@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core_memory.base.ids import PrefixedIdField
 from core_memory.base.tenancy import TenantQuerySet
+from core_memory.base.work.models import WorkRun, WorkUnit
 
 
 class ConnectorQuerySet(TenantQuerySet):
@@ -21,8 +22,8 @@ class ConnectorQuerySet(TenantQuerySet):
 
 
 class ExtractionConnector(models.Model):
-    """What reads an organisation's threads into one index on behalf of a switch (R-8.7).
-    Deleting it stops the reading; re-sending the switch gives it a new one (R-8.6)."""
+    """What reads an organisation's threads into one index on behalf of a switch.
+    Deleting it stops the reading; re-sending the switch gives it a new one."""
 
     id = PrefixedIdField("con")
     organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="connectors")
@@ -41,7 +42,7 @@ class ExtractionConnector(models.Model):
 
 
 class ExtractionSwitch(models.Model):
-    """One store's extraction switch (R-8.1). `author_key_id` is the key extraction runs
+    """One store's extraction switch. `author_key_id` is the key extraction runs
     under: the key that last sent the switch, kept as an id because it may be deleted."""
 
     class Threads(models.TextChoices):
@@ -56,14 +57,14 @@ class ExtractionSwitch(models.Model):
     instructions = models.TextField(_("instructions"), blank=True, default="")
     types = models.JSONField(_("types"), default=list)
     schedule_minutes = models.PositiveIntegerField(_("every (minutes)"), default=60)
-    # Null: stored before the field existed, read as `all` (R-8.5).
+    # Null: stored before the field existed, read as `all`, as before it existed.
     threads = models.CharField(_("threads"), max_length=16, choices=Threads.choices, null=True, blank=True)
     episodes = models.BooleanField(_("episodes"), default=False)
     lessons = models.BooleanField(_("lessons"), default=False)
     filter_key_ids = models.JSONField(_("key ids"), default=list, blank=True)
     filter_agent_ids = models.JSONField(_("agent ids"), default=list, blank=True)
     author_key_id = models.CharField(_("runs as key"), max_length=40)
-    # Sessions that come to rest after this moment get an episode (R-8.10): the time
+    # Sessions that come to rest after this moment get an episode: the time
     # episodes were last switched on.
     episodes_since = models.DateTimeField(_("episodes since"), null=True, blank=True)
     next_run_at = models.DateTimeField(_("next run at"), null=True, blank=True)
@@ -89,22 +90,16 @@ class ExtractionSwitch(models.Model):
         return self.threads or self.Threads.ALL
 
 
-class ExtractionRun(models.Model):
-    """One run of a switch: the windows it queued and what they wrote (R-8.5 `last_run`).
+class ExtractionRun(WorkRun):
+    """One run of a switch: the windows it queued and what they wrote (the switch's `last_run`).
     `pending` counts its windows not yet done; the last one to finish closes the run."""
 
     id = PrefixedIdField("run")
-    organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="+")
     switch = models.ForeignKey(ExtractionSwitch, on_delete=models.CASCADE, related_name="runs")
-    started_at = models.DateTimeField(_("started at"))
-    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
     windows = models.PositiveIntegerField(_("windows"), default=0)
-    pending = models.PositiveIntegerField(_("pending"), default=0)
     written = models.PositiveIntegerField(_("written"), default=0)
     confirmed = models.PositiveIntegerField(_("confirmed"), default=0)
     replaced = models.PositiveIntegerField(_("replaced"), default=0)
-    errors = models.PositiveIntegerField(_("errors"), default=0)
-    parked = models.PositiveIntegerField(_("parked"), default=0)
 
     objects = TenantQuerySet.as_manager()
 
@@ -113,9 +108,6 @@ class ExtractionRun(models.Model):
         verbose_name_plural = _("extraction runs")
         indexes = [models.Index(fields=["switch", "-started_at"], name="run_switch_latest")]
 
-    def __str__(self) -> str:
-        return self.id
-
 
 class CursorQuerySet(TenantQuerySet):
     organisation_lookup = "switch__organisation"
@@ -123,7 +115,7 @@ class CursorQuerySet(TenantQuerySet):
 
 class ExtractionCursor(models.Model):
     """How far a switch has read a thread: items before `read_position` were copied into
-    windows (R-8.3, "only items not yet read"). It goes with its thread."""
+    windows, so only items not yet read are read. It goes with its thread."""
 
     switch = models.ForeignKey(ExtractionSwitch, on_delete=models.CASCADE, related_name="cursors")
     thread = models.ForeignKey("threads.Thread", on_delete=models.CASCADE, related_name="+")
@@ -137,8 +129,8 @@ class ExtractionCursor(models.Model):
         constraints = [models.UniqueConstraint(fields=["switch", "thread"], name="cursor_one_per_thread")]
 
 
-class ExtractionWindow(models.Model):
-    """A slice of a thread's items read in one model call (§0, R-8.3)."""
+class ExtractionWindow(WorkUnit):
+    """A slice of a thread's items read in one model call."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", _("queued")
@@ -148,30 +140,17 @@ class ExtractionWindow(models.Model):
         PARKED = "parked", _("parked")
 
     id = PrefixedIdField("win")
-    organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="+")
     switch = models.ForeignKey(ExtractionSwitch, on_delete=models.CASCADE, related_name="windows")
     run = models.ForeignKey(ExtractionRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="window_set")
     thread = models.ForeignKey("threads.Thread", on_delete=models.CASCADE, related_name="+")
     first_position = models.PositiveIntegerField(_("first position"))
     last_position = models.PositiveIntegerField(_("last position"))
-    # The sessions (runs of items ending in a quiet period, R-8.10) that end in this window,
+    # The sessions (runs of items ending in a quiet period) that end in this window,
     # each {"first_position", "last_position"}; a long session may start in an earlier window.
     sessions = models.JSONField(_("sessions ending here"), default=list, blank=True)
     status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.QUEUED)
-    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
-    error_code = models.CharField(_("error code"), max_length=64, blank=True, default="")
-    error_message = models.CharField(_("error"), max_length=500, blank=True, default="")
-    claim_token = models.UUIDField(null=True, blank=True, editable=False)
-    lease_until = models.DateTimeField(null=True, blank=True, editable=False)
-    input_tokens = models.PositiveIntegerField(_("input tokens"), default=0)
-    output_tokens = models.PositiveIntegerField(_("output tokens"), default=0)
-    written = models.PositiveIntegerField(_("written"), default=0)
     confirmed = models.PositiveIntegerField(_("confirmed"), default=0)
     replaced = models.PositiveIntegerField(_("replaced"), default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    queued_at = models.DateTimeField(_("queued at"))
-    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
-    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
 
     objects = TenantQuerySet.as_manager()
 
@@ -189,6 +168,3 @@ class ExtractionWindow(models.Model):
                 condition=Q(status__in=["queued", "running", "ready", "failed", "parked"]), name="window_status_known"
             ),
         ]
-
-    def __str__(self) -> str:
-        return self.id

@@ -1,18 +1,19 @@
-"""Maintenance (SPEC §9): what keeps a memory store healthy, and what it remembers so that each
+"""Maintenance: what keeps a memory store healthy, and what it remembers so that each
 run looks only at what changed since the last one.
 
 - `MaintenanceState`: per store, how far each analysis has read (`…_through`: records changed
   after it are new to it) and when the store is due again.
 - `MaintenanceRun`: one planning of a store and what its jobs did (the command's summary).
-- `MaintenanceJob`: durable work, one model call at most — the contradictions among one
-  person's records (or the shared ones), one store lesson, one promotion analysis. Claimed by
-  a conditional UPDATE with a token and a lease, written in one transaction that locks it by
-  its token, like extraction's windows: a worker killed mid-job loses and duplicates nothing.
+- `MaintenanceJob`: a unit of durable work (core_memory.base.work), one model call at most —
+  the contradictions among one person's records (or the shared ones), one store lesson, one
+  promotion analysis. Claimed with a token and a lease and written in one transaction that
+  locks it by its token, like extraction's windows: a worker killed mid-job loses and
+  duplicates nothing.
 - What a job concluded, so no later run asks again while the records stand as they were:
-  `ContradictionCheck` (a pair judged), `EpisodeUse` (episodes a store lesson was drawn from,
-  R-9.3), `PromotionReview` (a record the analysis model judged, R-9.4).
+  `ContradictionCheck` (a pair judged), `EpisodeUse` (episodes a store lesson was drawn from),
+  `PromotionReview` (a record the analysis model judged).
 - `Proposal` and `ProposalSource`: a suggested shared record and the personal records it rests
-  on (R-9.4–R-9.8); a record is the source of one proposal at most, ever.
+  on; a record is the source of one proposal at most, ever.
 
 Every note about a record goes with the record when it is erased (foreign keys, CASCADE).
 """
@@ -22,6 +23,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core_memory.base.ids import PrefixedIdField
 from core_memory.base.tenancy import TenantQuerySet
+from core_memory.base.work.models import WorkRun, WorkUnit
 from stores.models import KnowledgeIndex
 
 
@@ -47,24 +49,18 @@ class MaintenanceState(models.Model):
         return f"maintenance of {self.index_id}"
 
 
-class MaintenanceRun(models.Model):
+class MaintenanceRun(WorkRun):
     """One planning of a store's maintenance and what its jobs did. `pending` counts its jobs
     not yet finished; the last one to finish closes the run."""
 
     id = PrefixedIdField("mrun")
-    organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="+")
     index = models.ForeignKey(KnowledgeIndex, on_delete=models.CASCADE, related_name="maintenance_runs")
-    started_at = models.DateTimeField(_("started at"))
-    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
     # Records the planning looked at: those changed since each analysis last read the store.
     changed = models.PositiveIntegerField(_("changed records read"), default=0)
     jobs = models.PositiveIntegerField(_("jobs"), default=0)
-    pending = models.PositiveIntegerField(_("pending"), default=0)
     contested = models.PositiveIntegerField(_("pairs marked contested"), default=0)
     lessons = models.PositiveIntegerField(_("lessons written"), default=0)
     proposals = models.PositiveIntegerField(_("proposals made"), default=0)
-    errors = models.PositiveIntegerField(_("errors"), default=0)
-    parked = models.PositiveIntegerField(_("parked"), default=0)
 
     objects = TenantQuerySet.as_manager()
 
@@ -73,11 +69,8 @@ class MaintenanceRun(models.Model):
         verbose_name_plural = _("maintenance runs")
         indexes = [models.Index(fields=["index", "-started_at"], name="maintenance_run_latest")]
 
-    def __str__(self) -> str:
-        return self.id
 
-
-class MaintenanceJob(models.Model):
+class MaintenanceJob(WorkUnit):
     """One unit of maintenance work (the module's docstring). `payload` holds what it is about:
     record ids with the `updated_at` each had when planned (a record changed since is left
     to the next run), and for a lesson the episodes and how they went."""
@@ -96,7 +89,6 @@ class MaintenanceJob(models.Model):
         CANCELLED = "cancelled", _("cancelled")
 
     id = PrefixedIdField("mjob")
-    organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="+")
     index = models.ForeignKey(KnowledgeIndex, on_delete=models.CASCADE, related_name="maintenance_jobs")
     run = models.ForeignKey(MaintenanceRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="job_set")
     kind = models.CharField(_("kind"), max_length=32, choices=Kind.choices)
@@ -104,20 +96,8 @@ class MaintenanceJob(models.Model):
     subject = models.CharField(_("person"), max_length=255, null=True, blank=True)
     payload = models.JSONField(_("payload"), default=dict)
     status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.QUEUED)
-    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
-    error_code = models.CharField(_("error code"), max_length=64, blank=True, default="")
-    error_message = models.CharField(_("error"), max_length=500, blank=True, default="")
-    claim_token = models.UUIDField(null=True, blank=True, editable=False)
-    lease_until = models.DateTimeField(null=True, blank=True, editable=False)
     model_calls = models.PositiveSmallIntegerField(_("model calls"), default=0)
-    input_tokens = models.PositiveIntegerField(_("input tokens"), default=0)
-    output_tokens = models.PositiveIntegerField(_("output tokens"), default=0)
-    # What it wrote: pairs marked contested, lessons written, proposals made.
-    written = models.PositiveIntegerField(_("written"), default=0)
-    queued_at = models.DateTimeField(_("queued at"))
-    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
-    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    # `written` (WorkUnit) counts pairs marked contested, lessons written, proposals made.
 
     objects = TenantQuerySet.as_manager()
 
@@ -138,12 +118,9 @@ class MaintenanceJob(models.Model):
             ),
         ]
 
-    def __str__(self) -> str:
-        return self.id
-
 
 class ContradictionCheck(models.Model):
-    """A pair of records the helper model judged (R-9.2, R-13.3), and whether they contradict.
+    """A pair of records the helper model judged, and whether they contradict.
     A record changed after `checked_at` makes the pair worth asking about again."""
 
     organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="+")
@@ -164,7 +141,7 @@ class ContradictionCheck(models.Model):
 
 
 class EpisodeUse(models.Model):
-    """An episode a store lesson was drawn from (R-9.3): used once, never again."""
+    """An episode a store lesson was drawn from: used once, never again."""
 
     episode = models.OneToOneField("memory.MemoryRecord", on_delete=models.CASCADE, primary_key=True, related_name="+")
     organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="+")
@@ -180,7 +157,7 @@ class EpisodeUse(models.Model):
 
 
 class PromotionReview(models.Model):
-    """The analysis model's judgement of one person's record (R-9.4, R-13.4): general knowledge
+    """The analysis model's judgement of one person's record: general knowledge
     of the organisation or not. A record changed after `reviewed_at` is judged again."""
 
     record = models.OneToOneField("memory.MemoryRecord", on_delete=models.CASCADE, primary_key=True, related_name="+")
@@ -197,7 +174,7 @@ class PromotionReview(models.Model):
 
 class ProposalQuerySet(TenantQuerySet):
     def for_key(self, key):
-        """Proposals of the indexes available to the key (R-4.2): a proposal is as absent as its index."""
+        """Proposals of the indexes available to the key: a proposal is as absent as its index."""
         return self.for_organisation(key.organisation_id).filter(index__in=KnowledgeIndex.objects.for_key(key).values("id"))
 
     def live(self):
@@ -205,9 +182,9 @@ class ProposalQuerySet(TenantQuerySet):
 
 
 class Proposal(models.Model):
-    """A suggestion to copy a person's fact into a shared record (§0, R-9.4). It rests on one
+    """A suggestion to copy a person's fact into a shared record. It rests on one
     or more personal records (`sources`); `text` is one of theirs. Applying writes a new shared
-    record (`applied_record`); the persons' own records stay theirs (R-9.5)."""
+    record (`applied_record`); the persons' own records stay theirs."""
 
     class Reason(models.TextChoices):
         SEVERAL_PERSONS = "several_persons", _("several persons hold it")
@@ -256,8 +233,9 @@ class ProposalSourceQuerySet(TenantQuerySet):
 
 
 class ProposalSource(models.Model):
-    """A personal record a proposal rests on. One proposal per record, ever (issue 9): a record
-    once proposed, applied or rejected is never proposed again."""
+    """A personal record a proposal rests on. One proposal per record, ever, so nobody decides
+    twice about the same fact: a record once proposed, applied or rejected is never proposed
+    again."""
 
     record = models.OneToOneField("memory.MemoryRecord", on_delete=models.CASCADE, primary_key=True, related_name="+")
     proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="sources")

@@ -1,4 +1,4 @@
-"""What the background commands share (R-1.4): `run_extraction` and `run_maintenance` run as if the
+"""What the background commands share: `run_extraction` and `run_maintenance` run as if the
 clock read `--now`."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Background model calls with a fixed answer shape (SPEC §13).
+"""Background model calls with a fixed answer shape.
 
-Every background call — an extraction window (R-13.1), a store lesson, a contradiction or
-promotion analysis (R-13.2–R-13.4) — sends `response_format`
+Every background call — an extraction window, a store lesson, a contradiction or
+promotion analysis — sends `response_format`
 `{"type": "json_schema", "json_schema": {"name", "schema", "strict": true}}` and reads
 `choices[0].message.content` as JSON. An answer that is not a JSON object is an
 `InvalidModelOutput`; so is one of the wrong shape, which each caller finds with the
@@ -11,16 +11,18 @@ its unit of work with `invalid_model_output` and writes nothing of it.
 `strict_object` builds schemas that OpenAI's strict mode accepts (every property listed
 as required, no others allowed; optional values are nullable instead). The readers are
 lenient where strictness buys nothing: a property left out reads as null, unknown
-properties are ignored, so a model that answers the shape of SPEC's examples is read.
+properties are ignored, so a model that answers the shape of the documented examples is read.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from core_memory.base.storable import UNSTORABLE_CHARACTERS
+from core_memory.base.work.runner import WorkFailed
 from core_memory.llm.protocol import ProviderError, TokenCount
 from core_memory.llm.providers import chat_completion
 from core_memory.organisations.models import Organisation
@@ -29,7 +31,7 @@ INVALID_MODEL_OUTPUT = "invalid_model_output"
 
 
 class InvalidModelOutput(ProviderError):
-    """The model answered, but not JSON of the asked shape (R-13). `usage` is what the call
+    """The model answered, but not JSON of the asked shape. `usage` is what the call
     cost: it was metered all the same."""
 
     def __init__(self, message: str, *, usage: TokenCount | None = None):
@@ -70,7 +72,7 @@ def structured_completion(
     messages: list[dict],
     now: datetime | None = None,
 ) -> StructuredAnswer:
-    """One metered call whose answer must be a JSON object (R-13). Raises `ProviderError`
+    """One metered call whose answer must be a JSON object. Raises `ProviderError`
     when no answer came, `InvalidModelOutput` when it is not a JSON object. Call it outside
     any database transaction: a slow model must hold no locks."""
     answer = chat_completion(
@@ -143,3 +145,20 @@ def answer_strings(container: Mapping, name: str, *, path: str) -> list[str]:
         if not isinstance(value, str) or UNSTORABLE_CHARACTERS.search(value):
             raise InvalidModelOutput(f"{here}[{position}] is not a string.")
     return list(values)
+
+
+def structured_answer_read(*, complete: Callable[..., StructuredAnswer], read: Callable[[dict], Any], placeholders, **request):
+    """A unit of durable work asks: `complete(**request)` (the caller's `structured_completion`),
+    its answer restored with `placeholders` and turned into the unit's values by `read`, and the
+    call's usage. A failed call or an answer of the wrong shape fails the unit (`WorkFailed`),
+    counting the tokens the call cost, before anything is written."""
+    try:
+        answer = complete(**request)
+    except InvalidModelOutput as error:
+        raise WorkFailed(INVALID_MODEL_OUTPUT, error.message, usage=error.usage) from error
+    except ProviderError as error:
+        raise WorkFailed("model_error", f"{error.code}: {error.message}") from error
+    try:
+        return read(placeholders.restore(answer.data)), answer.usage
+    except InvalidModelOutput as error:
+        raise WorkFailed(INVALID_MODEL_OUTPUT, error.message, usage=answer.usage) from error

@@ -1,4 +1,4 @@
-"""Planning a switch's run: which threads it reads, cut into windows (R-8.3), and handing
+"""Planning a switch's run: which threads it reads, cut into windows, and handing
 out again the windows that wait (parked at the limit, re-queued, or left by a dead worker).
 
 A run is planned under a row lock on its switch, so two dispatchers (or beat and
@@ -13,11 +13,12 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, OuterRef, Q, Subquery, Value
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from core_memory.base.work import work_to_hand_out_again
+from core_memory.base.work.claims import work_resumed
+from core_memory.base.work.dispatch import Dispatch, Dispatcher
 from core_memory.llm.metering import token_limit_reached
 from core_memory.pii.selectors import ReadMode, thread_read_mode
 from core_memory.threads.models import Item, Thread
@@ -26,7 +27,7 @@ from extraction.selectors import SwitchState, switch_state, switches_due
 
 logger = logging.getLogger(__name__)
 
-# A thread is read once it has been quiet this long; a gap this long ends a session (R-8.3, R-8.10).
+# A thread is read once it has been quiet this long; a gap this long ends a session.
 QUIET_PERIOD = timedelta(minutes=30)
 MAX_ATTEMPTS = 3
 # Failures worth a new attempt at the next run, while attempts last.
@@ -42,6 +43,10 @@ class RunPlan:
     threads_read: int = 0
     threads_never_read: int = 0
 
+    @property
+    def unit_ids(self) -> list[str]:
+        return self.window_ids
+
 
 def window_lease() -> timedelta:
     """How long a window's claim lasts: its task's hard time limit."""
@@ -49,7 +54,7 @@ def window_lease() -> timedelta:
 
 
 def _threads_due(*, switch: ExtractionSwitch, now: datetime):
-    """The organisation's threads this switch reads now (R-8.3): quiet for 30 minutes, with
+    """The organisation's threads this switch reads now: quiet for 30 minutes, with
     items it has not read, naming a person unless it reads `all`, written by one of
     `filters.key_ids` and answered by one of `filters.agent_ids` when those are given."""
     threads = Thread.objects.for_organisation(switch.organisation_id).filter(last_item_at__lte=now - QUIET_PERIOD)
@@ -71,7 +76,7 @@ def _threads_due(*, switch: ExtractionSwitch, now: datetime):
 
 
 def _sessions(items: list[tuple[int, str, datetime]]) -> list[list[tuple[int, str, datetime]]]:
-    """Runs of items (position, id, time) each ending in a quiet period (R-8.10). The first
+    """Runs of items (position, id, time) each ending in a quiet period. The first
     unread item starts one: the thread was quiet when its earlier items were read."""
     sessions: list[list] = []
     for item in items:
@@ -140,15 +145,8 @@ def _cursor_advance(*, switch: ExtractionSwitch, thread: Thread) -> None:
     ExtractionCursor.objects.update_or_create(switch=switch, thread=thread, defaults={"read_position": thread.item_count})
 
 
-@transaction.atomic(durable=True)
-def extraction_switch_plan(*, index_id: str, now: datetime | None = None, force: bool = False) -> RunPlan | None:
-    """Plans one run of the switch of `index_id` when it is due (or `force`): new windows for
-    the threads it reads, parked windows again while the organisation is under its monthly
-    limit (R-8.9), and windows re-queued or failed for a passing reason. Returns None when the
-    switch is not due; a plan without a run when it is not active (R-8.6)."""
-    # `now` is the clock the run reads by (R-1.4's --now); claims and queues keep real time.
-    clock = timezone.now()
-    now = now or clock
+def _switch_due(*, index_id: str, now: datetime, force: bool) -> ExtractionSwitch | None:
+    """The switch of `index_id`, locked, when it is due (or `force`)."""
     switch = (
         ExtractionSwitch.objects.unscoped()
         .select_for_update(of=("self",))
@@ -158,6 +156,37 @@ def extraction_switch_plan(*, index_id: str, now: datetime | None = None, force:
     )
     if switch is None or (not force and switch.next_run_at is not None and switch.next_run_at > now):
         return None
+    return switch
+
+
+def _windows_planned(*, switch: ExtractionSwitch, run: ExtractionRun, now: datetime, clock: datetime) -> tuple[list[ExtractionWindow], int, int]:
+    """New windows of the threads the switch reads now, their cursors moved past them. Returns
+    (windows, threads read, threads never read)."""
+    windows: list[ExtractionWindow] = []
+    threads_read = threads_never_read = 0
+    for thread in _threads_due(switch=switch, now=now):
+        if thread_read_mode(thread=thread) == ReadMode.NEVER:
+            threads_never_read += 1  # a thread in which Core redacted a value before threads were marked
+        else:
+            threads_read += 1
+            windows.extend(_thread_windows(switch=switch, run=run, thread=thread, clock=clock))
+        _cursor_advance(switch=switch, thread=thread)
+    ExtractionWindow.objects.bulk_create(windows)
+    return windows, threads_read, threads_never_read
+
+
+@transaction.atomic(durable=True)
+def extraction_switch_plan(*, index_id: str, now: datetime | None = None, force: bool = False) -> RunPlan | None:
+    """Plans one run of the switch of `index_id` when it is due (or `force`): new windows for
+    the threads it reads, parked windows again while the organisation is under its monthly
+    limit, and windows re-queued or failed for a passing reason. Returns None when the switch
+    is not due; a plan without a run when it is not active."""
+    # `now` is the clock the run reads by (the command's --now); claims and queues keep real time.
+    clock = timezone.now()
+    now = now or clock
+    switch = _switch_due(index_id=index_id, now=now, force=force)
+    if switch is None:
+        return None
     state = switch_state(switch=switch, now=now)
     if switch.enabled:
         switch.next_run_at = now + timedelta(minutes=switch.schedule_minutes)
@@ -166,32 +195,19 @@ def extraction_switch_plan(*, index_id: str, now: datetime | None = None, force:
         return RunPlan(index_id=index_id, state=state)
 
     run = ExtractionRun.objects.create(organisation_id=switch.organisation_id, switch=switch, started_at=now)
-    windows: list[ExtractionWindow] = []
-    threads_read = threads_never_read = 0
-    for thread in _threads_due(switch=switch, now=now):
-        if thread_read_mode(thread=thread) == ReadMode.NEVER:
-            threads_never_read += 1  # R-8.8: a thread in which Core redacted a value, from before marking
-        else:
-            threads_read += 1
-            windows.extend(_thread_windows(switch=switch, run=run, thread=thread, clock=clock))
-        _cursor_advance(switch=switch, thread=thread)
-    ExtractionWindow.objects.bulk_create(windows)
-
-    waiting = ExtractionWindow.objects.for_organisation(switch.organisation_id).filter(switch_id=switch.pk)
-    again = Q(status=ExtractionWindow.Status.QUEUED, run__isnull=True) | Q(
-        status=ExtractionWindow.Status.FAILED, error_code__in=TRANSIENT_FAILURES, attempts__lt=MAX_ATTEMPTS
+    windows, threads_read, threads_never_read = _windows_planned(switch=switch, run=run, now=now, clock=clock)
+    resumed = work_resumed(
+        ExtractionWindow.objects.for_organisation(switch.organisation_id).filter(switch_id=switch.pk),
+        run=run,
+        clock=clock,
+        # Windows re-queued by a change of the switch wait for its next run.
+        again=Q(status=ExtractionWindow.Status.QUEUED, run__isnull=True),
+        transient=TRANSIENT_FAILURES,
+        max_attempts=MAX_ATTEMPTS,
+        limit_reached=token_limit_reached(organisation=switch.organisation, at=now),
     )
-    if not token_limit_reached(organisation=switch.organisation, at=now):
-        again |= Q(status=ExtractionWindow.Status.PARKED)
-    resumed = list(waiting.filter(again).values_list("pk", flat=True))
-    waiting.filter(pk__in=resumed).update(
-        status=ExtractionWindow.Status.QUEUED, run=run, queued_at=clock, error_code="", error_message=""
-    )
-
     window_ids = [window.pk for window in windows] + resumed
-    run.windows = run.pending = len(window_ids)
-    run.finished_at = None if window_ids else now
-    run.save(update_fields=["windows", "pending", "finished_at"])
+    run.planned(window_ids, now=now, windows=len(window_ids))
     logger.info(
         "extraction.run.planned",
         extra={"index": index_id, "run": run.pk, "windows": len(window_ids), "resumed": len(resumed), "threads": threads_read},
@@ -206,38 +222,40 @@ def extraction_switch_plan(*, index_id: str, now: datetime | None = None, force:
     )
 
 
-@transaction.atomic(durable=True)
-def extraction_windows_recover(*, index_ids: list[str] | None = None) -> list[str]:
-    """Windows of enabled switches (of `index_ids`, or all) to hand out again: those whose
-    claim ran out (their worker died or was killed, R-12.4) go back to `queued`; those
-    queued longer than a claim lasts (their message was lost with a broker) are sent again.
-    A second delivery of a window is harmless: only one worker can claim it."""
-    windows = ExtractionWindow.objects.unscoped().filter(switch__enabled=True)
-    if index_ids is not None:
-        windows = windows.filter(switch_id__in=index_ids)
-    window_ids = work_to_hand_out_again(windows, clock=timezone.now(), lease=window_lease())
-    if window_ids:
-        logger.warning("extraction.windows.recovered", extra={"windows": len(window_ids)})
-    return window_ids
-
-
-@dataclass(frozen=True)
-class Dispatch:
-    """What one dispatch handed out: the runs it planned and the windows it recovered."""
-
-    plans: list[RunPlan]
-    recovered: list[str]
-
+class ExtractionDispatch(Dispatch):
     @property
     def window_ids(self) -> list[str]:
-        return [window_id for plan in self.plans for window_id in plan.window_ids] + self.recovered
+        return self.unit_ids
 
 
-def extraction_dispatch(*, now: datetime | None = None, index_ids: list[str] | None = None) -> Dispatch:
+class ExtractionDispatcher(Dispatcher):
+    events = "extraction.windows"
+    dispatch_class = ExtractionDispatch
+
+    def lease(self) -> timedelta:
+        return window_lease()
+
+    def due(self, now: datetime) -> list[str]:
+        return switches_due(now=now)
+
+    def plan(self, *, index_id: str, now: datetime, force: bool) -> RunPlan | None:
+        return extraction_switch_plan(index_id=index_id, now=now, force=force)
+
+    def recoverable(self, index_ids: list[str] | None) -> QuerySet:
+        """Windows of enabled switches."""
+        windows = ExtractionWindow.objects.unscoped().filter(switch__enabled=True)
+        return windows if index_ids is None else windows.filter(switch_id__in=index_ids)
+
+
+DISPATCHER = ExtractionDispatcher()
+
+
+def extraction_windows_recover(*, index_ids: list[str] | None = None) -> list[str]:
+    """Windows of enabled switches (of `index_ids`, or all) to hand out again."""
+    return DISPATCHER.recover(index_ids=index_ids)
+
+
+def extraction_dispatch(*, now: datetime | None = None, index_ids: list[str] | None = None) -> ExtractionDispatch:
     """Plans every due switch — or every switch of `index_ids`, due or not — and recovers
-    windows left behind (R-1.4: beat and `run_extraction` both come here). Each switch is
-    planned in its own transaction."""
-    now = now or timezone.now()
-    candidates = switches_due(now=now) if index_ids is None else index_ids
-    plans = [extraction_switch_plan(index_id=index_id, now=now, force=index_ids is not None) for index_id in candidates]
-    return Dispatch(plans=[plan for plan in plans if plan is not None], recovered=extraction_windows_recover(index_ids=index_ids))
+    windows left behind. Each switch is planned in its own transaction."""
+    return DISPATCHER.dispatch(now=now, index_ids=index_ids)

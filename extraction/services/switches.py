@@ -1,4 +1,4 @@
-"""Setting a store's extraction switch (R-8.1, R-8.2, R-8.6) and deleting its connector (R-8.7)."""
+"""Setting a store's extraction switch and deleting its connector."""
 from __future__ import annotations
 
 from collections.abc import Collection
@@ -20,7 +20,7 @@ from stores.models import KnowledgeIndex, MemoryStore
 
 # Failures a re-sent switch may have mended: it names its sender as the key it runs under.
 AUTHOR_FAILURES = ("author_unavailable", "threads_capability_missing", "write_denied")
-# The settings whose change makes failed windows worth reading again (R-8.6).
+# The settings whose change makes failed windows worth reading again.
 READING_SETTINGS = ("model", "instructions", "types")
 
 
@@ -47,10 +47,11 @@ def _types_check(types: list[str]) -> None:
 
 
 def _filters_check(*, organisation: Organisation, filters: dict, previous: ExtractionSwitch | None) -> None:
-    """R-8.2: every agent id names a live agent of the organisation and every key id a key it
-    ever issued (revoked, expired and recently deleted ones count, R-3.5); ids the switch
-    already had are not checked again. The agents named are locked until the switch is
-    saved, so an agent cannot be deleted between this check and the switch naming it (R-7.3)."""
+    """Every agent id names a live agent of the organisation and every key id a key it ever
+    issued (revoked, expired and recently deleted ones count: their threads are still there);
+    ids the switch already had are not checked again. The agents named are locked until the
+    switch is saved, so an agent cannot be deleted between this check and the switch naming it
+    (deleting an agent a switch names is refused with a 409)."""
     had_agents = set(previous.filter_agent_ids) if previous else set()
     had_keys = set(previous.filter_key_ids) if previous else set()
     agent_ids = filters["agent_ids"]
@@ -77,18 +78,61 @@ def _windows_requeue(*, switch: ExtractionSwitch, codes: Collection[str] | None)
     )
 
 
+def _values_checked(*, organisation: Organisation, values: dict, sent: Collection[str], previous: ExtractionSwitch | None) -> dict:
+    """The values the switch will hold. One sent disabled keeps what it leaves out, so stopping
+    changes nothing else; one sent enabled replaces the stored one whole. Its model and
+    filters are checked only when it is sent enabled."""
+    values = dict(values)
+    if previous is not None and not values["enabled"]:
+        values.update({name: value for name, value in _stored(previous).items() if name not in sent})
+    values.setdefault("model", "")
+    _types_check(values["types"])
+    if values["lessons"] and not values["episodes"]:
+        raise Unprocessable("Session lessons need `episodes`: they are noted in the same reading of a session.", param="lessons")
+    if values["enabled"]:
+        model_get(organisation=organisation, model_id=values["model"], param="model")
+        _filters_check(organisation=organisation, filters=values["filters"], previous=previous)
+    return values
+
+
+def _switch_saved(
+    switch: ExtractionSwitch, *, previous: ExtractionSwitch | None, values: dict, connector: ExtractionConnector, key: ApiKey, requeued: int, now: datetime
+) -> None:
+    """Saves `values` into the switch (`previous`, or a new one). Switched on, or with windows
+    re-queued, it runs at once; otherwise a shorter schedule brings its next run closer."""
+    was_reading_episodes = previous is not None and previous.enabled and previous.episodes
+    if values["enabled"]:
+        if previous is None or not previous.enabled or requeued:
+            switch.next_run_at = now
+        else:
+            switch.next_run_at = min(switch.next_run_at or now, now + timedelta(minutes=values["schedule_minutes"]))
+    switch.connector = connector
+    for name in ("enabled", "model", "instructions", "types", "schedule_minutes", "threads", "episodes", "lessons"):
+        setattr(switch, name, values[name])
+    switch.filter_key_ids = values["filters"]["key_ids"]
+    switch.filter_agent_ids = values["filters"]["agent_ids"]
+    switch.author_key_id = key.id
+    switch.set_at = now
+    # Sessions that come to rest after episodes were switched on get one.
+    if not (values["enabled"] and values["episodes"]):
+        switch.episodes_since = None
+    elif not was_reading_episodes:
+        switch.episodes_since = now
+    switch.save()
+
+
 @transaction.atomic(durable=True)
 def extraction_switch_set(
     *, key: ApiKey, index: KnowledgeIndex, values: dict, sent: Collection[str], actor: str, now: datetime | None = None
 ) -> ExtractionSwitch:
-    """Sets the index's switch (R-8.1) from `values` (validated by
+    """Sets the index's switch from `values` (validated by
     `extraction.configuration.SwitchSerializer`; `sent` names the fields the request gave).
 
     The sending key becomes the key extraction runs under, for windows already queued too.
     A switch sent enabled replaces the stored one whole (omitted fields take their defaults);
     one sent disabled keeps what it leaves out, so stopping changes nothing else (the
-    store's known types among it, R-5.3). The 422s of R-8.2 are checked when the switch is
-    sent enabled. A deleted connector is replaced (R-8.6). Changing model, instructions or
+    store's known types among it). The 422s on its model and filters are checked when the
+    switch is sent enabled. A deleted connector is replaced. Changing model, instructions or
     types re-queues the failed windows; re-sending re-queues those that failed for the key.
     """
     now = now or timezone.now()
@@ -100,50 +144,16 @@ def extraction_switch_set(
         .filter(index_id=index.pk)
         .first()
     )
-    values = dict(values)
-    if previous is not None and not values["enabled"]:
-        values.update({name: value for name, value in _stored(previous).items() if name not in sent})
-    values.setdefault("model", "")
-    _types_check(values["types"])
-    if values["lessons"] and not values["episodes"]:
-        raise Unprocessable("Session lessons need `episodes`: they are noted in the same reading of a session.", param="lessons")
-    if values["enabled"]:
-        model_get(organisation=organisation, model_id=values["model"], param="model")
-        _filters_check(organisation=organisation, filters=values["filters"], previous=previous)
-
+    values = _values_checked(organisation=organisation, values=values, sent=sent, previous=previous)
     connector = previous.connector if previous is not None else None
     if connector is None or connector.deleted_at is not None:
         connector = ExtractionConnector.objects.create(organisation=organisation, index=index)
-    was_reading_episodes = previous is not None and previous.enabled and previous.episodes
-    reads_episodes = values["enabled"] and values["episodes"]
     requeued = 0
     if previous is not None:
         changed = any(_stored(previous)[name] != values[name] for name in READING_SETTINGS)
         requeued = _windows_requeue(switch=previous, codes=None if changed else AUTHOR_FAILURES)
     switch = previous or ExtractionSwitch(organisation=organisation, index=index)
-    if values["enabled"]:
-        if previous is None or not previous.enabled or requeued:
-            switch.next_run_at = now
-        else:
-            switch.next_run_at = min(switch.next_run_at or now, now + timedelta(minutes=values["schedule_minutes"]))
-    switch.connector = connector
-    switch.enabled = values["enabled"]
-    switch.model = values["model"]
-    switch.instructions = values["instructions"]
-    switch.types = values["types"]
-    switch.schedule_minutes = values["schedule_minutes"]
-    switch.threads = values["threads"]
-    switch.episodes = values["episodes"]
-    switch.lessons = values["lessons"]
-    switch.filter_key_ids = values["filters"]["key_ids"]
-    switch.filter_agent_ids = values["filters"]["agent_ids"]
-    switch.author_key_id = key.id
-    switch.set_at = now
-    if not reads_episodes:
-        switch.episodes_since = None
-    elif not was_reading_episodes:
-        switch.episodes_since = now
-    switch.save()
+    _switch_saved(switch, previous=previous, values=values, connector=connector, key=key, requeued=requeued, now=now)
     MemoryStore.objects.for_organisation(organisation).filter(index_id=index.pk).update(known_types=list(switch.types))
     audit_event_record(
         organisation=organisation,
@@ -168,7 +178,7 @@ def extraction_switch_set(
 
 @transaction.atomic(durable=True)
 def connector_delete(*, connector: ExtractionConnector, actor: str) -> None:
-    """Deletes the connector: its switch stops reading (`objects_missing`, R-8.6, R-8.7)."""
+    """Deletes the connector: its switch stops reading (`objects_missing`) until it is sent again."""
     deleted = (
         ExtractionConnector.objects.for_organisation(connector.organisation_id)
         .live()

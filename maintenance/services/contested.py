@@ -1,4 +1,4 @@
-"""Contested records (R-9.2, R-13.3): records that contradict another record of the same person,
+"""Contested records: records that contradict another record of the same person,
 or of the shared set.
 
 Planning finds candidate pairs cheaply — for each record changed since the last run, the few
@@ -111,7 +111,7 @@ def contradictions_prepare(*, job: MaintenanceJob) -> Prepared:
 
 def contradictions_write(*, job: MaintenanceJob, prepared: Prepared, answer: list[tuple[str, str]]) -> int:
     """Inside the job's transaction: the pairs the model found among those shown (ids it was not
-    shown are ignored, R-13) are marked; every pair judged is remembered. Records changed since
+    shown are ignored: it may only cite what it saw) are marked; every pair judged is remembered. Records changed since
     the request was made are left for the next run. Returns the pairs newly marked."""
     shown = prepared.context["shown"]
     found = {tuple(sorted(pair)) for pair in answer if pair[0] in shown and pair[1] in shown and pair[0] != pair[1]}

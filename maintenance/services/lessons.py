@@ -1,8 +1,8 @@
-"""Store lessons (R-9.3, R-13.2): when at least `min_episodes` of a person's episodes not yet
+"""Store lessons: when at least `min_episodes` of a person's episodes not yet
 used went the same way — all succeeded, or all failed — the helper model is asked, in one
 metered call with pseudonymised content, for one short sentence: a working method that went
 well or a pitfall to avoid. It becomes a `lesson` record of hers only (untrusted, written by
-Core, never proposed, R-9.6), and the episodes it was drawn from are used, in one transaction.
+Core, never proposed to be shared), and the episodes it was drawn from are used, in one transaction.
 Nothing is sent for a person whose rules forbid the helper model to read her.
 
 Only persons with an episode new since the last run are looked at; a lesson is drawn from at
@@ -15,12 +15,13 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from core_memory.base.work.runner import WorkFailed
 from core_memory.pii.placeholders import RedactionError
 from maintenance.asking import STORE_LESSON, STORE_LESSON_SCHEMA, store_lesson_messages, store_lesson_read
 from maintenance.models import EpisodeUse, MaintenanceJob
 from maintenance.pseudonyms import texts_pseudonymise
 from maintenance.selectors import ChangedRecord, episodes_unused, planned_job_payloads
-from maintenance.services.work import ACTOR, Asking, JobFailed, Prepared, job_queued, stamp
+from maintenance.services.work import ACTOR, Asking, Prepared, job_queued, stamp
 from memory.embedding.selectors import lesson_near_duplicate
 from memory.models import MemoryRecord
 from memory.services import record_write_by_core_within
@@ -30,7 +31,7 @@ KIND = MaintenanceJob.Kind.STORE_LESSON
 EPISODE = "episode"
 LESSON = "lesson"
 RESULTS = ("succeeded", "failed")
-# How the lesson reads, by how the episodes went (the `lesson.kind` of session lessons, R-8.11).
+# How the lesson reads, by how the episodes went (the `lesson.kind` of session lessons).
 LESSON_KINDS = {"succeeded": "workflow", "failed": "pitfall"}
 MAX_EPISODES_PER_LESSON = 20
 
@@ -92,7 +93,7 @@ def store_lesson_prepare(*, job: MaintenanceJob, min_episodes: int) -> Prepared:
     try:
         shown, placeholders = texts_pseudonymise(texts=texts, subject=job.subject)
     except RedactionError as error:
-        raise JobFailed(error.code, "Personal data could not be pseudonymised; nothing was sent.") from error
+        raise WorkFailed(error.code, "Personal data could not be pseudonymised; nothing was sent.") from error
     accounts = [
         {
             "intent": shown[2 * position] or None,
@@ -116,13 +117,13 @@ def store_lesson_prepare(*, job: MaintenanceJob, min_episodes: int) -> Prepared:
 def store_lesson_write(*, job: MaintenanceJob, prepared: Prepared, answer: str, now: datetime) -> int:
     """Inside the job's transaction: her lesson and the episodes' use, or nothing when one of
     them was used, changed or removed since the request was made. Returns 1 for a new lesson
-    (0 when she had it in the same or nearly the same words: it is confirmed, R-5.4, R-8.11)."""
+    (0 when she had it in the same or nearly the same words: it is confirmed, as a session lesson would be)."""
     asked = prepared.context["episode_ids"]
     current = [episode.pk for episode in _current(job=job, lock=True)]
     if current != asked:
         return 0
     index = KnowledgeIndex.objects.for_organisation(job.organisation_id).live().filter(pk=job.index_id).first()
-    # Hers in nearly the same words (R-8.11's rule, where the index embeds): that one is confirmed.
+    # Hers in nearly the same words (where the index embeds, as for session lessons): that one is confirmed.
     near = lesson_near_duplicate(index=index, subject=job.subject, text=answer) if index is not None else None
     result = record_write_by_core_within(
         organisation=job.organisation_id,

@@ -1,4 +1,4 @@
-"""Promotion analyses (R-9.4, R-9.6, R-13.4): proposals to copy a person's fact into a shared
+"""Promotion analyses: proposals to copy a person's fact into a shared
 record, never made twice for the same record.
 
 Of the personal records changed since the last run, only those that may be shared at all are
@@ -7,7 +7,7 @@ number, link or other personal data, never a lesson, never a contested record), 
 no shared record of the store says the same already.
 
 - Several persons (no model call): when the memories of two or more persons hold the fact in
-  the same way — the same type and the same normalised text (R-5.4) — one proposal rests on
+  the same way — the same type and the same normalised text a write compares — one proposal rests on
   all their records. Made while the run is planned.
 - General knowledge (`core_promotion`): the rest, one job per person, asks the helper model
   which of her facts are general knowledge of the organisation; each one it names becomes a
@@ -85,11 +85,9 @@ def _holders(*, organisation_id: str, index_id: str, candidates: list[ChangedRec
     return groups
 
 
-def promotion_plan(
-    *, organisation_id: str, index_id: str, changed: list[ChangedRecord], closed: set[str], since: datetime | None, clock: datetime, now: datetime
-) -> tuple[int, list[MaintenanceJob]]:
-    """Inside the run's planning transaction: the several-persons proposals (made here) and the
-    jobs that ask the analysis model about the rest. Returns (proposals made, jobs)."""
+def _candidates(*, organisation_id: str, index_id: str, changed: list[ChangedRecord]) -> list[ChangedRecord]:
+    """The changed personal records that may be shared at all, and that no shared record or
+    earlier proposal of the store says already."""
     candidates = [
         record
         for record in changed
@@ -100,10 +98,12 @@ def promotion_plan(
     settled = shared_texts(organisation_id=organisation_id, index_id=index_id, texts=texts) | texts_proposed(
         organisation_id=organisation_id, index_id=index_id, texts=texts
     )
-    candidates = [record for record in candidates if (record.type, record.normalised_text) not in settled]
-    if not candidates:
-        return 0, []
+    return [record for record in candidates if (record.type, record.normalised_text) not in settled]
 
+
+def _several_persons_proposed(*, organisation_id: str, index_id: str, candidates: list[ChangedRecord], now: datetime) -> tuple[int, list[ChangedRecord]]:
+    """Proposals for the facts two or more persons hold in the same way, each resting on all
+    their records. Returns (proposals made, the candidates left for the model to judge)."""
     made = 0
     in_proposals: set[str] = set()
     holders = _holders(organisation_id=organisation_id, index_id=index_id, candidates=candidates)
@@ -124,8 +124,19 @@ def promotion_plan(
             )
             made += 1
             in_proposals.update(record.id for record in sources)
+    return made, [record for record in candidates if record.id not in in_proposals]
 
-    rest = [record for record in candidates if record.id not in in_proposals and record.subject not in closed]
+
+def promotion_plan(
+    *, organisation_id: str, index_id: str, changed: list[ChangedRecord], closed: set[str], since: datetime | None, clock: datetime, now: datetime
+) -> tuple[int, list[MaintenanceJob]]:
+    """Inside the run's planning transaction: the several-persons proposals (made here) and the
+    jobs that ask the analysis model about the rest. Returns (proposals made, jobs)."""
+    candidates = _candidates(organisation_id=organisation_id, index_id=index_id, changed=changed)
+    if not candidates:
+        return 0, []
+    made, rest = _several_persons_proposed(organisation_id=organisation_id, index_id=index_id, candidates=candidates, now=now)
+    rest = [record for record in rest if record.subject not in closed]
     judged = reviews_current(organisation_id=organisation_id, stamps={record.id: record.updated_at for record in rest})
     planned = {
         (record_id, record_stamp)

@@ -1,5 +1,6 @@
 """What the three kinds of maintenance job share: how a job says what it will ask the helper
-model, and how it fails or stops without writing."""
+model, and how it is queued. (How it fails or stops without writing is every unit's:
+core_memory.base.work.runner.)"""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
@@ -7,7 +8,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from core_memory.llm.protocol import TokenCount
 from core_memory.pii.placeholders import Placeholders
 from maintenance.models import MaintenanceJob
 
@@ -17,7 +17,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Asking:
-    """One call of the helper model: the answer's shape (`name`, `schema`, R-13), the messages,
+    """One call of the helper model: the answer's shape (`name`, `schema`), the messages,
     and the reader that turns the answer (restored with `placeholders`) into the job's values."""
 
     name: str
@@ -34,25 +34,6 @@ class Prepared:
 
     asking: Asking | None
     context: Any = None
-
-
-class JobFailed(Exception):
-    """The job fails with `code` and writes nothing (`invalid_model_output`, `model_error`, …)."""
-
-    def __init__(self, code: str, message: str, *, usage: TokenCount | None = None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.usage = usage or TokenCount()
-
-
-class JobCancelled(Exception):
-    """The job is no longer wanted and sends nothing: its analysis was switched off, or its
-    person's rules now forbid the helper model to read her (R-9.3)."""
-
-    def __init__(self, code: str):
-        super().__init__(code)
-        self.code = code
 
 
 def stamp(value) -> str:

@@ -1,63 +1,47 @@
-"""`manage.py run_extraction [--store idx_…] [--now ISO8601]` (R-1.4): the extraction that
-beat and the workers run, at once and in the foreground, with a JSON summary."""
-import json
+"""`manage.py run_extraction [--store idx_…] [--now ISO8601]`: the extraction that beat and the
+workers run, at once and in the foreground, with a JSON summary (core_memory.base.work.commands)."""
 from collections import Counter
 
-from django.core.management.base import BaseCommand, CommandError
-
-from core_memory.base.commands import now_option
+from core_memory.base.work.commands import WorkCommand
 from extraction.selectors import switches_existing
 from extraction.services.planning import extraction_dispatch
 from extraction.services.windows import extraction_window_run
 
+WINDOW_STATUSES = ("ready", "failed", "parked", "skipped")
+COUNTS = ("written", "confirmed", "replaced")
 
-class Command(BaseCommand):
+
+class Command(WorkCommand):
     help = "Run every due extraction switch now (or the ones named), as if the clock read --now; print a JSON summary."
+    store_help = "Run this store's switch, due or not (repeatable)."
+    owners = "switches"
+    missing = "No extraction switch on {}."
 
-    def add_arguments(self, parser):
-        parser.add_argument(
-            "--store", action="append", dest="stores", metavar="INDEX_ID", help="Run this store's switch, due or not (repeatable)."
-        )
-        parser.add_argument("--now", type=str, help="The moment to run as, ISO 8601 with an offset (default: now).")
+    def existing(self, index_ids):
+        return switches_existing(index_ids=index_ids)
 
-    def handle(self, *args, stores=None, now=None, **options):
-        now = now_option(now)
-        if stores:
-            missing = sorted(set(stores) - set(switches_existing(index_ids=stores)))
-            if missing:
-                raise CommandError(f"No extraction switch on {', '.join(missing)}.")
-        dispatch = extraction_dispatch(now=now, index_ids=stores)
-        outcomes = [extraction_window_run(window_id=window_id, now=now) for window_id in dispatch.window_ids]
-        self.stdout.write(json.dumps(_summary(now=now, dispatch=dispatch, outcomes=outcomes)))
+    def dispatch(self, *, now, index_ids):
+        return extraction_dispatch(now=now, index_ids=index_ids)
 
+    def run_unit(self, *, unit_id, now):
+        return extraction_window_run(window_id=unit_id, now=now)
 
-def _summary(*, now, dispatch, outcomes) -> dict:
-    """Per store: its state and run, the threads it read, and what its windows did."""
-    stores: dict[str, dict] = {
-        plan.index_id: {
-            "index_id": plan.index_id,
+    def plan_summary(self, plan, index_id) -> dict:
+        """The switch's state and run, and the threads it read."""
+        if plan is None:
+            return {"index_id": index_id, "state": None, "run_id": None, "threads": 0, "threads_never_read": 0}
+        return {
+            "index_id": index_id,
             "state": plan.state,
             "run_id": plan.run_id,
             "threads": plan.threads_read,
             "threads_never_read": plan.threads_never_read,
         }
-        for plan in dispatch.plans
-    }
-    grouped: dict[str, list] = {}
-    for outcome in outcomes:
-        grouped.setdefault(outcome.index_id, []).append(outcome)
-    for index_id in grouped:
-        # A recovered window of a store that was not due this time.
-        stores.setdefault(index_id, {"index_id": index_id, "state": None, "run_id": None, "threads": 0, "threads_never_read": 0})
-    for index_id, summary in stores.items():
-        done = grouped.get(index_id, [])
-        statuses = Counter(outcome.status for outcome in done)
-        summary["windows"] = {status: statuses[status] for status in ("ready", "failed", "parked", "skipped")}
-        for count in ("written", "confirmed", "replaced"):
-            summary[count] = sum(getattr(outcome, count) for outcome in done)
-        summary["errors"] = dict(sorted(Counter(outcome.error_code for outcome in done if outcome.error_code).items()))
-    return {
-        "now": now.isoformat(),
-        "switches": [stores[index_id] for index_id in sorted(stores)],
-        "recovered": len(dispatch.recovered),
-    }
+
+    def outcomes_summarise(self, entry, outcomes) -> None:
+        """What the switch's windows did."""
+        statuses = Counter(outcome.status for outcome in outcomes)
+        entry["windows"] = {status: statuses[status] for status in WINDOW_STATUSES}
+        for count in COUNTS:
+            entry[count] = sum(getattr(outcome, count) for outcome in outcomes)
+        entry["errors"] = dict(sorted(Counter(outcome.error_code for outcome in outcomes if outcome.error_code).items()))

@@ -1,8 +1,7 @@
-"""Durable background work, shared by extraction's windows and maintenance's jobs (R-12.4).
+"""The SQL of durable work: who runs a unit, and how a run counts its units.
 
-A unit of work is a row with `status` (`queued`, `running`, then its end), `claim_token`,
-`lease_until`, `attempts`, `started_at` and `queued_at`, counted into a run row with `pending`
-and `finished_at`:
+A unit has `status` (`queued`, `running`, then its end), `claim_token`, `lease_until`,
+`attempts`, `started_at` and `queued_at`; its run has `pending` and `finished_at`.
 
 - `work_claim`: the conditional UPDATE that makes one attempt the unit's only runner — it
   moves a queued unit, or a running one whose lease ran out, to `running` with a fresh token.
@@ -10,13 +9,17 @@ and `finished_at`:
   claim is no longer this attempt's (its lease ran out and another took it, or it was erased).
 - `work_to_hand_out_again`: units whose claim ran out (their worker died) or that waited
   queued longer than a lease (their message was lost), put back in the queue.
+- `work_resumed`: units that waited (parked, or failed for a passing reason) queued again
+  under a new run.
 - `run_counted`: a finished unit counts into its run; the last one closes it.
+- `work_erased`: units deleted with what they are about, their runs no longer waiting.
 - `durable_task_options`: the Celery options of a unit's task (acks_late, its lease as the
   hard time limit, retries of database errors).
 """
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from datetime import datetime, timedelta
 
 from django.db import InterfaceError, OperationalError
@@ -24,6 +27,11 @@ from django.db.models import Case, F, Q, QuerySet, Value, When
 
 QUEUED = "queued"
 RUNNING = "running"
+FAILED = "failed"
+# Stopped at the organisation's monthly token limit: queued again by a run under the limit.
+PARKED = "parked"
+# No longer wanted (what it was about was switched off or closed): it ends without asking.
+CANCELLED = "cancelled"
 
 
 def work_claim(units: QuerySet, *, pk: str, clock: datetime, lease: timedelta) -> uuid.UUID | None:
@@ -48,6 +56,20 @@ def work_to_hand_out_again(units: QuerySet, *, clock: datetime, lease: timedelta
     return unit_ids
 
 
+def work_resumed(
+    waiting: QuerySet, *, run, clock: datetime, again: Q, transient: tuple[str, ...], max_attempts: int, limit_reached: bool
+) -> list[str]:
+    """Inside the run's planning transaction: the ids of `waiting` units queued again under
+    `run` — those matching `again`, those failed with a `transient` code while attempts last,
+    and the parked ones once the organisation is under its monthly limit."""
+    again |= Q(status=FAILED, error_code__in=transient, attempts__lt=max_attempts)
+    if not limit_reached:
+        again |= Q(status=PARKED)
+    resumed = list(waiting.filter(again).values_list("pk", flat=True))
+    waiting.filter(pk__in=resumed).update(status=QUEUED, run=run, queued_at=clock, error_code="", error_message="")
+    return resumed
+
+
 def run_counted(runs: QuerySet, *, run_id: str | None, now: datetime, done: int = 1, **counts: int) -> None:
     """`done` of the run's units are finished: its counters rise, and its last unit closes it (a
     row update, so units finishing at once never lose a count)."""
@@ -58,6 +80,16 @@ def run_counted(runs: QuerySet, *, run_id: str | None, now: datetime, done: int 
         finished_at=Case(When(pending=done, then=Value(now)), default=F("finished_at")),
         **{name: F(name) + value for name, value in counts.items() if value},
     )
+
+
+def work_erased(units: QuerySet, *, runs: QuerySet, now: datetime) -> int:
+    """Deletes `units` (with the person they are about); answers how many. A unit being written
+    holds its row, so this waits for it. A run that was waiting for one of them no longer does."""
+    unfinished = Counter(units.filter(status__in=[QUEUED, RUNNING], run__isnull=False).values_list("run_id", flat=True))
+    _, deleted = units.delete()
+    for run_id, count in unfinished.items():
+        run_counted(runs, run_id=run_id, now=now, done=count)
+    return deleted.get(units.model._meta.label, 0)
 
 
 def durable_task_options(seconds: int) -> dict:
