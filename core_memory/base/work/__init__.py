@@ -16,22 +16,3 @@ message is delivered.
 
 An app names its own steps (what a unit reads, asks and writes); the rest is here.
 """
-from core_memory.base.work.claims import (
-    QUEUED,
-    RUNNING,
-    durable_task_options,
-    run_counted,
-    work_claim,
-    work_locked,
-    work_to_hand_out_again,
-)
-
-__all__ = [
-    "QUEUED",
-    "RUNNING",
-    "durable_task_options",
-    "run_counted",
-    "work_claim",
-    "work_locked",
-    "work_to_hand_out_again",
-]
