@@ -3,8 +3,10 @@ VENV   ?= .venv
 PYTHON ?= python3
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
-# Without DATABASE_URL, this wrapper starts the embedded PostgreSQL under var/ and stops it after.
+# Without DATABASE_URL / REDIS_URL, this wrapper starts the embedded PostgreSQL and Valkey under
+# var/ and stops what it started after; tests get Valkey's database 1, emptied first.
 WITH_DB := $(PY) -m core_memory.embedded run --
+WITH_TEST_DB := $(PY) -m core_memory.embedded run --test --
 # The two commands run in development mode (the settings default to production, README).
 export CORE_DEVELOPMENT ?= true
 
@@ -27,7 +29,7 @@ run: install
 	$(WITH_DB) $(PY) scripts/run.py
 
 test: install
-	$(WITH_DB) $(PY) -m pytest $(PYTEST_ARGS)
+	$(WITH_TEST_DB) $(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install
 	$(WITH_DB) $(PY) $(BENCH) $(BENCH_ARGS)

