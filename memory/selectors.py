@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from itertools import combinations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -18,7 +19,7 @@ from core_memory.llm.embeddings import query_embed, query_embed_begin
 from memory.embedding.storage import index_embeds
 from memory.filters import MemoryRecordFilter
 from memory.models import MemoryRecord, RecordEmbedding
-from memory.search import text_query
+from memory.search import raw_query, tsquery_lexemes
 from memory.search.ranking import Candidate, candidates_rank
 from memory.search.when import time_windows
 from stores.models import KnowledgeIndex, MemoryStore
@@ -204,6 +205,7 @@ def record_search(
     all_subjects: bool = False,
     shared: bool = True,
     now: datetime | None = None,
+    exhaustive: bool = False,
 ) -> list[tuple[MemoryRecord, float]]:
     """Active records most relevant to `query`, best first, each with its score 0..1 (R-5.10).
 
@@ -215,6 +217,10 @@ def record_search(
     scores — when the index embeds, the full-text candidates first, while the question is being
     embedded on the engine's thread. One query embedding. A read only: the caller counts the
     retrieval (memory.services.records_retrieved, R-5.10).
+
+    `exhaustive` takes every candidate the slow way (every full-text match of the shared set
+    ranked, every vector of the scope compared): the answer the bounded candidates must give,
+    which the speed bench and the tests compare them with.
     """
     now = now or timezone.now()
     records = records_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared).filter(
@@ -230,18 +236,18 @@ def record_search(
     if embeds:
         # The engine embeds the question on its own thread while the full-text candidates are read.
         query_embed_begin(query)
-    search_query = text_query(query)
-    if search_query is None and not embeds:
+    words = tsquery_lexemes(query)
+    if not words and not embeds:
         return []
     depth = max(SEARCH_DEPTH, limit)
     pools = Q(pk__in=[])
     text_score = Value(0.0)
-    if search_query is not None:
+    if words:
+        search_query = raw_query(" | ".join(term for lexemes in words for term in lexemes))
         rank = SearchRank(F("search_vector"), search_query, cover_density=True, normalization=Value(32))
-        matching = records.filter(search_vector=search_query)
         text_pools = [
-            part.order_by(rank.desc(), "id").values_list("id", flat=True)[:depth]
-            for part in _scope_parts(matching, subject=subject, all_subjects=all_subjects, shared=shared)
+            _text_candidates(part, words=words, rank=rank, depth=depth, whole=whole or exhaustive)
+            for part, whole in _scope_parts(records, subject=subject, shared=shared)
         ]
         if embeds:
             # Read now (one query), while the question is being embedded; the vectors' part needs it.
@@ -267,8 +273,8 @@ def record_search(
         if others is not None:
             # The shared set (its own HNSW graph: memory.models), or every person's when none is
             # named (the whole graph, walked on past its filters: settings); exact where the
-            # planner deems that cheaper.
-            pools |= Q(pk__in=others.order_by(distance).values("record_id")[:depth])
+            # planner deems that cheaper, or asked to be.
+            pools |= Q(pk__in=others.order_by(distance + 0 if exhaustive else distance).values("record_id")[:depth])
         similarity = Subquery(
             vectors.filter(record_id=OuterRef("id")).annotate(similarity=-MaxInnerProduct("vector", vector)).values("similarity")[:1],
             output_field=FloatField(),
@@ -298,15 +304,51 @@ def record_search(
     return [(by_id[record_id], score) for record_id, score in ranking]
 
 
-def _scope_parts(records: QuerySet[MemoryRecord], *, subject: str | None, all_subjects: bool, shared: bool) -> list[QuerySet]:
-    """`records` (of `records_in_scope`) as the parts a search ranks apart: her own and the
-    shared ones for a person. Each part is ranked by its own index (memory.models: her entries
-    of the scoped full-text index, the shared records' own); ranked together, the shared set's
-    every match was read and sorted for each of her questions. The best of each part are
-    candidates, which is at least the best of the whole."""
+def _scope_parts(records: QuerySet[MemoryRecord], *, subject: str | None, shared: bool) -> list[tuple[QuerySet, bool]]:
+    """`records` (of `records_in_scope`) as the parts a search takes full-text candidates from
+    apart, each with whether it is ranked whole: a person's own records are (her store is
+    hers alone and small); the shared set, or every person's when none is named, is not — it
+    grows with the organisation (`_text_candidates`). The best of each part are candidates,
+    which is at least the best of the whole."""
     if subject is not None and shared:
-        return [records.filter(subject=subject), records.filter(subject__isnull=True)]
-    return [records]
+        return [(records.filter(subject=subject), True), (records.filter(subject__isnull=True), False)]
+    return [(records, subject is not None)]
+
+
+# A question of more lexemes than this has its shared candidates ranked whole (its pairs of
+# lexemes would make too long a query); a question seldom has more than six words, twelve lexemes.
+BOUNDED_LEXEMES = 16
+
+
+def _text_candidates(records: QuerySet[MemoryRecord], *, words: list[tuple[str, ...]], rank, depth: int, whole: bool) -> QuerySet:
+    """The ids of the best `depth` of `records` by full text: by rank, then id.
+
+    The rank of the question (ts_rank_cd of an OR query, cover density) counts the places in
+    a record where one of its lexemes stands; ranked whole, a common word has every record
+    that holds it read and ranked. Not whole, the candidates come from two bounded sources
+    and are ranked among themselves: the records holding at least two of the question's
+    lexemes (two words, or one word in both its Dutch and English form; found in the
+    full-text index, which intersects the lexemes' entries before reading a record: few), and
+    for each word its first 2 × `depth` records in id order (the order ties are broken in:
+    read along the id index until found, or from the full-text index for a rare word). A
+    record outside both holds a single lexeme and is missed only when it holds it more often
+    than more than `depth` of the records with that word before it; the speed bench measures
+    the answers against the whole ranking (bench/RESULTS.md: agreement).
+    """
+    lexemes = [term for terms in words for term in terms]
+    matching = records.filter(search_vector=raw_query(" | ".join(lexemes)))
+    if whole or len(lexemes) > BOUNDED_LEXEMES:
+        return matching.order_by(rank.desc(), "id").values_list("id", flat=True)[:depth]
+    sources = [
+        records.filter(search_vector=raw_query(" | ".join(terms))).order_by("id").values_list("id", flat=True)[: depth * 2]
+        for terms in words
+    ]
+    if len(lexemes) > 1:
+        pairs = " | ".join(f"({first} & {second})" for first, second in combinations(lexemes, 2))
+        sources.insert(0, records.filter(search_vector=raw_query(pairs)).values_list("id", flat=True))
+    first, *others = sources
+    found = records.filter(pk__in=first.union(*others) if others else first)
+    return found.order_by(rank.desc(), "id").values_list("id", flat=True)[:depth]
 
 
 def _vectors_in_scope(
