@@ -4,17 +4,20 @@ with every built-in check: no 5xx, status codes, content types, headers and bodi
 documented, invalid data refused, valid data accepted, authentication not ignored.
 
 It runs in-process over WSGI on pytest-django's transaction (tests/fuzz, its own step of
-.ci/run: `make test PYTEST_ARGS="-m fuzz"`). Cases are derandomised, so CI is repeatable;
-`FUZZ_SEED=<n>` explores other cases. Each operation's cases share one organisation, whose
-owner key sends them and whose real ids (its index, a record, a thread, an agent, its
-switch's connector) are sent in about half of the valid cases, so the routes are reached
-beyond their 404s.
+.ci/run: `make test PYTEST_ARGS="-m fuzz"`). Each run draws a new seed and prints it at the
+start and the end; `FUZZ_SEED=<n>` sends that run's cases again. Each operation's cases share
+one organisation, whose owner key sends them and whose real ids (its index, a record, a thread,
+an agent, a second key, its switch's connector) are sent in about half of the valid cases, so
+the routes are reached beyond their 404s. The owner key is never the key a case revokes or
+narrows, and the organisation's limits are put back after each case that changes them: the run
+tests the API, not the 401s and 429s of a key that locked itself out.
 """
 from __future__ import annotations
 
 import json
 import os
 import re
+import secrets
 from collections import Counter
 
 import pytest
@@ -32,7 +35,15 @@ from tests.factories import OrganisationFactory, make_index, make_key, resolved_
 pytestmark = pytest.mark.fuzz
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))
-SEED = os.environ.get("FUZZ_SEED")
+
+
+def fuzz_seed(environ) -> int:
+    """`FUZZ_SEED` when given (to send a run's cases again), else a new one for every run."""
+    given = environ.get("FUZZ_SEED", "").strip()
+    return int(given) if given else secrets.randbelow(2**32)
+
+
+SEED = fuzz_seed(os.environ)
 
 # Valid data may still be refused by a rule the document cannot state (a model not offered, an
 # index id that names nothing): that is a 422 (R-2.3), which counts as accepting the data's shape.
@@ -64,35 +75,62 @@ def keep_test_connection_open(organisation):
     request_finished.connect(close_old_connections)
 
 
-@pytest.fixture
-def organisation(db, settings):
-    """An organisation with one of everything the routes address; its real ids by parameter name."""
+def fuzz_organisation(model_id: str) -> tuple[str, dict]:
+    """An organisation with one of everything the routes address: the owner key's secret, and
+    the real ids by parameter name. `key_id` is a second key: a case that revokes or narrows
+    the key it names never touches the one that sends the cases."""
     from memory.services import record_write
 
-    model = FakeChatModel().start()
-    settings.CORE_MODELS = [model.config("fake-chat")]
     organisation = OrganisationFactory()
     key, secret = make_key(organisation, name="owner")
+    other_key, _ = make_key(organisation, name="fuzzed")
     index = resolved_for(key, make_index(organisation))
     record = record_write(key=key, index=index, subject=None, type="fact", text="Kantoor sluit om vijf", actor="fuzz").record
     from tests.factories import client_for
 
     client = client_for(secret)
     thread = client.post("/v1/threads", {}, format="json").json()
-    agent = client.post("/v1/agents", {"name": "desk", "model": "fake-chat"}, format="json").json()
-    switch = client.put(f"/v1/memory/stores/{index.id}/extraction", {"enabled": True, "model": "fake-chat"}, format="json").json()
-    real = {
+    agent = client.post("/v1/agents", {"name": "desk", "model": model_id}, format="json").json()
+    switch = client.put(f"/v1/memory/stores/{index.id}/extraction", {"enabled": True, "model": model_id}, format="json").json()
+    return secret, {
         "organisation_id": organisation.id,
         "index_id": index.id,
         "record_id": record.id,
         "thread_id": thread["id"],
         "agent_id": agent["id"],
-        "key_id": key.id,
+        "key_id": other_key.id,
         "connector_id": switch["connector_id"],
         "subject": "anna",
     }
-    yield secret, real
+
+
+@pytest.fixture
+def organisation(db, settings):
+    model = FakeChatModel().start()
+    settings.CORE_MODELS = [model.config("fake-chat")]
+    yield fuzz_organisation("fake-chat")
     model.stop()
+
+
+# The organisation's settings that limit what its keys may do: a case that changes them is
+# followed by putting them back, so that later cases are not refused by what an earlier one set.
+LIMITING_SETTINGS = ("capabilities", "offered_models", "helper_model", "monthly_token_limit", "rate_limit_per_minute")
+
+
+def _limits_put_back(organisation_id: str, before: dict) -> None:
+    from core_memory.organisations.models import Organisation
+    from core_memory.organisations.services import organisation_update
+
+    organisation = Organisation.objects.get(pk=organisation_id)
+    changed = {name: value for name, value in before.items() if getattr(organisation, name) != value}
+    if changed:
+        organisation_update(organisation=organisation, actor="fuzz", changes=changed)
+
+
+def _limits_of(organisation_id: str) -> dict:
+    from core_memory.organisations.models import Organisation
+
+    return Organisation.objects.filter(pk=organisation_id).values(*LIMITING_SETTINGS).get()
 
 
 def _with_real_handles(case, real: dict) -> None:
@@ -154,7 +192,8 @@ STATUSES: Counter = Counter()
 
 
 @schema.parametrize()
-@settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=SEED is None, suppress_health_check=list(HealthCheck))
+@seed(SEED)
+@settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 def test_api(case, organisation, keep_test_connection_open):
     secret, real = organisation
     positive = case.meta is not None and getattr(case.meta.generation.mode, "name", "") == "POSITIVE"
@@ -162,10 +201,11 @@ def test_api(case, organisation, keep_test_connection_open):
     _with_real_handles(case, real)
     excluded = [schemathesis.checks.positive_data_acceptance] if case.operation.label in CONDITIONAL_RULES else []
     SENT[case.operation.label] += 1
-    response = case.call_and_validate(headers={"Authorization": f"Bearer {secret}"}, excluded_checks=excluded)
+    limits = _limits_of(real["organisation_id"])
+    try:
+        response = case.call_and_validate(headers={"Authorization": f"Bearer {secret}"}, excluded_checks=excluded)
+    finally:
+        _limits_put_back(real["organisation_id"], limits)
     # Counted once every check passed (a failing case fails the step anyway).
     STATUSES[f"{response.status_code // 100}xx"] += 1
 
-
-if SEED is not None:
-    test_api = seed(int(SEED))(test_api)
