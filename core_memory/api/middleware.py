@@ -75,15 +75,18 @@ def _path_as_sent(request) -> str | None:
 
 
 class ApiRequestSizeMiddleware:
-    """An API body over `CORE_MAX_REQUEST_BYTES` is a 413 with R-2.3's JSON body before anything
-    reads it (Django's own check would answer its HTML 400)."""
+    """A body over `CORE_MAX_REQUEST_BYTES` is a 413 before anything reads it, at every address
+    Django serves (`/mcp` checks its own, core_memory.mcp.http): an API client gets R-2.3's JSON
+    body (Django's own check would answer its HTML 400), the console a line of text."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        if is_api_request(request) and _content_length(request) > settings.CORE_MAX_REQUEST_BYTES:
+        if _content_length(request) > settings.CORE_MAX_REQUEST_BYTES:
             message = f"The request body is larger than {settings.CORE_MAX_REQUEST_BYTES} bytes."
+            if request.path_info.startswith("/console/"):
+                return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
             return JsonResponse(error_body(status_code=413, message=message, param=None), status=413)
         return self.get_response(request)
 

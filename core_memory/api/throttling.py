@@ -95,15 +95,28 @@ def attempts_count(*, name: str, seconds: int, add: bool, now: float | None = No
     return count, max(1, math.ceil((window + 1) * seconds - now))
 
 
+def key_rate_limit_wait(principal) -> float | None:
+    """Counts one request of the caller's key — whichever entrance it came in by: the API, `/mcp`,
+    the OpenAI-compatible routes — against its organisation's limit; the seconds to wait when
+    it is over, else None."""
+    key = getattr(principal, "key", None)
+    if key is None:
+        return None
+    return rate_limit_hit(name=key.id, limit=principal.organisation.key_rate_limit_per_minute())
+
+
+def console_rate_limit_wait(user, *, organisation_limit: int | None) -> float | None:
+    """An administrator's console requests, counted like a key's: each administrator may ask
+    what each key of her organisation may (the server's limit without one)."""
+    return rate_limit_hit(name=f"console:{user.pk}", limit=organisation_limit or settings.CORE_RATE_LIMIT_PER_MINUTE)
+
+
 class KeyRateThrottle(BaseThrottle):
-    """DRF's throttle hook: after authentication, before the view (nothing is written)."""
+    """DRF's throttle hook: after authentication, before the view (nothing is written). Every
+    DRF view has it by default (REST_FRAMEWORK's DEFAULT_THROTTLE_CLASSES)."""
 
     def allow_request(self, request, view) -> bool:
-        principal = request.user
-        key = getattr(principal, "key", None)
-        if key is None:
-            return True
-        self._wait = rate_limit_hit(name=key.id, limit=principal.organisation.key_rate_limit_per_minute())
+        self._wait = key_rate_limit_wait(request.user)
         return self._wait is None
 
     def wait(self) -> float | None:

@@ -6,12 +6,14 @@ where the API's rate limits are (Redis, shared by every process; core_memory.api
 from __future__ import annotations
 
 import logging
+import math
 
 from django.http import HttpResponse
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from core_memory.api.throttling import attempts_count
+from core_memory.api.throttling import attempts_count, console_rate_limit_wait
+from core_memory.console.selectors import administrator_rate_limit
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +51,14 @@ class ConsoleProtectionMiddleware:
                 logger.warning("console.login.throttled", extra={"address": _client_address(request)})
                 response = HttpResponse(_("Too many failed logins. Try again later."), status=429, content_type="text/plain; charset=utf-8")
                 response["Retry-After"] = str(max(over))
+                return self._protected(response)
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            # The console is an entrance like the API: an administrator is held to her organisation's rate limit.
+            wait = console_rate_limit_wait(user, organisation_limit=administrator_rate_limit(user=user))
+            if wait is not None:
+                response = HttpResponse(_("Too many requests. Try again later."), status=429, content_type="text/plain; charset=utf-8")
+                response["Retry-After"] = str(math.ceil(wait))
                 return self._protected(response)
         response = self.get_response(request)
         if is_login and response.status_code == 200:

@@ -33,6 +33,14 @@ def administered_organisation_id(*, user) -> str | None:
     return administrator.organisation_id if administrator else ""
 
 
+def administrator_rate_limit(*, user) -> int | None:
+    """The requests per minute her organisation allows each of its keys (None: the server's)."""
+    organisation_id = administered_organisation_id(user=user)
+    if not organisation_id:
+        return None
+    return Organisation.objects.filter(pk=organisation_id).values_list("rate_limit_per_minute", flat=True).first()
+
+
 def console_actor(*, user) -> str:
     """The audit actor of a console action (R-11.1: "key id or console user")."""
     return f"console:{user.get_username()}"

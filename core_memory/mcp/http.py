@@ -2,16 +2,21 @@
 a2wsgi, stateless and answering JSON, so any worker of any instance can answer any request
 (docs/decisions.md "MCP").
 
-The credential is checked here first, in the worker's own thread, so that a missing, unknown
-or insufficient one is an HTTP 401/403 with R-2.3's body (what MCP clients expect), before the
-protocol runs. The event loop, its thread and the SDK's session manager start with the first
+The same gate as every other entrance, here in the worker's own thread before the protocol
+runs: a body over `CORE_MAX_REQUEST_BYTES` is a 413; a missing, unknown or insufficient
+credential is an HTTP 401/403 with R-2.3's body (what MCP clients expect); and each request
+counts against the key's rate limit as an API request does — over it, a 429 with `Retry-After`
+and a JSON-RPC error. The protocol's handshake (`initialize`, `ping`, notifications) is not
+counted: a client sends it on every connection, and it reads nothing. The event loop, its thread and the SDK's session manager start with the first
 MCP request of each worker process (never at import: a forked worker would not inherit the
 thread).
 """
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import math
 import threading
 
 from a2wsgi import ASGIMiddleware
@@ -20,11 +25,17 @@ from django.db import close_old_connections
 from mcp.server.transport_security import TransportSecuritySettings
 
 from core_memory.api.exceptions import error_body
+from core_memory.api.throttling import key_rate_limit_wait
 from core_memory.base.errors import ApplicationError
 from core_memory.mcp.server import mcp_caller, server
 
 MCP_PATH = "/mcp"
 STARTUP_TIMEOUT_SECONDS = 10
+# JSON-RPC messages of the protocol's handshake, not counted against the rate limit.
+HANDSHAKE_METHODS = ("initialize", "ping")
+# JSON-RPC's range for errors a server defines.
+RATE_LIMITED_CODE = -32000
+BODY_TOO_LARGE_CODE = -32600
 
 
 def transport_security() -> TransportSecuritySettings:
@@ -40,6 +51,9 @@ def transport_security() -> TransportSecuritySettings:
 class McpMount:
     """A WSGI application: `/mcp` to the MCP server, everything else to Django."""
 
+    # The addresses this mount answers itself, outside Django's URLs (tests/test_entrances.py walks them).
+    prefix = MCP_PATH
+
     def __init__(self, django_application):
         self.django_application = django_application
         self._mcp = None
@@ -49,20 +63,37 @@ class McpMount:
         path = environ.get("PATH_INFO", "")
         if path != MCP_PATH and not path.startswith(MCP_PATH + "/"):
             return self.django_application(environ, start_response)
-        refusal = self._refusal(environ)
+        body = _body_within_limit(environ)
+        if body is None:
+            message = f"The request body is larger than {settings.CORE_MAX_REQUEST_BYTES} bytes."
+            return _json_answer(413, _json_rpc_error(None, BODY_TOO_LARGE_CODE, message, "request_too_large"))(start_response)
+        # The SDK reads the body again from here.
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        refusal = self._refusal(environ, body)
         if refusal is not None:
             return refusal(start_response)
         return self._mcp_application()(environ, start_response)
 
-    def _refusal(self, environ):
+    def _refusal(self, environ, body: bytes):
         close_old_connections()
         try:
-            mcp_caller(authorization=environ.get("HTTP_AUTHORIZATION"), subject_header=environ.get("HTTP_X_CORE_SUBJECT"))
+            caller = mcp_caller(authorization=environ.get("HTTP_AUTHORIZATION"), subject_header=environ.get("HTTP_X_CORE_SUBJECT"))
         except ApplicationError as error:
             return _json_answer(error.status_code, error_body(status_code=error.status_code, message=error.message, param=error.param, error_type=error.error_type))
         finally:
             close_old_connections()
-        return None
+        messages = _messages(body)
+        if messages is not None and _handshake_only(messages):
+            return None
+        wait = key_rate_limit_wait(caller.principal)
+        if wait is None:
+            return None
+        seconds = max(1, math.ceil(wait))
+        message = f"Too many requests for this key; retry in {seconds} seconds."
+        request_id = next((each.get("id") for each in messages or [] if isinstance(each, dict) and "id" in each), None)
+        body = _json_rpc_error(request_id, RATE_LIMITED_CODE, message, "rate_limit_error", retry_after=seconds)
+        return _json_answer(429, body, retry_after=seconds)
 
     def _mcp_application(self):
         with self._lock:
@@ -91,12 +122,52 @@ def _start_mcp() -> ASGIMiddleware:
     return ASGIMiddleware(application, loop=loop)
 
 
-def _json_answer(status_code: int, body: dict):
+def _body_within_limit(environ) -> bytes | None:
+    """The request's body, or None when it is larger than the limit (read no further than that)."""
+    limit = settings.CORE_MAX_REQUEST_BYTES
+    stream = environ.get("wsgi.input")
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or -1)
+    except ValueError:
+        length = -1
+    if length > limit:
+        return None
+    if stream is None or length == 0:
+        return b""
+    # Without a length (a chunked body) read one byte past the limit to know it is over.
+    body = stream.read(length if length > 0 else limit + 1)
+    return None if len(body) > limit else body
+
+
+def _messages(body: bytes) -> list | None:
+    try:
+        parsed = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return parsed if isinstance(parsed, list) else [parsed]
+
+
+def _handshake_only(messages: list) -> bool:
+    def handshake(message) -> bool:
+        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+            return False
+        return message["method"] in HANDSHAKE_METHODS or ("id" not in message and message["method"].startswith("notifications/"))
+
+    return bool(messages) and all(handshake(message) for message in messages)
+
+
+def _json_rpc_error(request_id, code: int, message: str, error_type: str, **data) -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message, "data": {"type": error_type, **data}}}
+
+
+def _json_answer(status_code: int, body: dict, *, retry_after: int | None = None):
     payload = json.dumps(body).encode()
-    reason = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden"}.get(status_code, "Error")
+    reason = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 413: "Content Too Large", 429: "Too Many Requests"}.get(status_code, "Error")
     headers = [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]
     if status_code == 401:
         headers.append(("WWW-Authenticate", 'Bearer realm="core"'))
+    if retry_after is not None:
+        headers.append(("Retry-After", str(retry_after)))
 
     def answer(start_response):
         start_response(f"{status_code} {reason}", headers)

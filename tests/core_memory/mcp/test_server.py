@@ -243,3 +243,39 @@ def test_the_stdio_command_refuses_a_missing_token(monkeypatch):
 
     with pytest.raises(CommandError, match=r"^CORE_MCP_TOKEN/CORE_MCP_SUBJECT: Use 'Authorization: Bearer <secret>'"):
         call_command("mcp", stdout=StringIO())
+
+
+def _tools_call(site: str, secret: str, number: int, **extra) -> httpx.Response:
+    body = {"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": {"name": "x", "arguments": {}}}
+    headers = {"Authorization": f"Bearer {secret}", "Accept": "application/json, text/event-stream", "X-Core-Subject": "anna"}
+    return httpx.post(f"{site}/mcp", headers=headers, timeout=30, **({"json": body} | extra))
+
+
+def test_mcp_counts_against_the_keys_rate_limit_like_the_api(site, tenant):
+    """Issue 19: with the organisation at 5 requests a minute, 30 MCP tool calls all answered 200
+    while REST gave 429 after 5. The 6th is refused as JSON-RPC with HTTP 429 and Retry-After,
+    and the API counts the same requests."""
+    tenant.organisation.rate_limit_per_minute = 5
+    tenant.organisation.save(update_fields=["rate_limit_per_minute"])
+    _, secret = make_key(tenant.organisation, capabilities=["knowledge", "memory"], memory=WRITING)
+
+    answers = [_tools_call(site, secret, number) for number in range(1, 7)]
+    rest = httpx.get(f"{site}/v1/memory", headers={"Authorization": f"Bearer {secret}"}, params={"index_id": tenant.index.id})
+
+    assert [answer.status_code for answer in answers] == [200] * 5 + [429]
+    refused = answers[-1]
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert refused.json()["jsonrpc"] == "2.0" and refused.json()["id"] == 6
+    assert refused.json()["error"]["data"]["type"] == "rate_limit_error"
+    assert rest.status_code == 429
+
+
+def test_mcp_refuses_a_body_over_the_apis_limit(site, tenant):
+    """Issue 19: `/mcp` took a 3 MB body where the API's limit is 2 MiB."""
+    _, secret = make_key(tenant.organisation, capabilities=["knowledge", "memory"], memory=WRITING)
+    padding = "x" * (3 * 1000 * 1000)
+
+    answer = _tools_call(site, secret, 1, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": padding}})
+
+    assert answer.status_code == 413
+    assert answer.json()["error"]["data"]["type"] == "request_too_large"
