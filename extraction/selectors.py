@@ -1,5 +1,5 @@
-"""Reading extraction: a store's switch and how it is doing (R-8.5, R-8.6), its connector
-(R-8.7), and which switches are due. The API and the console show a switch through
+"""Reading extraction: a store's switch and how it is doing, its connector, and which
+switches are due. The API and the console show a switch through
 `switch_status`; nothing here writes."""
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from stores.selectors import index_find_available, policy_right_check
 
 
 class SwitchState:
-    """R-8.6, in the order they are checked: the first that holds is the state."""
+    """A switch's states, in the order they are checked: the first that holds is the state."""
 
     OFF = "off"
     OBJECTS_MISSING = "objects_missing"
@@ -30,7 +30,7 @@ class SwitchState:
     ACTIVE = "active"
 
 
-# What the console calls each state (R-8.6).
+# What the console calls each state.
 STATE_LABELS = {
     SwitchState.ACTIVE: _("active"),
     SwitchState.OFF: _("off"),
@@ -42,7 +42,7 @@ STATE_LABELS = {
 
 @dataclass(frozen=True)
 class SwitchStatus:
-    """What `GET …/extraction` shows beside the switch's settings (R-8.5)."""
+    """What `GET …/extraction` shows beside the switch's settings."""
 
     state: str
     last_run: dict | None
@@ -61,7 +61,7 @@ def switch_find(*, index: KnowledgeIndex) -> ExtractionSwitch | None:
 
 
 def switch_state(*, switch: ExtractionSwitch, now: datetime | None = None) -> str:
-    """R-8.6. Checks only these things: a key that still exists but lost `threads` or its
+    """The switch's state (`SwitchState`). Checks only these things: a key that still exists but lost `threads` or its
     write right leaves the switch active, and its windows fail instead."""
     if not switch.enabled:
         return SwitchState.OFF
@@ -78,7 +78,7 @@ def switch_state(*, switch: ExtractionSwitch, now: datetime | None = None) -> st
 
 
 def switch_window_counts(*, switch: ExtractionSwitch) -> dict:
-    """The switch's windows by status; a window being read counts as queued (R-8.5)."""
+    """The switch's windows by status; a window being read counts as queued."""
     statuses = ExtractionWindow.Status
     counts = (
         ExtractionWindow.objects.for_organisation(switch.organisation_id)
@@ -103,7 +103,7 @@ def switch_windows(*, switch: ExtractionSwitch, status: str | None = None) -> Qu
 
 
 def switch_error_code(*, switch: ExtractionSwitch) -> str | None:
-    """The most common reason among the failed windows (R-8.5); of two as common, the first
+    """The most common reason among the failed windows; of two as common, the first
     in the alphabet, so the answer does not change between two reads."""
     codes = Counter(
         ExtractionWindow.objects.for_organisation(switch.organisation_id)
@@ -140,7 +140,7 @@ def switch_status(*, switch: ExtractionSwitch, now: datetime | None = None) -> S
 
 
 def connector_get_available(*, key: ApiKey, connector_id: str, right: str | None = None) -> ExtractionConnector:
-    """A connector that is not deleted, of an index available to the key (R-4.2, R-8.7); else 404."""
+    """A connector that is not deleted, of an index available to the key; else 404, as for any object the key may not see."""
     connector = (
         ExtractionConnector.objects.for_organisation(key.organisation_id).live().filter(pk=connector_id).first()
         if isinstance(connector_id, str)
@@ -164,7 +164,7 @@ def switches_due(*, now: datetime) -> list[str]:
 
 
 def switches_naming_agent(*, organisation: Organisation | str, agent_id: str) -> list[str]:
-    """Index ids of the organisation's switches whose `filters.agent_ids` name the agent (R-7.3)."""
+    """Index ids of the organisation's switches whose `filters.agent_ids` name the agent (deleting an agent they name is refused)."""
     return list(
         ExtractionSwitch.objects.for_organisation(organisation)
         .filter(filter_agent_ids__contains=[agent_id])
@@ -179,7 +179,7 @@ def switches_existing(*, index_ids: list[str]) -> list[str]:
 
 
 def person_windows_counted(*, organisation_id: str, subject: str) -> int:
-    """How many extraction windows her threads have (what erasing her removes, R-3.4)."""
+    """How many extraction windows her threads have (what erasing her removes)."""
     return ExtractionWindow.objects.for_organisation(organisation_id).filter(thread__subject=subject).count()
 
 

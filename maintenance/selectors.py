@@ -1,4 +1,4 @@
-"""Reading maintenance (SPEC §9): which stores are due and what each analysis may do, the
+"""Reading maintenance: which stores are due and what each analysis may do, the
 candidates a run looks at, proposals for the API and the console, and a store's maintenance as
 the console shows it. Nothing here writes."""
 from __future__ import annotations
@@ -29,7 +29,7 @@ from memory.models import MemoryRecord
 from stores.models import KnowledgeIndex, MemoryStore
 from stores.selectors import policy_right_check
 
-# Textually close (pg_trgm's similarity of the two texts): a pair worth asking about (R-9.2).
+# Textually close (pg_trgm's similarity of the two texts): a pair worth asking about.
 SIMILARITY_THRESHOLD = 0.25
 # The closest few of her records (or the shared ones) per changed record; never all pairs.
 CANDIDATES_PER_RECORD = 5
@@ -43,7 +43,7 @@ UNFINISHED = (MaintenanceJob.Status.QUEUED, MaintenanceJob.Status.RUNNING, Maint
 
 @dataclass(frozen=True)
 class Analyses:
-    """Which analyses run on a store now (R-9.1–R-9.4): contested marking while maintenance is
+    """Which analyses run on a store now: contested marking while maintenance is
     on; store lessons also needs the `lessons` section; promotion the `promotion` section and an
     organisation with the `improvements` capability and its settings on."""
 
@@ -69,7 +69,7 @@ def store_analyses(*, store: MemoryStore, organisation: Organisation) -> Analyse
 
 
 def stores_due(*, now: datetime) -> list[str]:
-    """Index ids of the live stores whose maintenance is on and due (R-9.1): never run, or
+    """Index ids of the live stores whose maintenance is on and due: never run, or
     their next run has come."""
     return list(
         MemoryStore.objects.unscoped()
@@ -88,7 +88,7 @@ def stores_existing(*, index_ids: Sequence[str]) -> list[str]:
 
 
 def persons_closed_to_helper(*, organisation_id: str, subjects: Iterable[str]) -> set[str]:
-    """Those of `subjects` whose rules forbid the helper model to read them (R-3.4, R-9.3)."""
+    """Those of `subjects` whose rules forbid the helper model to read them: nothing of theirs is sent to it."""
     subjects = {subject for subject in subjects if subject is not None}
     if not subjects:
         return set()
@@ -117,7 +117,7 @@ class ChangedRecord:
 
 def records_changed(*, organisation_id: str, index_id: str, since: datetime | None) -> list[ChangedRecord]:
     """The store's active records changed after `since` (all of them when None): what a run
-    reads (issue 9: the work grows with what changed, not with the store)."""
+    reads, so the work grows with what changed, not with the store."""
     records = MemoryRecord.objects.for_organisation(organisation_id).filter(index_id=index_id, status=MemoryRecord.Status.ACTIVE)
     if since is not None:
         records = records.filter(updated_at__gt=since)
@@ -167,7 +167,7 @@ _CLOSENESS = {
 def contradiction_candidates(
     *, organisation_id: str, index: KnowledgeIndex | None, record_ids: Sequence[str], shared: bool
 ) -> list[tuple[str, str]]:
-    """Pairs (changed record, candidate) worth asking about (R-9.2): for each changed record,
+    """Pairs (changed record, candidate) worth asking about: for each changed record,
     the few active records of the same person — or, with `shared`, of the shared set — and
     the same type whose text is closest to its own (pg_trgm), above a threshold; and, where
     `index` embeds, the few whose vectors are nearest, which finds a contradiction told in
@@ -239,7 +239,7 @@ def planned_job_payloads(*, index_id: str, organisation_id: str, kind: str, sinc
 
 def episodes_unused(*, organisation_id: str, index_id: str, subjects: Iterable[str]) -> list[tuple[str, str, str | None, datetime]]:
     """(id, person, result, updated_at) of the persons' active episodes no store lesson used yet
-    (R-9.3), oldest first."""
+    (an episode teaches one lesson only), oldest first."""
     used = EpisodeUse.objects.for_organisation(organisation_id).filter(episode_id=OuterRef("pk"))
     return list(
         MemoryRecord.objects.for_organisation(organisation_id)
@@ -251,7 +251,7 @@ def episodes_unused(*, organisation_id: str, index_id: str, subjects: Iterable[s
 
 
 def records_proposed(*, organisation_id: str, record_ids: Iterable[str]) -> set[str]:
-    """Which of the records a proposal already rests on (R-9.4: never twice)."""
+    """Which of the records a proposal already rests on: a record is never proposed twice."""
     return set(
         ProposalSource.objects.for_organisation(organisation_id).filter(record_id__in=set(record_ids)).values_list("record_id", flat=True)
     )
@@ -300,7 +300,7 @@ def shared_texts(*, organisation_id: str, index_id: str, texts: Iterable[tuple[s
     return set(rows) & texts
 
 
-# --- proposals (R-9.5) ---
+# --- proposals ---
 
 def _proposals_shown(proposals: QuerySet[Proposal]) -> QuerySet[Proposal]:
     sources = ProposalSource.objects.unscoped().select_related("record").order_by("record_id")
@@ -321,7 +321,7 @@ def proposal_list(*, key: ApiKey, index: KnowledgeIndex | None = None, status: s
 
 
 def proposal_get_available(*, key: ApiKey, proposal_id: str) -> Proposal:
-    """A proposal of an index available to the key; else 404 (R-2.5, R-4.2)."""
+    """A proposal of an index available to the key; else 404, as for any object the key may not see."""
     proposal = _proposals_shown(Proposal.objects.for_key(key)).filter(pk=proposal_id).first()
     if proposal is None:
         raise NotFound("No such proposal.")
@@ -353,7 +353,7 @@ def proposal_rights_check(*, key: ApiKey, proposal: Proposal, right: str) -> Non
 
 
 def proposals_resting_only_on(*, organisation: Organisation | str, subject: str) -> QuerySet[Proposal]:
-    """The proposals whose every source is a record of hers (R-9.8: erasing her erases them)."""
+    """The proposals whose every source is a record of hers: erasing her erases them."""
     sources = ProposalSource.objects.for_organisation(organisation)
     hers = sources.filter(record__subject=subject).values("proposal_id")
     others = sources.filter(proposal_id__in=hers).exclude(record__subject=subject).values("proposal_id")

@@ -1,9 +1,9 @@
-"""Deciding proposals (R-9.5, R-9.7) and erasing those resting on a person (R-9.8).
+"""Deciding proposals and erasing those resting on a person.
 
 Applying writes a new shared record of nobody in particular — the proposal's type and text,
 the store's promotion `labels` as its metadata, source `promotion`, no provenance — and leaves
 the persons' own records theirs. A shared record with the same text already there is confirmed
-instead (R-5.4). Applying and rejecting are audited (`proposal.applied`, `proposal.rejected`)
+instead, as any write of the same words is. Applying and rejecting are audited (`proposal.applied`, `proposal.rejected`)
 in the same transaction; a decided proposal stays, so its records are never proposed again.
 """
 from __future__ import annotations
@@ -41,14 +41,14 @@ def proposal_reject(*, key: ApiKey, proposal_id: str, actor: str, now: datetime 
 
 
 def proposal_apply_by_administrator(*, organisation: Organisation | str, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
-    """A console administrator applies a proposal of her organisation (R-9.5, R-10.3)."""
+    """A console administrator applies a proposal of her organisation."""
     return _proposal_decide(
         proposals=Proposal.objects.for_organisation(organisation).live(), proposal_id=proposal_id, actor=actor, apply=True, now=now
     )
 
 
 def proposal_reject_by_administrator(*, organisation: Organisation | str, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
-    """A console administrator rejects a proposal of her organisation (R-9.5, R-10.3)."""
+    """A console administrator rejects a proposal of her organisation."""
     return _proposal_decide(
         proposals=Proposal.objects.for_organisation(organisation).live(), proposal_id=proposal_id, actor=actor, apply=False, now=now
     )
@@ -59,7 +59,7 @@ def _key_may_decide(*, key: ApiKey, proposal_id: str, actor: str) -> None:
     if proposal is None:
         raise NotFound("No such proposal.")
     index = KnowledgeIndex.objects.for_key(key).get(pk=proposal.index_id)
-    # Deciding changes what the store shares: the write right, as for writing a record (R-5.2).
+    # Deciding changes what the store shares: the write right, as for writing a record.
     record_write_authorise(key=key, index=index, actor=actor, param=None)
 
 
@@ -103,7 +103,7 @@ def _proposal_decide(*, proposals: QuerySet[Proposal], proposal_id: str, actor: 
 
 
 def person_proposals_erase(*, organisation: Organisation | str, subject: str) -> int:
-    """Part of erasing her (R-9.8): every proposal that rests only on her records goes (applied
+    """Part of erasing her: every proposal that rests only on her records goes (applied
     ones too; the shared record an applied one wrote is nobody's and stays). A proposal that
     also rests on another person's record stays, without her record, its text taken from one
     of theirs. Answers how many proposals went. Call it before her records are erased."""
