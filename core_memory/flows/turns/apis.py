@@ -17,8 +17,12 @@ from core_memory.threads.models import Item
 from core_memory.threads.services import ItemDraft
 from memory.tools.catalogue import memory_tools_list
 
-# What a request may call a message's role, and the role the thread stores.
-INPUT_ROLES = {"user": Item.Role.USER, "assistant": Item.Role.ASSISTANT, "system": Item.Role.SYSTEM, "developer": Item.Role.SYSTEM}
+# What a request may call a message's role, and the role the thread stores. Never `system` (or
+# `developer`): the input is stored on the thread, and a stored system message would instruct
+# every later turn on it, by any key — as the items import refuses it. A turn's own
+# instructions go in `instructions`.
+INPUT_ROLES = {"user": Item.Role.USER, "assistant": Item.Role.ASSISTANT}
+SYSTEM_ROLE_REFUSED = "A message's role is user or assistant; give a turn's instructions in `instructions`."
 TEXT_PART_TYPES = ("input_text", "output_text", "text")
 TEXT_OR_LIST_SCHEMA = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}
 INPUT_MESSAGE_SCHEMA = {
@@ -27,7 +31,7 @@ INPUT_MESSAGE_SCHEMA = {
     "required": ["role", "content"],
     "properties": {
         "type": {"type": "string", "enum": ["message"]},
-        "role": {"type": "string", "enum": ["assistant", "developer", "system", "user"]},
+        "role": {"type": "string", "enum": sorted(INPUT_ROLES)},
         "content": {
             "oneOf": [
                 {"type": "string"},
@@ -62,7 +66,7 @@ class MessageContentField(serializers.Field):
 
 class InputMessageSerializer(StrictSerializer):
     type = serializers.ChoiceField(choices=["message"], required=False)
-    role = serializers.ChoiceField(choices=sorted(INPUT_ROLES))
+    role = serializers.ChoiceField(choices=sorted(INPUT_ROLES), error_messages={"invalid_choice": SYSTEM_ROLE_REFUSED})
     content = MessageContentField()
 
 
