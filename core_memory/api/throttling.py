@@ -29,7 +29,16 @@ class _ProcessCounter:
 
     def __init__(self):
         self._counts: Counter = Counter()
+        self._holds: dict[str, float] = {}
         self._lock = threading.Lock()
+
+    def hold(self, name: str, until: float, seconds: float) -> None:
+        with self._lock:
+            self._holds[name] = until
+
+    def held_until(self, name: str) -> float:
+        with self._lock:
+            return self._holds.get(name, 0.0)
 
     def hit(self, name: str, window: int, *, amount: int = 1, seconds: int = WINDOW_SECONDS) -> int:
         with self._lock:
@@ -51,6 +60,14 @@ class _RedisCounter:
         count, _ = pipeline.execute()
         return count
 
+    def hold(self, name: str, until: float, seconds: float) -> None:
+        # Kept a little longer than the hold; the time it ends is what counts.
+        self._client.set(f"{settings.CORE_RATE_LIMIT_PREFIX}:hold:{name}", repr(until), ex=math.ceil(seconds) + 60)
+
+    def held_until(self, name: str) -> float:
+        value = self._client.get(f"{settings.CORE_RATE_LIMIT_PREFIX}:hold:{name}")
+        return float(value) if value else 0.0
+
 
 _counters: dict[str, object] = {}
 
@@ -70,7 +87,7 @@ def _counter():
 def rate_limit_hit(*, name: str, limit: int, now: float | None = None) -> float | None:
     """Counts one request of `name` in the current minute; the seconds to wait when it is
     over `limit`, else None."""
-    now = time.time() if now is None else now
+    now = _now() if now is None else now
     window = int(now // WINDOW_SECONDS)
     try:
         count = _counter().hit(_named(name), window)
@@ -85,7 +102,7 @@ def rate_limit_hit(*, name: str, limit: int, now: float | None = None) -> float 
 def attempts_count(*, name: str, seconds: int, add: bool, now: float | None = None) -> tuple[int, int]:
     """Attempts of `name` in the current window of `seconds` (counting this one when `add`),
     and the seconds until the window ends. (0, …) when the store cannot be reached."""
-    now = time.time() if now is None else now
+    now = _now() if now is None else now
     window = int(now // seconds)
     try:
         count = _counter().hit(_named(name), window, amount=1 if add else 0, seconds=seconds)
@@ -93,6 +110,28 @@ def attempts_count(*, name: str, seconds: int, add: bool, now: float | None = No
         logger.warning("rate_limit.store_unavailable", extra={"error": type(error).__name__})
         count = 0
     return count, max(1, math.ceil((window + 1) * seconds - now))
+
+
+def _now() -> float:
+    return time.time()
+
+
+def hold_set(*, name: str, seconds: float) -> None:
+    """Holds `name` for `seconds` from now (shared by every process, like the counts)."""
+    try:
+        _counter().hold(name, _now() + seconds, seconds)
+    except redis.RedisError as error:
+        logger.warning("rate_limit.store_unavailable", extra={"error": type(error).__name__})
+
+
+def held_for(*, name: str) -> float:
+    """The seconds `name` is still held; 0 when it is not (or the store cannot be reached)."""
+    try:
+        until = _counter().held_until(name)
+    except redis.RedisError as error:
+        logger.warning("rate_limit.store_unavailable", extra={"error": type(error).__name__})
+        return 0.0
+    return max(0.0, until - _now())
 
 
 def key_rate_limit_wait(principal) -> float | None:

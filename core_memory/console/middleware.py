@@ -1,8 +1,13 @@
 """The console's protections (issue 11): security headers on every console page, and a login
-that slows down guessing — after `LOGIN_FAILURES_PER_NAME` failed logins for one name from one
-address (or `LOGIN_FAILURES_PER_ADDRESS` for any names) within `LOGIN_WINDOW_SECONDS`, the
-login answers 429 with `Retry-After` without checking the password. The failures are counted
-where the API's rate limits are (Redis, shared by every process; core_memory.api.throttling)."""
+that slows down guessing without locking the rightful user out. After `LOGIN_FAILURES_PER_NAME`
+failed logins for one name from one address (or `LOGIN_FAILURES_PER_ADDRESS` for any names)
+within `LOGIN_WINDOW_SECONDS`, each further failure holds that name and address (or that
+address) for a delay that doubles — 1, 2, 4 … seconds, at most `LOGIN_LONGEST_DELAY_SECONDS`;
+while held, the login answers 429 with `Retry-After` without checking the password. Once the
+delay is over, the right password logs in again, and from an address that has not failed it
+always does: knowing an administrator's name is not enough to lock her out. The failures are
+counted where the API's rate limits are (Redis, shared by every process;
+core_memory.api.throttling)."""
 from __future__ import annotations
 
 import logging
@@ -12,14 +17,16 @@ from django.http import HttpResponse
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from core_memory.api.throttling import attempts_count, console_rate_limit_wait
+from core_memory.api.throttling import attempts_count, console_rate_limit_wait, held_for, hold_set
 from core_memory.console.selectors import administrator_rate_limit
 
 logger = logging.getLogger(__name__)
 
 LOGIN_FAILURES_PER_NAME = 5
 LOGIN_FAILURES_PER_ADDRESS = 30
-LOGIN_WINDOW_SECONDS = 15 * 60
+# Failures are remembered this long, so the delay keeps growing over an attacker's hour.
+LOGIN_WINDOW_SECONDS = 60 * 60
+LOGIN_LONGEST_DELAY_SECONDS = 5 * 60
 # The admin's own templates and ours load scripts and styles from our static files only.
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; "
@@ -41,16 +48,11 @@ class ConsoleProtectionMiddleware:
             return self.get_response(request)
         is_login = request.method == "POST" and request.path_info == reverse("admin:login")
         if is_login:
-            names = self._attempt_names(request)
-            waits = [
-                attempts_count(name=name, seconds=LOGIN_WINDOW_SECONDS, add=False)
-                for name in names
-            ]
-            over = [wait for (count, wait), limit in zip(waits, (LOGIN_FAILURES_PER_NAME, LOGIN_FAILURES_PER_ADDRESS)) if count >= limit]
-            if over:
+            held = max(held_for(name=name) for name in self._attempt_names(request))
+            if held > 0:
                 logger.warning("console.login.throttled", extra={"address": _client_address(request)})
                 response = HttpResponse(_("Too many failed logins. Try again later."), status=429, content_type="text/plain; charset=utf-8")
-                response["Retry-After"] = str(max(over))
+                response["Retry-After"] = str(max(1, math.ceil(held)))
                 return self._protected(response)
         user = getattr(request, "user", None)
         if user is not None and user.is_authenticated:
@@ -63,8 +65,10 @@ class ConsoleProtectionMiddleware:
         response = self.get_response(request)
         if is_login and response.status_code == 200:
             # The login form shown again: the name or password was wrong.
-            for name in self._attempt_names(request):
-                attempts_count(name=name, seconds=LOGIN_WINDOW_SECONDS, add=True)
+            for name, limit in zip(self._attempt_names(request), (LOGIN_FAILURES_PER_NAME, LOGIN_FAILURES_PER_ADDRESS)):
+                count, _window_ends = attempts_count(name=name, seconds=LOGIN_WINDOW_SECONDS, add=True)
+                if count >= limit:
+                    hold_set(name=name, seconds=min(2 ** (count - limit), LOGIN_LONGEST_DELAY_SECONDS))
         return self._protected(response)
 
     @staticmethod

@@ -6,7 +6,8 @@ import pytest
 import redis
 from django.test import Client
 
-from core_memory.console.middleware import LOGIN_FAILURES_PER_NAME
+from core_memory.api import throttling
+from core_memory.console.middleware import LOGIN_FAILURES_PER_NAME, LOGIN_LONGEST_DELAY_SECONDS
 from tests.factories import CONSOLE_PASSWORD
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -23,6 +24,14 @@ def counted_apart(settings):
         client = redis.Redis.from_url(REDIS_URL)
         for name in client.scan_iter(f"{settings.CORE_RATE_LIMIT_PREFIX}:*"):
             client.delete(name)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """The limiter's clock, moved by hand: [seconds since the epoch]."""
+    now = [1_900_800_000.0]  # the start of an hour: the failures' window does not end mid-test
+    monkeypatch.setattr(throttling, "_now", lambda: now[0])
+    return now
 
 
 def log_in(client, password: str, username: str = "anna"):
@@ -84,3 +93,46 @@ def test_without_a_shared_store_the_counts_under_one_prefix_are_not_anothers(set
     settings.CORE_RATE_LIMIT_PREFIX = f"test-console-{uuid.uuid4().hex}"
 
     assert attempts_count(name="login:anna", seconds=60, add=True)[0] == 1
+
+
+def test_the_right_password_logs_in_again_once_a_short_delay_is_over(administrator, clock):
+    """Issue 19: five wrong passwords for a name refused even the right one for 15 minutes, so
+    knowing an administrator's name was enough to lock her out. The hold after them is a second."""
+    browser = Client()
+    for _ in range(LOGIN_FAILURES_PER_NAME):
+        log_in(browser, "wrong")
+
+    held = log_in(browser, CONSOLE_PASSWORD)
+    clock[0] += 1.5
+    again = log_in(browser, CONSOLE_PASSWORD)
+
+    assert (held.status_code, held["Retry-After"]) == (429, "1")
+    assert again.status_code == 302
+    assert browser.session["_auth_user_id"] == str(administrator.pk)
+
+
+def test_each_further_failure_doubles_the_delay_up_to_a_ceiling(administrator, clock):
+    """Issue 19: an attacker is slowed more with every guess: 1, 2, 4 … seconds, at most the ceiling."""
+    browser = Client()
+    waits = []
+    for _ in range(LOGIN_FAILURES_PER_NAME):
+        log_in(browser, "wrong")
+    for _ in range(10):
+        waits.append(int(log_in(browser, "wrong")["Retry-After"]))
+        clock[0] += waits[-1]
+        assert log_in(browser, "wrong").status_code == 200  # the delay is over: this guess is checked (and fails)
+
+    assert waits[:5] == [1, 2, 4, 8, 16]
+    assert max(waits) == LOGIN_LONGEST_DELAY_SECONDS
+
+
+def test_the_right_password_from_an_address_that_has_not_failed_logs_in_at_once(administrator, clock):
+    """Issue 19: an attacker's failures from one address do not hold the administrator at another."""
+    attacker = Client(REMOTE_ADDR="203.0.113.9")
+    for _ in range(LOGIN_FAILURES_PER_NAME):
+        log_in(attacker, "wrong")
+
+    rightful = Client(REMOTE_ADDR="198.51.100.4")
+
+    assert log_in(attacker, CONSOLE_PASSWORD).status_code == 429
+    assert log_in(rightful, CONSOLE_PASSWORD).status_code == 302
