@@ -124,6 +124,7 @@ def world(tenant, other_tenant, settings):
     named_key, _secret = make_key(organisation, name="cnry-key-name")
     owner.patch("/v1/persons/anna", {"helper_model_may_read": False}, format="json")
     anna_token, _token_secret = subject_token_create(key=tenant.key, subject="anna", ttl_seconds=600)
+    anna_turn = owner.post("/v1/responses", {"model": "fake-chat", "input": "cnry-anna-asked", "user": "anna"}, format="json").json()
     proposal = Proposal.objects.create(
         organisation=organisation, index=index, type="fact", text="cnry-anna-fact", reason="general_knowledge", created_at=anna_fact.created_at
     )
@@ -164,9 +165,10 @@ def world(tenant, other_tenant, settings):
         "named_key": named_key.id,
         "other_org": other_tenant.organisation.id,
         "proposal": proposal.id,
+        "response": anna_turn["id"],
     }
     canaries = {
-        "anna": ("cnry-anna-fact", anna_fact.id, "cnry-anna-said", "cnry-anna-thread", thread["id"], anna_token.id),
+        "anna": ("cnry-anna-fact", anna_fact.id, "cnry-anna-said", "cnry-anna-thread", thread["id"], anna_token.id, "cnry-anna-asked", anna_turn["id"]),
         "records": ("cnry-anna-fact", "cnry-shared-fact", "Bob likes tea", anna_fact.id, shared_fact.id, bob_fact.id),
         "index": ("cnry-index-name", index.id),
         "keys": ("cnry-key-name", named_key.id),
@@ -295,6 +297,10 @@ ROUTES: dict[tuple[str, str], tuple[str, dict | str | None, dict[str, int]]] = {
         # A memory tool of an index the key cannot search is a 400 on tools[0] (R-6.3).
         expect(200, other_organisation=404, token_of_bob=404, header_bob=404, policy_without_index=400, write_only=400, without_capability=400),
     ),
+    # A turn is read by the key that made it, or by one with `threads` (which reads every conversation).
+    ("v1/responses/<str:response_id>", "GET"): (
+        "/v1/responses/{response}", None, expect(200, other_organisation=404, without_capability=404, token_of_bob=404, header_bob=404)
+    ),
     ("v1/tools", "GET"): ("/v1/tools", None, expect(200, without_capability=403)),
     ("v1/indexes", "GET"): ("/v1/indexes", None, expect(200, without_capability=403)),
     ("v1/indexes", "POST"): ("/v1/indexes", {"name": "new"}, expect(201, without_capability=403, token_of_bob=403)),
@@ -367,7 +373,23 @@ ROUTES: dict[tuple[str, str], tuple[str, dict | str | None, dict[str, int]]] = {
         None,
         expect(200, other_organisation=404, policy_without_index=404, read_only=403, header_bob=403, **MANAGEMENT),
     ),
+    # The OpenAI-compatible surface: the same turns, so the same rights. Every key offers the
+    # memory tools its own configuration offers; the model asks the search tool for everything.
+    ("openai/v1/chat/completions", "POST"): (
+        "/openai/v1/chat/completions", {"model": "fake-chat", "messages": [{"role": "user", "content": "cnry"}]}, expect(200)
+    ),
+    ("openai/v1/responses", "POST"): (
+        "/openai/v1/responses",
+        {"model": "fake-chat", "input": "cnry", "previous_response_id": "{response}"},
+        expect(200, other_organisation=404, without_capability=404, token_of_bob=404, header_bob=404),
+    ),
+    ("openai/v1/responses/<str:response_id>", "GET"): (
+        "/openai/v1/responses/{response}", None, expect(200, other_organisation=404, without_capability=404, token_of_bob=404, header_bob=404)
+    ),
+    ("openai/v1/models", "GET"): ("/openai/v1/models", None, expect(200)),
+    ("openai/v1/models/<path:model_id>", "GET"): ("/openai/v1/models/fake-chat", None, expect(200)),
 }
+TURN_ROUTES = {"v1/responses", "openai/v1/chat/completions", "openai/v1/responses"}
 # Routes outside the tenant's data: the API document and its pages answer everyone the same.
 PUBLIC_ROUTES = {("v1/schema", "GET"), ("v1/docs", "GET"), ("v1/redoc", "GET")}
 
@@ -382,7 +404,7 @@ def _api_routes() -> set[tuple[str, str]]:
             elif isinstance(pattern, URLPattern):
                 route = prefix + str(pattern.pattern)
                 view = getattr(pattern.callback, "view_class", None) or getattr(pattern.callback, "cls", None)
-                if route.startswith("v1/") and view is not None:
+                if route.startswith(("v1/", "openai/v1/")) and view is not None:
                     for method in ("get", "post", "put", "patch", "delete"):
                         if hasattr(view, method):
                             found.add((route, method.upper()))
@@ -395,7 +417,7 @@ def _is_management(route: tuple[str, str]) -> bool:
     """The organisation's administration: the view asks `management` for this method (ORGANISATION_WIDE)."""
     from django.urls import resolve
 
-    path = ROUTES[route][0].split("?")[0].format(**{name: "x" for name in ("org", "named_key", "idx", "thread", "agent", "connector", "proposal")}, anna_record="mem_x")
+    path = ROUTES[route][0].split("?")[0].format(**{name: "x" for name in ("org", "named_key", "idx", "thread", "agent", "connector", "proposal", "response")}, anna_record="mem_x")
     view = resolve(path).func.view_class
     required = view.required_capabilities
     required = required.get(route[1], ()) if isinstance(required, dict) else required
@@ -465,11 +487,15 @@ def test_isolation_matrix(world, route):
                 events = AuditEvent.objects.unscoped().count()
                 writes = writes_so_far()
                 world.model.requests.clear()
-                if route[0] == "v1/responses":
+                if route[0] in TURN_ROUTES:
                     _search_tool_call(world)
                 response = _call(world, attacker, method, path, body)
                 content = response.content.decode(errors="replace")
                 sent_to_model = json.dumps([request.body for request in world.model.requests])
+                if route[0] in TURN_ROUTES:
+                    # The scripted model names the victim's search tool itself; that name coming back
+                    # (in its own call, or in an "unknown tool" result) is no leak of Core's.
+                    sent_to_model = sent_to_model.replace(f"memory__{world.ids['idx']}__search", "memory__…__search")
                 changed = {asset for asset in fixed if victim_state(world, asset, organisation_id) != states[asset]}
                 written = {table for table, count in writes_so_far().items() if count != writes.get(table, 0)}
                 actions = new_audit_actions(events)

@@ -69,8 +69,51 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     return Response(error_body(status_code=exc.status_code, message=message, param=param), status=exc.status_code, headers=headers)
 
 
+# OpenAI's error codes for the statuses that have one; the others answer `code: null` as OpenAI does.
+_OPENAI_CODES = {401: "invalid_api_key", 404: "not_found", 413: "request_too_large", 429: "rate_limit_exceeded"}
+
+
+def openai_error_body(*, status_code: int, message: str, param: str | None, error_type: str | None = None) -> tuple[int, dict]:
+    """The status and body of an error on the OpenAI-compatible surface: OpenAI's shape
+    (`{"error": {"message", "type", "param", "code"}}`), and a 400 where Core answers 422, since the
+    OpenAI SDKs know no 422."""
+    error_type = error_type or _TYPES.get(status_code, "api_error")
+    code = _OPENAI_CODES.get(status_code)
+    if status_code == 422:
+        status_code, code = 400, "invalid_value"
+    if param == "model" and status_code in (400, 404):
+        code = "model_not_found"
+    return status_code, {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+
+
+def openai_exception_handler(exc: Exception, context: dict) -> Response | None:
+    """`exception_handler`, answered in OpenAI's error shape (headers such as `Retry-After` kept)."""
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    detail = response.data["error"]
+    response.status_code, response.data = openai_error_body(
+        status_code=response.status_code, message=detail["message"], param=detail["param"], error_type=detail["type"]
+    )
+    return response
+
+
+def is_openai_request(request) -> bool:
+    return request.path_info == "/openai/v1" or request.path_info.startswith("/openai/v1/")
+
+
 def is_api_request(request) -> bool:
-    return request.path_info == "/v1" or request.path_info.startswith("/v1/")
+    return request.path_info == "/v1" or request.path_info.startswith("/v1/") or is_openai_request(request)
+
+
+def api_error_response(request, *, status_code: int, message: str, param: str | None = None, error_type: str | None = None) -> JsonResponse:
+    """An error answered outside a view (middleware, Django's handlers), in the body of the
+    surface the request came to."""
+    if is_openai_request(request):
+        status_code, body = openai_error_body(status_code=status_code, message=message, param=param, error_type=error_type)
+    else:
+        body = error_body(status_code=status_code, message=message, param=param, error_type=error_type)
+    return JsonResponse(body, status=status_code)
 
 
 def bad_request(request, exception=None):
@@ -78,20 +121,20 @@ def bad_request(request, exception=None):
     header) answers an API client in R-2.3's body too."""
     if is_api_request(request):
         if isinstance(exception, RequestDataTooBig):
-            return JsonResponse(error_body(status_code=413, message="The request body is too large.", param=None), status=413)
-        return JsonResponse(error_body(status_code=400, message="Bad request.", param=None), status=400)
+            return api_error_response(request, status_code=413, message="The request body is too large.")
+        return api_error_response(request, status_code=400, message="Bad request.")
     return defaults.bad_request(request, exception)
 
 
 def not_found(request, exception=None):
     """`handler404`: an address under /v1/ that names no route answers R-2.3's body too."""
     if is_api_request(request):
-        return JsonResponse(error_body(status_code=404, message="No such route.", param=None), status=404)
+        return api_error_response(request, status_code=404, message="No such route.")
     return defaults.page_not_found(request, exception)
 
 
 def server_error(request):
     """`handler500`: an API client gets R-2.3's body for a bug as well (the bug is logged)."""
     if is_api_request(request):
-        return JsonResponse(error_body(status_code=500, message="Internal error.", param=None), status=500)
+        return api_error_response(request, status_code=500, message="Internal error.")
     return defaults.server_error(request)

@@ -4,11 +4,11 @@ from urllib.parse import quote, urlsplit
 from django.conf import settings
 from django.db import InterfaceError
 from django.db import OperationalError as DatabaseUnavailable
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse
 from django.utils import translation
 from kombu.exceptions import OperationalError as BrokerUnavailable
 
-from core_memory.api.exceptions import error_body, is_api_request
+from core_memory.api.exceptions import api_error_response, is_api_request
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ class ApiInEnglishMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if request.path_info.startswith("/v1/"):
+        if is_api_request(request):
             translation.activate("en")
             request.LANGUAGE_CODE = "en"
         return self.get_response(request)
@@ -87,7 +87,7 @@ class ApiRequestSizeMiddleware:
             message = f"The request body is larger than {settings.CORE_MAX_REQUEST_BYTES} bytes."
             if request.path_info.startswith("/console/"):
                 return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
-            return JsonResponse(error_body(status_code=413, message=message, param=None), status=413)
+            return api_error_response(request, status_code=413, message=message)
         return self.get_response(request)
 
 
@@ -117,7 +117,7 @@ class ServiceUnavailableMiddleware:
         logger.warning("service.unavailable", extra={"service": service, "error": type(exception).__name__, "path": request.path}, exc_info=exception)
         message = f"The {service} is unreachable for a moment; nothing was written. Retry shortly."
         if is_api_request(request):
-            response = JsonResponse(error_body(status_code=503, message=message, param=None, error_type="service_unavailable"), status=503)
+            response = api_error_response(request, status_code=503, message=message, error_type="service_unavailable")
         else:
             response = HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)

@@ -94,6 +94,9 @@ def _doc_parts(function) -> tuple[str, str]:
 
 
 class CoreAutoSchema(AutoSchema):
+    # The error body every error answer documents.
+    error_serializer: type[serializers.Serializer] = ErrorSerializer
+
     def _map_serializer(self, serializer, direction, bypass_extensions=False):
         mapped = super()._map_serializer(serializer, direction, bypass_extensions)
         if direction == "request" and isinstance(serializer, StrictSerializer) and mapped.get("type") == "object":
@@ -137,7 +140,7 @@ class CoreAutoSchema(AutoSchema):
         for code in self._error_codes():
             if str(code) not in responses:
                 responses[str(code)] = self._get_response_for_code(
-                    OpenApiResponse(ErrorSerializer, description=ERROR_WORDS[code]), str(code), direction=direction
+                    OpenApiResponse(self.error_serializer, description=ERROR_WORDS[code]), str(code), direction=direction
                 )
         return dict(sorted(responses.items()))
 

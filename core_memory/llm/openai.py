@@ -7,6 +7,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Mapping
 
 import httpx
 
@@ -55,11 +56,23 @@ class OpenAIChatProvider:
         self.timeout = timeout
 
     def complete(
-        self, *, messages: list[dict], tools: list[dict] | None = None, response_format: dict | None = None
+        self,
+        *,
+        messages: list[dict],
+        tools: list[dict] | None = None,
+        response_format: dict | None = None,
+        options: Mapping | None = None,
     ) -> ChatCompletion:
-        body: dict = {"model": self.model_id, "messages": messages}
+        """`options` are further request fields (temperature, max_tokens, …); they never replace
+        the model, the messages or the tools."""
+        body: dict = {**(options or {}), "model": self.model_id, "messages": messages}
+        body.pop("tools", None)
         if tools:
             body["tools"] = tools
+        else:
+            # A tool choice without tools is refused by OpenAI's own API.
+            body.pop("tool_choice", None)
+            body.pop("parallel_tool_calls", None)
         if response_format is not None:
             body["response_format"] = response_format
         return self._parse(self._post(body))

@@ -3,6 +3,7 @@
 code, so callers turn it into a failed turn or a failed unit of work, never a 500."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -54,5 +55,10 @@ class ChatCompletion:
 
 class ChatProvider(Protocol):
     def complete(
-        self, *, messages: list[dict], tools: list[dict] | None = None, response_format: dict | None = None
+        self,
+        *,
+        messages: list[dict],
+        tools: list[dict] | None = None,
+        response_format: dict | None = None,
+        options: Mapping | None = None,
     ) -> ChatCompletion: ...

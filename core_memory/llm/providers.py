@@ -53,13 +53,14 @@ def chat_completion(
     messages: list[dict],
     tools: list[dict] | None = None,
     response_format: dict | None = None,
+    options: Mapping | None = None,
     now: datetime | None = None,
 ) -> ChatCompletion:
     """One metered model call. Raises ProviderError; never holds a database transaction open while waiting."""
     provider = provider_for(model)
     started = time.monotonic()
     try:
-        answer = provider.complete(messages=messages, tools=tools, response_format=response_format)
+        answer = provider.complete(messages=messages, tools=tools, response_format=response_format, options=options)
     except ProviderError as error:
         logger.warning("llm.call.failed", extra={"organisation": organisation.id, "code": error.code})
         raise

@@ -115,6 +115,9 @@ class Response(models.Model):
     memory_detail = models.JSONField(_("memory detail"), default=dict, blank=True)
     error = models.JSONField(_("error"), null=True, blank=True)
     model_calls = models.PositiveSmallIntegerField(_("model calls"), default=0)
+    # The thread position of the turn's first output item: what comes before it of this
+    # response is its input, so the turn's output can be read back alone (null: older turns).
+    output_position = models.PositiveIntegerField(_("first output position"), null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(_("completed at"), null=True, blank=True)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models import Count, F, Max, QuerySet
 
 from core_memory.base.errors import NotFound
+from core_memory.keys.models import ApiKey
 from core_memory.organisations.models import Organisation
 from core_memory.threads.models import Item, Response, Thread
 
@@ -79,3 +80,34 @@ def person_threads(*, organisation_id: str, subject: str, limit: int) -> list[Th
 def person_threads_counted(*, organisation_id: str, subject: str) -> int:
     """How many threads name her (what erasing her removes, R-3.4)."""
     return Thread.objects.for_organisation(organisation_id).filter(subject=subject).count()
+
+
+def response_get_available(*, key: ApiKey, response_id: str, subject: str | None, param: str | None = None) -> Response:
+    """A turn the key may read or continue: one of the organisation's, and without the `threads`
+    capability (which reads every conversation) only one the key made itself; for a request that
+    names a person, only one of hers. Anything else is the same 404 as a missing one."""
+    responses = Response.objects.for_organisation(key.organisation_id).filter(id=response_id)
+    if not key.has_capability("threads"):
+        responses = responses.filter(key_id=key.id)
+    if subject is not None:
+        responses = responses.filter(subject=subject)
+    response = responses.select_related("agent_version").first() if isinstance(response_id, str) else None
+    if response is None:
+        raise NotFound("No such response.", param=param)
+    return response
+
+
+def response_output(*, response: Response) -> list[Item]:
+    """The items the turn added after its input, in order."""
+    items = Item.objects.for_organisation(response.organisation_id).filter(thread_id=response.thread_id, response_id=response.id)
+    if response.output_position is not None:
+        items = items.filter(position__gte=response.output_position)
+    else:
+        items = items.filter(role__in=[Item.Role.ASSISTANT, Item.Role.TOOL])
+    return list(items.order_by("position"))
+
+
+def thread_tool_calls(*, thread_id: str, organisation_id: str) -> dict[str, str]:
+    """The tool calls on a thread, as {call id: tool name}."""
+    calls = Item.objects.for_organisation(organisation_id).filter(thread_id=thread_id, kind=Item.Kind.TOOL_CALL)
+    return dict(calls.values_list("call_id", "name"))

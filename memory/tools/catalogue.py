@@ -166,6 +166,21 @@ def memory_tools_list(*, key: ApiKey, now: datetime | None = None, timezone_name
     return listed
 
 
+def memory_tools_offered(*, key: ApiKey) -> list[str]:
+    """The names of the memory tools the key's own configuration and policy offer in a turn."""
+    return [
+        tool_name(index_id=index.id, kind=kind)
+        for index in index_list_available(key=key).order_by("id")
+        for kind in (SEARCH, WRITE)
+        if tool_offered(key=key, index_id=index.id, kind=kind)
+    ]
+
+
+def is_memory_tool_name(name: str) -> bool:
+    """Whether `name` has the form of a memory tool's (another tool may not take it)."""
+    return TOOL_NAME.match(name) is not None
+
+
 def tool_index(*, key: ApiKey, name, param: str | None) -> tuple[KnowledgeIndex, str]:
     """The index and kind of a tool the key may use now; InvalidRequest otherwise (R-6.3)."""
     match = TOOL_NAME.match(name) if isinstance(name, str) else None
@@ -181,13 +196,15 @@ def tool_index(*, key: ApiKey, name, param: str | None) -> tuple[KnowledgeIndex,
 
 
 def memory_tools_resolve(
-    *, key: ApiKey, requested: list[tuple[int, str]], timezone_name: str, now: datetime
+    *, key: ApiKey, requested: list[tuple[int | None, str]], timezone_name: str, now: datetime
 ) -> list[MemoryTool]:
-    """The tools a turn asked for (position in `tools`, name), each once; 400 on `tools[i]` for one it may not have."""
+    """The tools a turn asked for (position in `tools`, or None for one the key offers unasked, and
+    name), each once; 400 on `tools[i]` for one it may not have."""
     today = _today(now=now, timezone_name=timezone_name)
     tools: dict[str, MemoryTool] = {}
     for position, name in requested:
-        index, kind = tool_index(key=key, name=name, param=f"tools[{position}]")
-        if name not in tools:
-            tools[name] = _tool_build(index=index, kind=kind, today=today)
+        if name in tools:
+            continue
+        index, kind = tool_index(key=key, name=name, param=f"tools[{position}]" if position is not None else "tools")
+        tools[name] = _tool_build(index=index, kind=kind, today=today)
     return list(tools.values())

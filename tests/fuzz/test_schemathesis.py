@@ -182,6 +182,9 @@ CONDITIONAL_RULES = {
     "PUT /v1/memory/stores/{index_id}/extraction": "model is required when enabled is true; lessons need episodes",
     "POST /v1/responses": "model is required unless agent names one",
     "POST /v1/memory/import": "the JSON Lines body is required (the document marks a raw body optional)",
+    # OpenAI's message and input item shapes are read by the wire layer, not stated item by item.
+    "POST /openai/v1/chat/completions": "messages are OpenAI's shapes (a tool message answers an earlier call); a system message alone is no conversation",
+    "POST /openai/v1/responses": "input items are OpenAI's shapes (a function_call_output answers an earlier call)",
 }
 
 

@@ -14,6 +14,7 @@ from core_memory.base.validation import StrictSerializer, TimeZoneField
 from core_memory.flows.turns.services import turn_plan, turn_run
 from core_memory.threads.apis import ItemOutputSerializer
 from core_memory.threads.models import Item
+from core_memory.threads.selectors import response_get_available, response_output
 from core_memory.threads.services import ItemDraft
 from memory.tools.catalogue import memory_tools_list
 
@@ -206,6 +207,26 @@ class ResponseCreateApi(CoreApi):
             return response
         last = deque(events, maxlen=1)[0]
         return Response(self.OutputSerializer(last.response, context={"output": last.output}).data)
+
+
+class ResponseDetailApi(CoreApi):
+    """`GET /v1/responses/{id}`: a turn as it ended, with its trace, however it was asked for
+    (here, by an agent, or on the OpenAI-compatible surface)."""
+
+    OutputSerializer = ResponseOutputSerializer
+
+    @extend_schema(responses={200: ResponseOutputSerializer, **error_responses(404, e404="No such response for this key.")})
+    def get(self, request, response_id: str):
+        """Read a turn
+
+        The turn's answer as `POST /v1/responses` gave it: its output items, usage, status, error and
+        `trace.memory`. A key without `threads` reads only the turns it made itself; a request for one
+        person (a subject token, `X-Core-Subject`) reads only her turns.
+        """
+        response = response_get_available(
+            key=self.key, response_id=response_id, subject=self.request_subject(), param="response_id"
+        )
+        return Response(self.OutputSerializer(response, context={"output": response_output(response=response)}).data)
 
 
 class ToolListApi(CoreApi):

@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable
 
 from core_memory.threads.models import Item
+from memory.tools.catalogue import is_memory_tool_name
 
 
 def _text(content) -> str:
@@ -22,8 +23,9 @@ def _text(content) -> str:
 
 
 def items_to_messages(items: Iterable[Item], *, response_id: str, tool_result_note: str | None = None) -> list[dict]:
-    """The messages of turn `response_id` for `items`; `tool_result_note` opens every tool
-    message (R-6.4's trust envelope)."""
+    """The messages of turn `response_id` for `items`; `tool_result_note` opens every memory
+    tool's message (R-6.4's trust envelope): the result of a caller's own tool is the caller's
+    to vouch for, not memory."""
     items = [
         item
         for item in items
@@ -46,7 +48,7 @@ def items_to_messages(items: Iterable[Item], *, response_id: str, tool_result_no
         elif item.kind == Item.Kind.TOOL_RESULT:
             if item.call_id in called:
                 content = _text(item.content)
-                if tool_result_note:
+                if tool_result_note and is_memory_tool_name(item.name):
                     content = f"{tool_result_note}\n{content}"
                 messages.append({"role": "tool", "tool_call_id": item.call_id, "content": content})
         elif item.role == Item.Role.TOOL:

@@ -37,7 +37,7 @@ from core_memory.threads.services import ItemDraft, thread_agent_record, thread_
 from memory.injection.walk import injection_block_build
 from memory.services import records_retrieved
 from memory.tools.calls import memory_tool_call
-from memory.tools.catalogue import TRUST_ENVELOPE_NOTE, memory_tools_resolve
+from memory.tools.catalogue import TRUST_ENVELOPE_NOTE, is_memory_tool_name, memory_tools_offered, memory_tools_resolve
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +61,15 @@ class TurnPlan:
     tools: list = field(default_factory=list)
     instructions: str | None = None
     timezone_name: str = "UTC"
+    # The caller's own function tools (Chat Completions definitions): offered to the model
+    # beside the memory tools; a call of one ends the turn and goes back to the caller.
+    caller_tools: list[dict] = field(default_factory=list)
+    # Sampling and output settings (temperature, response_format, …) sent with every model call.
+    model_options: dict = field(default_factory=dict)
+
+    @property
+    def caller_tool_names(self) -> set[str]:
+        return {tool["function"]["name"] for tool in self.caller_tools}
 
 
 @dataclass(frozen=True)
@@ -84,10 +93,17 @@ def turn_plan(
     thread_id: str | None = None,
     timezone_name: str | None = None,
     instructions: str | None = None,
+    caller_tools: list[dict] | None = None,
+    model_options: dict | None = None,
+    offer_memory_tools: bool = False,
     now: datetime | None = None,
 ) -> TurnPlan:
     """Resolves the request's names (R-7.1). 404 for an agent or thread that is not the
-    organisation's; 422 on `model` for a model not offered; 400 on `tools[i]`."""
+    organisation's; 422 on `model` for a model not offered; 400 on `tools[i]`.
+
+    `offer_memory_tools` adds every memory tool the key's own configuration offers, unnamed
+    (a client that knows nothing of Core still gets them); `caller_tools` must not share a
+    name with a memory tool (400 on `tools[i]`)."""
     organisation = key.organisation
     agent = agent_version = None
     if agent_ref is not None:
@@ -103,10 +119,14 @@ def turn_plan(
         subject = thread.subject
     timezone_name = timezone_name or organisation.timezone or "UTC"
     tools = []
-    if tool_names:
-        tools = memory_tools_resolve(
-            key=key, requested=list(enumerate(tool_names)), timezone_name=timezone_name, now=now or timezone.now()
-        )
+    requested = list(enumerate(tool_names))
+    if offer_memory_tools:
+        requested += [(None, name) for name in memory_tools_offered(key=key)]
+    if requested:
+        tools = memory_tools_resolve(key=key, requested=requested, timezone_name=timezone_name, now=now or timezone.now())
+    for position, tool in enumerate(caller_tools or []):
+        if is_memory_tool_name(tool["function"]["name"]):
+            raise InvalidRequest("A memory tool's name is Core's own: name the function otherwise.", param=f"tools[{position}]")
     return TurnPlan(
         key=key,
         subject=subject,
@@ -118,6 +138,8 @@ def turn_plan(
         tools=tools,
         instructions=instructions,
         timezone_name=timezone_name,
+        caller_tools=list(caller_tools or []),
+        model_options=dict(model_options or {}),
     )
 
 
@@ -126,7 +148,8 @@ def _turn_open(*, plan: TurnPlan, now: datetime) -> tuple[Response, Thread, list
     the turn's closing commit waits, and makes these durable with it (core_memory.base.transactions)."""
     with lazily_committed(durable=True):
         thread = plan.thread or thread_create(organisation=plan.key.organisation, key=plan.key, subject=plan.subject)
-        response = Response.objects.create(
+        # Its id is known before it is saved: the input items name it, and it records where they end.
+        response = Response(
             organisation_id=plan.key.organisation_id,
             thread=thread,
             key=plan.key,
@@ -137,6 +160,8 @@ def _turn_open(*, plan: TurnPlan, now: datetime) -> tuple[Response, Thread, list
         if plan.agent is not None:
             thread_agent_record(thread=thread, agent_id=plan.agent.id)
         input_items = thread_items_append(thread=thread, key=plan.key, drafts=plan.input, response_id=response.id, now=now)
+        response.output_position = input_items[-1].position + 1 if input_items else thread.item_count
+        response.save(force_insert=True)
     return response, thread, input_items
 
 
@@ -195,7 +220,7 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
         trace, memory_detail = {"memory": block.trace}, block.detail
         system = _system_messages(plan=plan, memory_block=block.text)
         conversation = thread_history(thread=thread)
-        tool_definitions = [tool.definition() for tool in plan.tools] or None
+        tool_definitions = [tool.definition() for tool in plan.tools] + plan.caller_tools or None
         tool_result_note = _tool_result_note(key=plan.key)
         redaction = TurnRedaction(thread=thread) if plan.key.pii_redaction else None
 
@@ -219,7 +244,12 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
                 if redaction is not None:
                     messages = redaction.messages(messages)
                 answer = chat_completion(
-                    organisation=plan.key.organisation, model=plan.model, messages=messages, tools=tool_definitions, now=now
+                    organisation=plan.key.organisation,
+                    model=plan.model,
+                    messages=messages,
+                    tools=tool_definitions,
+                    options=plan.model_options,
+                    now=now,
                 )
             except RedactionError as redaction_error:
                 logger.warning("turn.pii_redaction_failed", extra={"response": response.id, "error": str(redaction_error)})
@@ -243,7 +273,11 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
                     status = Response.Status.INCOMPLETE
                     error = {"code": "max_output_tokens", "message": "The model stopped at its output limit."}
                 break
-            if model_calls >= MAX_MODEL_CALLS:
+            # The caller's own tools run at the caller: their calls end the turn unanswered,
+            # after Core has answered the calls of its own tools in the same answer.
+            own_calls = [call for call in answer.tool_calls if call.name not in plan.caller_tool_names]
+            handed_back = len(own_calls) < len(answer.tool_calls)
+            if model_calls >= MAX_MODEL_CALLS and not handed_back:
                 status = Response.Status.INCOMPLETE
                 error = {"code": "max_model_calls", "message": f"The turn stopped after {MAX_MODEL_CALLS} model calls."}
                 break
@@ -265,9 +299,11 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
                         now=timezone.now(),
                     ),
                 )
-                for call in answer.tool_calls
+                for call in own_calls
             ]
             yield from store(results)
+            if handed_back:
+                break
     except BaseException as stopped:
         # A stream whose reader went away stops where it is; anything else is a bug, logged.
         disconnected = isinstance(stopped, GeneratorExit)

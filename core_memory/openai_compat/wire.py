@@ -1,0 +1,531 @@
+"""OpenAI's wire format over Core's turns: requests read into a turn's items and settings, and a
+turn's events written as Chat Completions and Responses answers (JSON and Server-Sent Events).
+
+Nothing here runs a turn or decides anything about memory: the turn is Core's own
+(core_memory.flows.turns). What this module decides is only how the two formats map:
+
+- Core's memory tools are Core's business: their calls and results stay on the thread and in
+  the trace, and never show in an answer here. A memory tool's name is recognisable by its form
+  (`memory__<index-id>__search`), which a caller's own tool may not take.
+- A tool call of the caller's own function tools is the turn's last item: the caller runs it and
+  sends its result in the next request.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+
+from core_memory.base.errors import InvalidRequest
+from core_memory.threads.models import Item, Response
+from core_memory.threads.services import ItemDraft
+from memory.tools.catalogue import is_memory_tool_name
+
+FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MAX_CALL_ID_LENGTH = 200
+TEXT_PART_TYPES = {"text", "input_text", "output_text"}
+CHAT_ROLES = {"system": Item.Role.SYSTEM, "developer": Item.Role.SYSTEM, "user": Item.Role.USER, "assistant": Item.Role.ASSISTANT}
+
+
+# --- reading requests ---------------------------------------------------------------------------
+
+
+def _text(content, *, param: str, allow_none: bool = False) -> str | None:
+    """A message's content: a string, or a list of text parts joined by newlines."""
+    if content is None and allow_none:
+        return None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for position, part in enumerate(content):
+            if not isinstance(part, dict) or part.get("type") not in TEXT_PART_TYPES or not isinstance(part.get("text"), str):
+                raise InvalidRequest(
+                    "Only text parts ({'type': 'text', 'text': '…'}) are taken; images, audio and files are not.",
+                    param=f"{param}[{position}]",
+                )
+            texts.append(part["text"])
+        return "\n".join(texts)
+    raise InvalidRequest("content is a string or a list of text parts.", param=param)
+
+
+def _call_id(value, *, param: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > MAX_CALL_ID_LENGTH:
+        raise InvalidRequest(f"A tool call id is a non-empty string of at most {MAX_CALL_ID_LENGTH} characters.", param=param)
+    return value
+
+
+def _function_name(value, *, param: str) -> str:
+    if not isinstance(value, str) or not FUNCTION_NAME.match(value):
+        raise InvalidRequest("A function name is 1 to 64 letters, digits, underscores or dashes.", param=param)
+    return value
+
+
+def _arguments(value, *, param: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidRequest("A tool call's arguments are a JSON text (a string).", param=param)
+    return value
+
+
+def _refuse_unknown(value: dict, known: set[str], *, param: str) -> None:
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise InvalidRequest("Unknown field.", param=f"{param}.{unknown[0]}")
+
+
+def _result_draft(*, called: dict[str, str], call_id, content: str, param: str, missing: str) -> ItemDraft:
+    """A tool result, which must answer a call made before it (`called`: call id → tool name)."""
+    call_id = _call_id(call_id, param=param)
+    if call_id not in called:
+        raise InvalidRequest(missing, param=param)
+    return ItemDraft(role=Item.Role.TOOL, kind=Item.Kind.TOOL_RESULT, content=content, name=called[call_id], call_id=call_id)
+
+
+def chat_messages_read(messages) -> tuple[str | None, list[ItemDraft]]:
+    """Chat Completions `messages` as a turn's instructions and items. The system (and developer)
+    messages that open the conversation are the turn's instructions, which the model reads before
+    the memory block, as with `instructions` on Core's own turns; later ones stay in the
+    conversation. A tool message must answer a tool call of an earlier assistant message (as
+    OpenAI's own API requires)."""
+    if not isinstance(messages, list) or not messages:
+        raise InvalidRequest("messages is a non-empty list.", param="messages")
+    drafts: list[ItemDraft] = []
+    called: dict[str, str] = {}
+    for position, message in enumerate(messages):
+        param = f"messages[{position}]"
+        if not isinstance(message, dict):
+            raise InvalidRequest("A message is an object with a role and content.", param=param)
+        role = message.get("role")
+        if role in ("system", "developer", "user"):
+            _refuse_unknown(message, {"role", "content", "name"}, param=param)
+            drafts.append(ItemDraft(role=CHAT_ROLES[role], content=_text(message.get("content"), param=f"{param}.content")))
+        elif role == "assistant":
+            _refuse_unknown(message, {"role", "content", "name", "tool_calls", "refusal", "audio", "function_call"}, param=param)
+            calls = message.get("tool_calls") or []
+            content = _text(message.get("content"), param=f"{param}.content", allow_none=bool(calls))
+            if content:
+                drafts.append(ItemDraft(role=Item.Role.ASSISTANT, content=content))
+            if not isinstance(calls, list):
+                raise InvalidRequest("tool_calls is a list.", param=f"{param}.tool_calls")
+            for index, call in enumerate(calls):
+                call_param = f"{param}.tool_calls[{index}]"
+                function = call.get("function") if isinstance(call, dict) else None
+                if not isinstance(function, dict):
+                    raise InvalidRequest("A tool call is {'id', 'type': 'function', 'function': {'name', 'arguments'}}.", param=call_param)
+                call_id = _call_id(call.get("id"), param=f"{call_param}.id")
+                name = _function_name(function.get("name"), param=f"{call_param}.function.name")
+                called[call_id] = name
+                drafts.append(
+                    ItemDraft(
+                        role=Item.Role.ASSISTANT,
+                        kind=Item.Kind.TOOL_CALL,
+                        content=_arguments(function.get("arguments", "{}"), param=f"{call_param}.function.arguments"),
+                        name=name,
+                        call_id=call_id,
+                    )
+                )
+        elif role == "tool":
+            _refuse_unknown(message, {"role", "content", "tool_call_id", "name"}, param=param)
+            drafts.append(
+                _result_draft(
+                    called=called,
+                    call_id=message.get("tool_call_id"),
+                    content=_text(message.get("content"), param=f"{param}.content"),
+                    param=f"{param}.tool_call_id",
+                    missing="tool_call_id names no tool call of an earlier assistant message.",
+                )
+            )
+        else:
+            raise InvalidRequest("role is one of system, developer, user, assistant, tool.", param=f"{param}.role")
+    opening = next((position for position, draft in enumerate(drafts) if draft.role != Item.Role.SYSTEM), None)
+    if opening is None:
+        raise InvalidRequest("messages needs at least one message that is not a system message.", param="messages")
+    instructions = "\n\n".join(draft.content for draft in drafts[:opening] if draft.content)
+    return instructions or None, drafts[opening:]
+
+
+def chat_tools_read(tools) -> list[dict]:
+    """The caller's function tools, as the model is given them."""
+    definitions = []
+    for position, tool in enumerate(tools or []):
+        param = f"tools[{position}]"
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(function, dict):
+            raise InvalidRequest("A tool is {'type': 'function', 'function': {'name', …}}.", param=param)
+        _refuse_unknown(tool, {"type", "function"}, param=param)
+        definitions.append({"type": "function", "function": _function_read(function, param=f"{param}.function")})
+    return definitions
+
+
+def _function_read(function: dict, *, param: str) -> dict:
+    _refuse_unknown(function, {"name", "description", "parameters", "strict"}, param=param)
+    definition = {"name": _function_name(function.get("name"), param=f"{param}.name")}
+    if "description" in function:
+        if not isinstance(function["description"], str):
+            raise InvalidRequest("description is a string.", param=f"{param}.description")
+        definition["description"] = function["description"]
+    if "parameters" in function:
+        if not isinstance(function["parameters"], dict):
+            raise InvalidRequest("parameters is a JSON Schema object.", param=f"{param}.parameters")
+        definition["parameters"] = function["parameters"]
+    if function.get("strict") is not None:
+        if not isinstance(function["strict"], bool):
+            raise InvalidRequest("strict is a boolean.", param=f"{param}.strict")
+        definition["strict"] = function["strict"]
+    return definition
+
+
+def responses_tools_read(tools) -> list[dict]:
+    """Responses `tools` (`{"type": "function", "name", "parameters", …}`) as the model is given them;
+    OpenAI's hosted tools (web search, files, …) are not Core's to run."""
+    definitions = []
+    for position, tool in enumerate(tools or []):
+        param = f"tools[{position}]"
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            raise InvalidRequest("Only function tools are taken: {'type': 'function', 'name', 'parameters'}.", param=param)
+        function = {name: value for name, value in tool.items() if name != "type"}
+        definitions.append({"type": "function", "function": _function_read(function, param=param)})
+    return definitions
+
+
+def responses_input_read(value, *, known_calls: dict[str, str]) -> list[ItemDraft]:
+    """Responses `input`: a string (one user message) or a list of messages, function calls and
+    function call outputs. `known_calls` are the calls on the thread so far (`previous_response_id`)
+    by call id: an output must answer one of them or a call earlier in the input."""
+    if isinstance(value, str):
+        if not value.strip():
+            raise InvalidRequest("input is a non-empty string or a non-empty list.", param="input")
+        return [ItemDraft(role=Item.Role.USER, content=value)]
+    if not isinstance(value, list) or not value:
+        raise InvalidRequest("input is a non-empty string or a non-empty list.", param="input")
+    drafts: list[ItemDraft] = []
+    called = dict(known_calls)
+    for position, item in enumerate(value):
+        param = f"input[{position}]"
+        if not isinstance(item, dict):
+            raise InvalidRequest("An input item is an object.", param=param)
+        kind = item.get("type", "message")
+        if kind == "message":
+            _refuse_unknown(item, {"type", "role", "content", "id", "status", "phase"}, param=param)
+            role = item.get("role")
+            if role not in CHAT_ROLES:
+                raise InvalidRequest("role is one of user, assistant, system, developer.", param=f"{param}.role")
+            drafts.append(ItemDraft(role=CHAT_ROLES[role], content=_text(item.get("content"), param=f"{param}.content")))
+        elif kind == "function_call":
+            _refuse_unknown(item, {"type", "id", "call_id", "name", "arguments", "status"}, param=param)
+            call_id = _call_id(item.get("call_id"), param=f"{param}.call_id")
+            name = _function_name(item.get("name"), param=f"{param}.name")
+            if call_id in known_calls:
+                continue  # already on the thread: the caller sent the previous output back
+            called[call_id] = name
+            drafts.append(
+                ItemDraft(
+                    role=Item.Role.ASSISTANT,
+                    kind=Item.Kind.TOOL_CALL,
+                    content=_arguments(item.get("arguments"), param=f"{param}.arguments"),
+                    name=name,
+                    call_id=call_id,
+                )
+            )
+        elif kind == "function_call_output":
+            _refuse_unknown(item, {"type", "id", "call_id", "output", "status"}, param=param)
+            drafts.append(
+                _result_draft(
+                    called=called,
+                    call_id=item.get("call_id"),
+                    content=_text(item.get("output"), param=f"{param}.output"),
+                    param=f"{param}.call_id",
+                    missing="call_id names no function call of this conversation.",
+                )
+            )
+        else:
+            raise InvalidRequest("An input item is a message, a function_call or a function_call_output.", param=f"{param}.type")
+    if not drafts:
+        raise InvalidRequest("input holds nothing new for the conversation.", param="input")
+    return drafts
+
+
+def responses_text_format(text) -> dict | None:
+    """Responses `text.format` as Chat Completions' `response_format`."""
+    if text is None:
+        return None
+    if not isinstance(text, dict):
+        raise InvalidRequest("text is an object with a format.", param="text")
+    _refuse_unknown(text, {"format", "verbosity"}, param="text")
+    text_format = text.get("format")
+    if text_format is None:
+        return None
+    kind = text_format.get("type") if isinstance(text_format, dict) else None
+    if kind in ("text", "json_object"):
+        return {"type": kind}
+    if kind == "json_schema":
+        _refuse_unknown(text_format, {"type", "name", "schema", "strict", "description"}, param="text.format")
+        if not isinstance(text_format.get("schema"), dict):
+            raise InvalidRequest("A json_schema format has a schema object.", param="text.format.schema")
+        schema = {name: text_format[name] for name in ("name", "schema", "strict", "description") if name in text_format}
+        return {"type": "json_schema", "json_schema": schema}
+    raise InvalidRequest("text.format.type is one of text, json_object, json_schema.", param="text.format.type")
+
+
+def responses_tool_choice(choice):
+    """Responses `tool_choice` as Chat Completions'."""
+    if choice is None or choice in ("auto", "none", "required"):
+        return choice
+    if isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("name"), str):
+        return {"type": "function", "function": {"name": choice["name"]}}
+    raise InvalidRequest("tool_choice is auto, none, required or {'type': 'function', 'name'}.", param="tool_choice")
+
+
+def chat_tool_choice(choice):
+    if choice is None or choice in ("auto", "none", "required"):
+        return choice
+    function = choice.get("function") if isinstance(choice, dict) else None
+    if isinstance(function, dict) and choice.get("type") == "function" and isinstance(function.get("name"), str):
+        return {"type": "function", "function": {"name": function["name"]}}
+    raise InvalidRequest("tool_choice is auto, none, required or {'type': 'function', 'function': {'name'}}.", param="tool_choice")
+
+
+# --- writing answers ----------------------------------------------------------------------------
+
+
+def is_visible(item: Item) -> bool:
+    """What a caller sees of a turn's output: the assistant's text and its calls of the caller's
+    own tools; never Core's memory tools, their results, or anything else."""
+    if item.role != Item.Role.ASSISTANT:
+        return False
+    if item.kind == Item.Kind.MESSAGE:
+        return bool(item.content)
+    return item.kind == Item.Kind.TOOL_CALL and not is_memory_tool_name(item.name)
+
+
+def _content_text(item: Item) -> str:
+    return item.content if isinstance(item.content, str) else json.dumps(item.content, ensure_ascii=False)
+
+
+def _unix(moment) -> int:
+    return int(moment.timestamp())
+
+
+def finish_reason(response: Response, output: list[Item]) -> str:
+    if any(item.kind == Item.Kind.TOOL_CALL for item in output if is_visible(item)):
+        return "tool_calls"
+    if response.status == Response.Status.INCOMPLETE and (response.error or {}).get("code") == "max_output_tokens":
+        return "length"
+    return "stop"
+
+
+def core_extension(response: Response) -> dict:
+    """What Core adds to an answer: where its turn and trace are (the SDKs keep unknown fields)."""
+    return {"response_id": response.id, "thread_id": response.thread_id, "status": response.status, "trace": response.trace or {}}
+
+
+def _chat_usage(response: Response) -> dict:
+    usage = response.usage or {}
+    return {
+        "prompt_tokens": usage.get("input_tokens", 0),
+        "completion_tokens": usage.get("output_tokens", 0),
+        "total_tokens": usage.get("total_tokens", 0),
+    }
+
+
+def chat_tool_call(item: Item) -> dict:
+    return {"id": item.call_id, "type": "function", "function": {"name": item.name, "arguments": _content_text(item)}}
+
+
+def chat_completion_body(response: Response, output: list[Item]) -> dict:
+    visible = [item for item in output if is_visible(item)]
+    texts = [_content_text(item) for item in visible if item.kind == Item.Kind.MESSAGE]
+    calls = [chat_tool_call(item) for item in visible if item.kind == Item.Kind.TOOL_CALL]
+    message: dict = {"role": "assistant", "content": "\n\n".join(texts) if texts else None, "refusal": None}
+    if calls:
+        message["tool_calls"] = calls
+    return {
+        "id": response.id,
+        "object": "chat.completion",
+        "created": _unix(response.created_at),
+        "model": response.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(response, output), "logprobs": None}],
+        "usage": _chat_usage(response),
+        "core": core_extension(response),
+    }
+
+
+class ChatChunks:
+    """A turn's events as Chat Completions chunks (`data: {…}` lines, then `data: [DONE]`). A turn
+    that fails after the stream began ends with an `error` line, which the SDKs raise."""
+
+    def __init__(self, *, include_usage: bool):
+        self.include_usage = include_usage
+        self.calls = 0
+
+    def _chunk(self, response: Response, delta: dict | None, *, finish: str | None = None, usage: dict | None = None) -> bytes:
+        body = {
+            "id": response.id,
+            "object": "chat.completion.chunk",
+            "created": _unix(response.created_at),
+            "model": response.model,
+            "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+        }
+        if usage is not None:
+            body["usage"] = usage
+        return _data_line(body)
+
+    def render(self, events) -> Iterator[bytes]:
+        for event in events:
+            if event.kind == "created":
+                yield self._chunk(event.response, {"role": "assistant", "content": ""})
+            elif event.kind == "item" and is_visible(event.item):
+                if event.item.kind == Item.Kind.MESSAGE:
+                    yield self._chunk(event.response, {"content": _content_text(event.item)})
+                else:
+                    yield self._chunk(event.response, {"tool_calls": [{"index": self.calls, **chat_tool_call(event.item)}]})
+                    self.calls += 1
+            elif event.kind == "completed":
+                response = event.response
+                if response.status == Response.Status.FAILED:
+                    status, error = failure_status(response)
+                    yield _data_line({"error": {**error, "core": core_extension(response)}})
+                    return
+                yield self._chunk(response, {}, finish=finish_reason(response, event.output))
+                if self.include_usage:
+                    yield self._chunk(response, None, usage=_chat_usage(response))
+                yield b"data: [DONE]\n\n"
+
+
+def _data_line(body: dict) -> bytes:
+    return f"data: {json.dumps(body, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+
+
+def failure_status(response: Response) -> tuple[int, dict]:
+    """A failed turn as an HTTP error of Chat Completions: the organisation's monthly token limit is
+    a 429 (as OpenAI's exhausted quota), the model's failure a 502 (504 when it timed out)."""
+    error = response.error or {}
+    code = error.get("code") or "server_error"
+    message = error.get("message") or "The turn failed."
+    if code == "token_limit_reached":
+        return 429, {"message": message, "type": "insufficient_quota", "param": None, "code": "insufficient_quota"}
+    status = 504 if code == "model_timeout" else 502
+    return status, {"message": message, "type": "api_error", "param": None, "code": code}
+
+
+# Responses -----------------------------------------------------------------------------------------
+
+
+def _response_error(response: Response) -> dict | None:
+    if response.status != Response.Status.FAILED:
+        return None
+    error = response.error or {}
+    code = "rate_limit_exceeded" if error.get("code") == "token_limit_reached" else "server_error"
+    return {"code": code, "message": f"{error.get('code', 'internal_error')}: {error.get('message', 'The turn failed.')}"}
+
+
+def _incomplete_details(response: Response) -> dict | None:
+    if response.status != Response.Status.INCOMPLETE:
+        return None
+    reason = "max_output_tokens" if (response.error or {}).get("code") == "max_output_tokens" else None
+    return {"reason": reason}
+
+
+def _responses_usage(response: Response) -> dict:
+    usage = response.usage or {}
+    return {
+        "input_tokens": usage.get("input_tokens", 0),
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": usage.get("output_tokens", 0),
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": usage.get("total_tokens", 0),
+    }
+
+
+def output_text_part(text: str) -> dict:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def responses_output_item(item: Item, *, status: str = "completed") -> dict:
+    if item.kind == Item.Kind.MESSAGE:
+        content = [output_text_part(_content_text(item))] if status == "completed" else []
+        return {"type": "message", "id": item.id, "status": status, "role": "assistant", "content": content}
+    arguments = _content_text(item) if status == "completed" else ""
+    return {"type": "function_call", "id": item.id, "call_id": item.call_id, "name": item.name, "arguments": arguments, "status": status}
+
+
+def responses_body(response: Response, output: Iterable[Item], *, echo: dict | None = None) -> dict:
+    """A turn as a Responses `response` object. `echo` carries what the request set (instructions,
+    tools, sampling) back, as OpenAI does; a turn read later has only what Core keeps."""
+    echo = echo or {}
+    status = response.status
+    return {
+        "id": response.id,
+        "object": "response",
+        "created_at": _unix(response.created_at),
+        "status": status,
+        "completed_at": _unix(response.completed_at) if response.completed_at and status == Response.Status.COMPLETED else None,
+        "model": response.model,
+        "output": [responses_output_item(item) for item in output if is_visible(item)],
+        "error": _response_error(response),
+        "incomplete_details": _incomplete_details(response),
+        "instructions": echo.get("instructions"),
+        "previous_response_id": echo.get("previous_response_id"),
+        "metadata": echo.get("metadata") or {},
+        "parallel_tool_calls": echo.get("parallel_tool_calls", True),
+        "tool_choice": echo.get("tool_choice") or "auto",
+        "tools": echo.get("tools") or [],
+        "temperature": echo.get("temperature"),
+        "top_p": echo.get("top_p"),
+        "max_output_tokens": echo.get("max_output_tokens"),
+        "text": echo.get("text") or {"format": {"type": "text"}},
+        "truncation": "disabled",
+        "user": echo.get("user"),
+        "store": True,
+        "usage": _responses_usage(response) if status != Response.Status.IN_PROGRESS else None,
+        "core": core_extension(response),
+    }
+
+
+class ResponseEvents:
+    """A turn's events as the Responses stream's typed events, in the order OpenAI sends them:
+    `response.created`, `response.in_progress`, per output item `response.output_item.added`, its
+    content (`response.content_part.added`, `response.output_text.delta`, `….done`, or a function
+    call's arguments), `response.output_item.done`, then `response.completed` (or `….failed`,
+    `….incomplete`) carrying the whole response."""
+
+    def __init__(self, *, echo: dict):
+        self.echo = echo
+        self.sequence = 0
+        self.index = 0
+        self.visible: list[Item] = []
+
+    def _event(self, kind: str, **fields) -> bytes:
+        body = {"type": kind, "sequence_number": self.sequence, **fields}
+        self.sequence += 1
+        return f"event: {kind}\ndata: {json.dumps(body, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+
+    def render(self, events) -> Iterator[bytes]:
+        for event in events:
+            if event.kind == "created":
+                snapshot = responses_body(event.response, [], echo=self.echo)
+                yield self._event("response.created", response=snapshot)
+                yield self._event("response.in_progress", response=snapshot)
+            elif event.kind == "item" and is_visible(event.item):
+                yield from self._item(event.item)
+            elif event.kind == "completed":
+                body = responses_body(event.response, self.visible, echo=self.echo)
+                kind = {Response.Status.FAILED: "response.failed", Response.Status.INCOMPLETE: "response.incomplete"}
+                yield self._event(kind.get(event.response.status, "response.completed"), response=body)
+
+    def _item(self, item: Item) -> Iterator[bytes]:
+        index, self.index = self.index, self.index + 1
+        self.visible.append(item)
+        yield self._event("response.output_item.added", output_index=index, item=responses_output_item(item, status="in_progress"))
+        text = _content_text(item)
+        if item.kind == Item.Kind.MESSAGE:
+            common = {"item_id": item.id, "output_index": index, "content_index": 0}
+            yield self._event("response.content_part.added", **common, part=output_text_part(""))
+            yield self._event("response.output_text.delta", **common, delta=text, logprobs=[])
+            yield self._event("response.output_text.done", **common, text=text, logprobs=[])
+            yield self._event("response.content_part.done", **common, part=output_text_part(text))
+        else:
+            common = {"item_id": item.id, "output_index": index}
+            yield self._event("response.function_call_arguments.delta", **common, delta=text)
+            yield self._event("response.function_call_arguments.done", **common, arguments=text, name=item.name)
+        yield self._event("response.output_item.done", output_index=index, item=responses_output_item(item))
