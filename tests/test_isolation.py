@@ -266,11 +266,11 @@ ROUTES: dict[tuple[str, str], tuple[str, dict | str | None, dict[str, int]]] = {
         "/v1/tenants/{org}/keys/{named_key}", None, expect(200, other_organisation=404, **MANAGEMENT)
     ),
     ("v1/subject-tokens", "POST"): ("/v1/subject-tokens", {"subject": "anna"}, expect(201, token_of_bob=403)),
-    ("v1/persons/<path:subject>/export", "GET"): ("/v1/persons/anna/export", None, expect(200, header_bob=403, **MANAGEMENT)),
-    ("v1/persons/<path:subject>", "PATCH"): (
+    ("v1/persons/<subject:subject>/export", "GET"): ("/v1/persons/anna/export", None, expect(200, header_bob=403, **MANAGEMENT)),
+    ("v1/persons/<subject:subject>", "PATCH"): (
         "/v1/persons/anna", {"helper_model_may_read": True}, expect(200, without_capability=403, token_of_bob=403, header_bob=403)
     ),
-    ("v1/persons/<path:subject>", "DELETE"): ("/v1/persons/anna", None, expect(200, header_bob=403, **MANAGEMENT)),
+    ("v1/persons/<subject:subject>", "DELETE"): ("/v1/persons/anna", None, expect(200, header_bob=403, **MANAGEMENT)),
     ("v1/models", "GET"): ("/v1/models", None, expect(200)),
     ("v1/threads", "POST"): ("/v1/threads", {"subject": "anna"}, expect(201, without_capability=403, token_of_bob=403)),
     ("v1/threads/<str:thread_id>", "GET"): (
