@@ -188,12 +188,6 @@ class MemoryRecord(models.Model):
                 condition=Q(status="active", subject__isnull=True),
                 include=["type", "organisation"],
             ),
-            # A word's first shared records in id order (memory.selectors._text_candidates): a
-            # common word's are met after a few steps along it, where ranking every shared record
-            # that holds the word read thousands.
-            models.Index(
-                fields=["index", "id"], name="memory_shared_by_id", condition=Q(status="active", subject__isnull=True)
-            ),
             # [commitments]: open ones, soonest due first, hers and the shared ones.
             models.Index(
                 fields=["index", "subject", "due_at", "-confidence", "-retrieval_count", "id"],

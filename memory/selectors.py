@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-from itertools import combinations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -19,7 +18,7 @@ from core_memory.llm.embeddings import query_embed, query_embed_begin
 from memory.embedding.storage import index_embeds
 from memory.filters import MemoryRecordFilter
 from memory.models import MemoryRecord, RecordEmbedding
-from memory.search import raw_query, tsquery_lexemes
+from memory.search import text_query
 from memory.search.ranking import Candidate, candidates_rank
 from memory.search.when import time_windows
 from stores.models import KnowledgeIndex, MemoryStore
@@ -211,51 +210,61 @@ def record_search(
 
     Candidates are the best `SEARCH_DEPTH` by full text and, when the index embeds
     (memory.embedding.storage.index_embeds), the `SEARCH_DEPTH` nearest by meaning, of her own
-    records and of the shared ones apart (`_scope_parts`), all in the request's scope;
+    records and of the shared ones apart (the best of each part: at least the best of the
+    whole), all in the request's scope;
     memory.search.ranking fuses them. A fixed number of queries whatever the store's size or
     `limit`: the query's lexemes, then one query that reads the candidates with both their
     scores — when the index embeds, the full-text candidates first, while the question is being
     embedded on the engine's thread. One query embedding. A read only: the caller counts the
     retrieval (memory.services.records_retrieved, R-5.10).
 
-    `exhaustive` takes every candidate the slow way (every full-text match of the shared set
-    ranked, every vector of the scope compared): the answer the bounded candidates must give,
-    which the speed bench and the tests compare them with.
+    `exhaustive` compares every vector of the scope (no HNSW graph): the answer the graph's
+    candidates must give, which the speed bench compares them with.
     """
     now = now or timezone.now()
-    records = records_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared).filter(
-        status=MemoryRecord.Status.ACTIVE
-    )
-    if types:
-        records = records.filter(type__in=types)
-    if after is not None:
-        records = records.filter(created_at__gt=after)
-    if before is not None:
-        records = records.filter(created_at__lt=before)
+
+    def searched(records: QuerySet[MemoryRecord]) -> QuerySet[MemoryRecord]:
+        records = records.filter(status=MemoryRecord.Status.ACTIVE)
+        if types:
+            records = records.filter(type__in=types)
+        if after is not None:
+            records = records.filter(created_at__gt=after)
+        if before is not None:
+            records = records.filter(created_at__lt=before)
+        return records
+
+    records = searched(records_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared))
+    if subject is not None and shared:
+        # Her records and the shared ones apart, each read by its own indexes (memory.models).
+        parts = [
+            searched(records_in_scope(key=key, index=index, subject=subject, shared=False)),
+            searched(records_in_scope(key=key, index=index, subject=None)),
+        ]
+    else:
+        parts = [records]
     embeds = index_embeds(index)
     if embeds:
         # The engine embeds the question on its own thread while the full-text candidates are read.
         query_embed_begin(query)
-    words = tsquery_lexemes(query)
-    if not words and not embeds:
+    search_query = text_query(query)
+    if search_query is None and not embeds:
         return []
     depth = max(SEARCH_DEPTH, limit)
-    pools = Q(pk__in=[])
+    # The candidates' ids, as queries (one union: PostgreSQL reads them by primary key; pools
+    # OR-ed together had it read every record of the scope and test each against each pool).
+    pools: list[QuerySet] = []
     text_score = Value(0.0)
-    if words:
-        search_query = raw_query(" | ".join(term for lexemes in words for term in lexemes))
+    if search_query is not None:
         rank = SearchRank(F("search_vector"), search_query, cover_density=True, normalization=Value(32))
-        text_pools = [
-            _text_candidates(part, words=words, rank=rank, depth=depth, whole=whole or exhaustive)
-            for part, whole in _scope_parts(records, subject=subject, shared=shared)
+        pools += [
+            part.filter(search_vector=search_query).order_by(rank.desc(), "id").values_list("id", flat=True)[:depth]
+            for part in parts
         ]
         if embeds:
             # Read now (one query), while the question is being embedded; the vectors' part needs it.
-            first, *others = text_pools
-            pools |= Q(pk__in=list(first.union(*others, all=True)) if others else list(first))
-        else:
-            for part in text_pools:
-                pools |= Q(pk__in=part)
+            first, *others = pools
+            found_ids = list(first.union(*others, all=True)) if others else list(first)
+            pools = [MemoryRecord.objects.for_organisation(key.organisation_id).filter(pk__in=found_ids).values_list("id", flat=True)]
         text_score = Case(When(search_vector=search_query, then=rank), default=Value(0.0), output_field=FloatField())
     similarity = Value(None, output_field=FloatField())
     if embeds:
@@ -268,19 +277,22 @@ def record_search(
             # Her own vectors, scanned exactly: `+ 0` keeps the ordering off the HNSW indexes,
             # which the planner picks from ~100k records on and which, filtered to one person
             # afterwards, found a few percent of her nearest (bench/RESULTS.md, vector scan).
-            pools |= Q(pk__in=vectors.filter(subject=subject).order_by(distance + 0).values("record_id")[:depth])
+            pools.append(vectors.filter(subject=subject).order_by(distance + 0).values_list("record_id", flat=True)[:depth])
         others = vectors if subject is None else vectors.filter(subject__isnull=True) if shared else None
         if others is not None:
             # The shared set (its own HNSW graph: memory.models), or every person's when none is
             # named (the whole graph, walked on past its filters: settings); exact where the
             # planner deems that cheaper, or asked to be.
-            pools |= Q(pk__in=others.order_by(distance + 0 if exhaustive else distance).values("record_id")[:depth])
+            pools.append(others.order_by(distance + 0 if exhaustive else distance).values_list("record_id", flat=True)[:depth])
         similarity = Subquery(
             vectors.filter(record_id=OuterRef("id")).annotate(similarity=-MaxInnerProduct("vector", vector)).values("similarity")[:1],
             output_field=FloatField(),
         )
+    if not pools:
+        return []
+    first, *others = pools
     found = list(
-        records_with_decay(records.filter(pools), key=key, now=now)
+        records_with_decay(records.filter(pk__in=first.union(*others, all=True) if others else first), key=key, now=now)
         .defer("search_vector", "normalised_text")
         .annotate(text_score=text_score, similarity=similarity)
     )
@@ -302,53 +314,6 @@ def record_search(
         limit=limit,
     )
     return [(by_id[record_id], score) for record_id, score in ranking]
-
-
-def _scope_parts(records: QuerySet[MemoryRecord], *, subject: str | None, shared: bool) -> list[tuple[QuerySet, bool]]:
-    """`records` (of `records_in_scope`) as the parts a search takes full-text candidates from
-    apart, each with whether it is ranked whole: a person's own records are (her store is
-    hers alone and small); the shared set, or every person's when none is named, is not — it
-    grows with the organisation (`_text_candidates`). The best of each part are candidates,
-    which is at least the best of the whole."""
-    if subject is not None and shared:
-        return [(records.filter(subject=subject), True), (records.filter(subject__isnull=True), False)]
-    return [(records, subject is not None)]
-
-
-# A question of more lexemes than this has its shared candidates ranked whole (its pairs of
-# lexemes would make too long a query); a question seldom has more than six words, twelve lexemes.
-BOUNDED_LEXEMES = 16
-
-
-def _text_candidates(records: QuerySet[MemoryRecord], *, words: list[tuple[str, ...]], rank, depth: int, whole: bool) -> QuerySet:
-    """The ids of the best `depth` of `records` by full text: by rank, then id.
-
-    The rank of the question (ts_rank_cd of an OR query, cover density) counts the places in
-    a record where one of its lexemes stands; ranked whole, a common word has every record
-    that holds it read and ranked. Not whole, the candidates come from two bounded sources
-    and are ranked among themselves: the records holding at least two of the question's
-    lexemes (two words, or one word in both its Dutch and English form; found in the
-    full-text index, which intersects the lexemes' entries before reading a record: few), and
-    for each word its first 2 × `depth` records in id order (the order ties are broken in:
-    read along the id index until found, or from the full-text index for a rare word). A
-    record outside both holds a single lexeme and is missed only when it holds it more often
-    than more than `depth` of the records with that word before it; the speed bench measures
-    the answers against the whole ranking (bench/RESULTS.md: agreement).
-    """
-    lexemes = [term for terms in words for term in terms]
-    matching = records.filter(search_vector=raw_query(" | ".join(lexemes)))
-    if whole or len(lexemes) > BOUNDED_LEXEMES:
-        return matching.order_by(rank.desc(), "id").values_list("id", flat=True)[:depth]
-    sources = [
-        records.filter(search_vector=raw_query(" | ".join(terms))).order_by("id").values_list("id", flat=True)[: depth * 2]
-        for terms in words
-    ]
-    if len(lexemes) > 1:
-        pairs = " | ".join(f"({first} & {second})" for first, second in combinations(lexemes, 2))
-        sources.insert(0, records.filter(search_vector=raw_query(pairs)).values_list("id", flat=True))
-    first, *others = sources
-    found = records.filter(pk__in=first.union(*others) if others else first)
-    return found.order_by(rank.desc(), "id").values_list("id", flat=True)[:depth]
 
 
 def _vectors_in_scope(

@@ -81,45 +81,29 @@ def _query_language(lexemes: list[list[set[str]]]) -> int | None:
     return stop_counts.index(most) if stop_counts.count(most) == 1 else None
 
 
-def tsquery_lexemes(text: str) -> list[tuple[str, ...]]:
-    """Each word of `text` that carries meaning as its lexemes, each a raw tsquery term (a
-    prefix where long enough), once per distinct set."""
-    words = query_words(text)
-    if not words:
-        return []
-    lexemes = _lexemes_per_word(words)
-    language = _query_language(lexemes)
-    found: list[tuple[str, ...]] = []
-    for word in lexemes:
-        if (language is None and not all(word)) or (language is not None and not word[language]):
-            continue
-        terms = tuple(_term(lexeme) for lexeme in sorted(set().union(*word)))
-        if terms not in found:
-            found.append(terms)
-    return found
-
-
-def tsquery_terms(text: str) -> list[str]:
-    """Each word of `text` that carries meaning as a raw tsquery (its lexemes OR-ed), once."""
-    return ["(" + " | ".join(terms) + ")" for terms in tsquery_lexemes(text)]
-
-
 def tsquery_text(text: str, *, match_all: bool = False) -> str | None:
     """The raw tsquery for `text`, or None when no word carries meaning.
 
     `match_all=False` (search): a record matching some of the words is a candidate
     (R-5.10). `match_all=True` (the list's `q` filter): it must match every word.
     """
-    terms = tsquery_terms(text)
-    return (" & " if match_all else " | ").join(terms) if terms else None
+    words = query_words(text)
+    if not words:
+        return None
+    lexemes = _lexemes_per_word(words)
+    language = _query_language(lexemes)
+    terms = []
+    for word in lexemes:
+        if (language is None and not all(word)) or (language is not None and not word[language]):
+            continue
+        union = sorted(set().union(*word))
+        terms.append("(" + " | ".join(_term(lexeme) for lexeme in union) + ")")
+    if not terms:
+        return None
+    return (" & " if match_all else " | ").join(terms)
 
 
 def text_query(text: str, *, match_all: bool = False) -> SearchQuery | None:
     """`tsquery_text` as a query over the stored vector (its lexemes are already stemmed)."""
     raw = tsquery_text(text, match_all=match_all)
-    return None if raw is None else raw_query(raw)
-
-
-def raw_query(raw: str) -> SearchQuery:
-    """A raw tsquery over the stored vector (its lexemes are already stemmed)."""
-    return SearchQuery(raw, config="simple", search_type="raw")
+    return None if raw is None else SearchQuery(raw, config="simple", search_type="raw")

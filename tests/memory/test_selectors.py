@@ -1,6 +1,5 @@
 """The selectors other apps build on (docs/contracts.md): scoping and search without the API."""
 import pytest
-from django.utils import timezone
 
 from core_memory.base.errors import ImproperlyScoped
 from memory.models import MemoryRecord
@@ -68,43 +67,3 @@ def test_search_scores_are_best_first_between_zero_and_one(tenant, records):
     ]
 
 
-def test_the_shared_sets_bounded_candidates_give_the_whole_rankings_answer(tenant):
-    """Issue 22 item 1: a person's search reads a bounded part of the shared set (the records
-    holding two of the question's lexemes, and each word's first records in id order), and
-    answers exactly what ranking every shared match would, ties (broken by id) included. Most
-    of the records hold the common word in a form only one language's lexeme matches, so the
-    records that rank higher lie far apart in id order."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    from memory.selectors import SEARCH_DEPTH
-
-    rows = []
-    for number in range(400):
-        # A common word in every record, in two forms (one matches in one language only, so ties
-        # and near ties abound); the other words in a few each; her own records beside them.
-        words = ["factuur" if number % 3 else "facturen", ("Acme", "Bolt", "Globex", "Hooli")[number % 4]]
-        if number % 7 == 0:
-            words.append("ontvangen")
-        if number % 11 == 0:
-            words.append("invoices")  # the common word in English too: it outranks its peers
-        rows.append(
-            MemoryRecord(
-                organisation_id=tenant.organisation.id, index=tenant.index, subject="anna" if number % 5 == 0 else None,
-                type="fact", text=f"{' '.join(words)} record {number}", normalised_text=f"record {number}",
-                changed_at=timezone.now(),
-            )
-        )
-    MemoryRecord.objects.bulk_create(rows)
-    for query in ("facturen", "Acme facturen", "wil Hooli de factuur ontvangen", "Bolt Globex", "invoices"):
-        for limit in (10, SEARCH_DEPTH):
-            bounded = record_search(key=tenant.key, index=tenant.index, subject="anna", query=query, limit=limit)
-            whole = record_search(key=tenant.key, index=tenant.index, subject="anna", query=query, limit=limit, exhaustive=True)
-
-            assert [(record.id, score) for record, score in bounded] == [(record.id, score) for record, score in whole], query
-
-    # The whole ranking reads every shared record holding the word; the bounded one its first
-    # 2 × depth (here the id index leads, as it would for a common word in a large store).
-    with CaptureQueriesContext(connection) as captured:
-        record_search(key=tenant.key, index=tenant.index, subject="anna", query="facturen")
-    assert "LIMIT 100" in captured.captured_queries[-1]["sql"]
