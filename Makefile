@@ -34,7 +34,8 @@ test: install
 bench: install
 	$(WITH_DB) $(PY) $(BENCH) $(BENCH_ARGS)
 
-# LoCoMo through the API, full text against hybrid; writes its section of bench/RESULTS.md (~15 min).
+# LoCoMo and the product-shaped set through the API, full text and hybrid, the hand-set fusion (before) against
+# the learned one (after); writes its section of bench/RESULTS.md (~30 min). bench/fusion.py refits the weights.
 bench-relevance: install
 	$(WITH_DB) $(PY) bench/locomo.py --write $(BENCH_ARGS)
 

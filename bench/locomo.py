@@ -1,4 +1,4 @@
-"""LoCoMo through the public API: recall of the evidence turns, full text against hybrid (issue 10).
+"""LoCoMo and the product-shaped set through the public API: recall, before and after the learned fusion (issues 10, 23).
 
     make bench-relevance                      # or: .venv/bin/python bench/locomo.py [--write]
 
@@ -18,10 +18,13 @@ scored:
 - latency: the search request, end to end in Django's test client (authentication,
   validation, the query embedding, SQL, the answer), p50 and p95.
 
-The search's weights were chosen on conversations 1–5 (memory.search.ranking); conversations
-6–10 are reported apart as the held-out test. Categories as commonly labelled for locomo10:
-1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop (issue 10 calls category 3 temporal
-reasoning; the dataset carries only numbers).
+Each index is asked twice: with the hand-set fusion that ranked before (bench/fusion_fit.py
+`hand_rank`, "before") and with the learned one as shipped ("after"); then the index that
+embeds once more as a conversation index (`conversation: true`). The learned weights were
+fitted on conversations 1–5 (bench/fusion.py); conversations 6–10 are reported apart as the
+held-out test. Categories as commonly labelled for locomo10: 1 multi-hop, 2 temporal,
+3 open-domain, 4 single-hop (issue 10 calls category 3 temporal reasoning; the dataset carries
+only numbers). The product-shaped set follows (bench/product.py), before and after.
 
 `--write` replaces this bench's section of bench/RESULTS.md (between its markers) and leaves
 the rest of the file alone.
@@ -29,6 +32,7 @@ the rest of the file alone.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -48,8 +52,9 @@ from django.db import connection  # noqa: E402
 
 from core_memory.flows.onboarding import organisation_create  # noqa: E402
 from core_memory.llm.embeddings import embedding_model_id  # noqa: E402
-from memory.search import ranking  # noqa: E402
-from memory.search.ranking import RECENCY_BOOST, TIME_BOOST, VECTOR_WEIGHT  # noqa: E402
+from fusion_fit import hand_rank  # noqa: E402
+from memory import selectors  # noqa: E402
+from stores.models import KnowledgeIndex  # noqa: E402
 from tests.factories import client_for  # noqa: E402
 
 # `../shared/` beside the main checkout (also from a worktree one level deeper), or LOCOMO_ZIP.
@@ -158,18 +163,8 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
 
 
-def report(*, results: dict[str, tuple[list[dict], list[float]]], embed_seconds: float, records: int, load_seconds: float) -> str:
+def _locomo_rows(results: dict[str, tuple[list[dict], list[float]]]) -> list[str]:
     lines = [
-        BEGIN,
-        "## Relevance: LoCoMo through the API (issue 10)",
-        "",
-        f"`make bench-relevance` (bench/locomo.py), {time.strftime('%Y-%m-%d')}, on this 2-core machine shared with other",
-        f"sessions (load average {' / '.join(f'{value:.1f}' for value in os.getloadavg())} when it ended). "
-        f"{records} records a mode, written through `POST /v1/memory` in {load_seconds:.0f} s; the backfill",
-        f"(`manage.py embed_records`, one engine thread) embedded them in {embed_seconds:.0f} s "
-        f"({records / embed_seconds:.0f} records/s). Model `{embedding_model_id()}`; weights: vector "
-        f"{VECTOR_WEIGHT}, time {TIME_BOOST}, recency {RECENCY_BOOST} (memory.search.ranking), chosen on conversations 1–5.",
-        "",
         "| questions | mode | n | R@5 | R@10 | R@20 | session R@10 | c1 multi-hop R@10 | c2 temporal R@10 | c3 open-domain R@10 | c4 single-hop R@10 |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -185,23 +180,58 @@ def report(*, results: dict[str, tuple[list[dict], list[float]]], embed_seconds:
                 + " | ".join(f"{value:.3f}" for value in per_category)
                 + " |"
             )
-    lines += ["", "| mode | searches | p50 ms | p95 ms | max ms |", "|---|---|---|---|---|"]
-    for mode, (_rows, latencies) in results.items():
+    return lines
+
+
+def _latency_rows(latencies: dict[str, list[float]]) -> list[str]:
+    lines = ["| set · mode | searches | p50 ms | p95 ms | max ms |", "|---|---|---|---|---|"]
+    for mode, values in latencies.items():
         lines.append(
-            f"| {mode} | {len(latencies)} | {statistics.median(latencies):.1f} | {_percentile(latencies, 0.95):.1f} | {max(latencies):.1f} |"
+            f"| {mode} | {len(values)} | {statistics.median(values):.1f} | {_percentile(values, 0.95):.1f} | {max(values):.1f} |"
         )
-    lines.append(END)
+    return lines
+
+
+def report(
+    *, results: dict[str, tuple[list[dict], list[float]]], embed_seconds: float, records: int, load_seconds: float,
+    product_lines: list[str], product_latencies: dict[str, list[float]],
+) -> str:
+    lines = [
+        BEGIN,
+        "## Relevance: LoCoMo and the product-shaped set through the API (issues 10, 23)",
+        "",
+        f"`make bench-relevance` (bench/locomo.py, bench/product.py), {time.strftime('%Y-%m-%d')}, on this 2-core machine shared",
+        f"with other sessions (load average {' / '.join(f'{value:.1f}' for value in os.getloadavg())} when it ended). "
+        f"LoCoMo: {records} records a mode, written through `POST /v1/memory` in {load_seconds:.0f} s; the backfill",
+        f"(`manage.py embed_records`, one engine thread) embedded them in {embed_seconds:.0f} s. Model "
+        f"`{embedding_model_id()}`. *Before*: the hand-set fusion (vector 0.45, time 0.3, recency 0.02); *after*: the",
+        "learned fusion of memory.search.weights (bench/fusion.py), fitted on LoCoMo conversations 1–5 and the product",
+        "set's training users only. *Conversation index*: the same index with `conversation: true` (each turn read",
+        "with its neighbours; the vectors do not change).",
+        "",
+        *_locomo_rows(results),
+        "",
+        "The product-shaped set (bench/product_set.py: 624 records about 60 people in Dutch and English, 324",
+        "questions; held-out users 2, 4, 6), asked as its users; the rank of the one right record among the first 20:",
+        "",
+        *product_lines,
+        "",
+        *_latency_rows({f"LoCoMo · {mode}": latencies for mode, (_rows, latencies) in results.items()}
+                       | {f"product · {mode}": latencies for mode, latencies in product_latencies.items()}),
+        END,
+    ]
     return "\n".join(lines)
+
+
+def _ranked_by(fusion: str):
+    """The ranking as shipped ("after"), or as it was with the hand-set weights ("before")."""
+    return mock.patch.object(selectors, "candidates_rank", hand_rank) if fusion == "before" else contextlib.nullcontext()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="Replace this bench's section of bench/RESULTS.md.")
     parser.add_argument("--conversations", type=int, default=10, help="Only the first N conversations (a quick look).")
-    parser.add_argument(
-        "--try", dest="tries", default="", metavar="NAME=V1,V2",
-        help="Also ask with each value of a weight of memory.search.ranking (e.g. VECTOR_WEIGHT=0.35,0.45,0.55); prints R@10 per group.",
-    )
     options = parser.parse_args()
     conversations = locomo_load()[: options.conversations]
 
@@ -225,23 +255,25 @@ def main() -> None:
         embed_seconds = time.monotonic() - started
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
-        results = {
-            mode: ask(conversations=conversations, secret=secret, index_id=index_id, records=records[mode])
-            for mode, index_id in index_ids.items()
-        }
+        results = {}
+        for mode, index_id in index_ids.items():
+            for fusion in ("before", "after"):
+                with _ranked_by(fusion):
+                    results[f"{mode}, {fusion}"] = ask(conversations=conversations, secret=secret, index_id=index_id, records=records[mode])
+                print(f"LoCoMo {mode}, {fusion}: asked", flush=True)
+        # The conversation option changes only how search reads the index: the same records and vectors.
+        KnowledgeIndex.objects.filter(pk=index_ids["hybrid"]).update(conversation=True)
+        results["hybrid, after, conversation index"] = ask(
+            conversations=conversations, secret=secret, index_id=index_ids["hybrid"], records=records["hybrid"]
+        )
         count = sum(len(set(turns.values())) for turns in records["hybrid"].values())
-        if options.tries:
-            name, values = options.tries.split("=")
-            for value in values.split(","):
-                with mock.patch.object(ranking, name, float(value)):
-                    for mode, index_id in index_ids.items():
-                        rows, latencies = ask(conversations=conversations, secret=secret, index_id=index_id, records=records[mode])
-                        shares = "  ".join(
-                            f"{group.split(' (')[0]}: R@10 {_share([row for row in rows if row['conversation'] in members], 'r@10'):.3f}"
-                            for group, members in GROUPS.items()
-                        )
-                        print(f"{name}={value} {mode:9} {shares}  p95 {_percentile(latencies, 0.95):.1f} ms", flush=True)
-    section = report(results=results, embed_seconds=embed_seconds, records=count, load_seconds=load_seconds)
+    from product import product_run, product_table  # it reads this module's helpers
+
+    product_results, product_latencies = product_run(fusions={fusion: lambda fusion=fusion: _ranked_by(fusion) for fusion in ("before", "after")})
+    section = report(
+        results=results, embed_seconds=embed_seconds, records=count, load_seconds=load_seconds,
+        product_lines=product_table(product_results), product_latencies=product_latencies,
+    )
     print(section)
     if options.write:
         results_write(name="relevance", section=section)

@@ -306,9 +306,14 @@ def record_search(
                 created_at=record.created_at,
                 effective_confidence=record.effective_confidence,
                 retrieval_count=record.retrieval_count,
+                text=record.text,
+                type=record.type,
+                subject=record.subject,
             )
             for record in found
         ],
+        query=query,
+        conversation=index.conversation,
         windows=time_windows(query, now=timezone.localtime(now, ZoneInfo(key.organisation.timezone))),
         now=now,
         limit=limit,

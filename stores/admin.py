@@ -75,9 +75,9 @@ class KnowledgeIndexForm(forms.ModelForm):
 @admin.register(KnowledgeIndex)
 class KnowledgeIndexAdmin(SoftDeleteScopedAdmin):  # deleting marks the index deleted
     form = KnowledgeIndexForm
-    list_display = ("name", "id", "pipeline", "embeddings", "created")
+    list_display = ("name", "id", "pipeline", "embeddings", "conversation", "created")
     search_fields = ("name", "id")
-    fields = ("name", "embeddings")
+    fields = ("name", "embeddings", "conversation")
 
     def get_queryset(self, request):
         return super().get_queryset(request).live()
@@ -91,6 +91,7 @@ class KnowledgeIndexAdmin(SoftDeleteScopedAdmin):  # deleting marks the index de
             actor=self.actor(request),
             name=obj.name,
             embeddings=obj.embeddings,
+            conversation=obj.conversation,
         )
         self.adopt(obj, index)
 

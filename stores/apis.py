@@ -17,6 +17,7 @@ class IndexOutputSerializer(serializers.Serializer):
     name = serializers.CharField()
     pipeline = serializers.CharField()
     embeddings = serializers.BooleanField()
+    conversation = serializers.BooleanField()
     created_at = serializers.DateTimeField()
 
 
@@ -31,6 +32,14 @@ class IndexListCreateApi(CoreApi):
     class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=200)
         embeddings = serializers.BooleanField(default=False)
+        conversation = serializers.BooleanField(
+            default=False,
+            help_text=(
+                "The records are turns of a conversation (an assistant that writes what was said, in order): search "
+                "also matches each record with the turns said just before and after it. Leave it off for a store of "
+                "separate facts, preferences and rules, where a neighbour in time is not related."
+            ),
+        )
 
     def get(self, request):
         """List indexes

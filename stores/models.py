@@ -41,6 +41,9 @@ class KnowledgeIndex(models.Model):
     name = models.CharField(_("name"), max_length=200)
     pipeline = models.CharField(_("pipeline"), max_length=32, choices=Pipeline.choices, default=Pipeline.MEMORY)
     embeddings = models.BooleanField(_("embeddings"), default=False)
+    # Records are turns of a conversation, written in the order they were said: search reads
+    # each one with its neighbours (memory.search.ranking). Off for a store of separate facts.
+    conversation = models.BooleanField(_("conversation"), default=False)
     deleted_at = models.DateTimeField(_("deleted at"), null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -22,10 +22,12 @@ def index_embeddings_check(*, embeddings: bool) -> None:
 
 
 @transaction.atomic(durable=True)
-def index_create(*, organisation: Organisation, actor: str, name: str, embeddings: bool = False) -> KnowledgeIndex:
+def index_create(
+    *, organisation: Organisation, actor: str, name: str, embeddings: bool = False, conversation: bool = False
+) -> KnowledgeIndex:
     """An index with `pipeline: memory` and its store with every section at its default (R-4.1)."""
     index_embeddings_check(embeddings=embeddings)
-    index = KnowledgeIndex.objects.create(organisation=organisation, name=name, embeddings=embeddings)
+    index = KnowledgeIndex.objects.create(organisation=organisation, name=name, embeddings=embeddings, conversation=conversation)
     MemoryStore.objects.create(index=index)
     audit_event_record(organisation=organisation, actor=actor, action="index.created", target=index.id, details={"name": name})
     return index

@@ -1,51 +1,66 @@
 """One ranking from the search's candidates (R-5.10; docs/decisions.md "Search").
 
 Each candidate carries its full-text score (ts_rank_cd scaled to 0..1; 0 when none of the
-query's words is in it) and, when the index embeds, its cosine similarity to the query (None
-while its vector is still being made). Relevance is
+query's words is in it), when the index embeds its cosine similarity to the query (None while
+its vector is still being made), its time, confidence, text and type. The ranking is a
+learned one: a linear model over a few features of each candidate, fitted as a pairwise
+logistic ranker (bench/fusion.py) on LoCoMo conversations 1–5 and the training half of the
+product-shaped set; its weights are the numbers in memory.search.weights. The features:
 
-    relevance = VECTOR_WEIGHT · closeness + (1 − VECTOR_WEIGHT) · text score / best text score
-    closeness = (similarity − SIMILARITY_FLOOR) / (SIMILARITY_CEILING − SIMILARITY_FLOOR), within 0..1
+- `text`: the full-text score relative to the best candidate's; `text_best`: the score itself;
+- `closeness`: the cosine read on multilingual-e5-small's own scale (0.75–0.90 onto 0..1: a
+  weak semantic match stays weak even when it is the best there is, and two near equals stay
+  near), `closeness_gap`: its distance below the best candidate's, `unembedded`: 1 for a
+  record whose vector is not made yet while others have one;
+- `in_window`: 1 for a record written in a time the question names (memory.search.when), or
+  up to its `reach` after: what happened in May is often told in June;
+- `recency`: 0.5^(age in whole days / 90), a tie-breaker among near equals;
+- `entities`: the share of the question's names and numbers the record holds, rare ones
+  weighing most (memory.search.entities);
+- `type_named`: the question asks for the record's type ("prefers", "beloofd", "mag ik");
+- `length`: log(1 + words) / 5: long records hold more words by chance.
+- `neighbour_text`, `neighbour_closeness`: in a conversation index only (`conversation: true`),
+  the best text score and closeness among the same person's candidates written within
+  NEIGHBOUR_SECONDS of the record: the answer is often the turn after the one that names the
+  subject. 0 elsewhere: in a store of separate facts a neighbour in time is not related.
 
-or the text score as it is when no candidate has a vector. Score fusion, not reciprocal rank
-fusion: the embeddings spike measured equal-weight RRF barely above full text on LoCoMo,
-because it lets the weaker ranking pull good hits down. The similarity is read on the model's
-own scale (e5's cosines between a question and a text lie between 0.72 and 0.86 for 98% of
-pairs): a weak semantic match stays weak even when it is the best there is, and two near
-equals stay near, which scaling to the candidates' own minimum and maximum would blow apart in
-a small store. A candidate without a vector has closeness 0.
+    score = sigmoid(bias + Σ weight · feature) · (1 − CONFIDENCE_WEIGHT + CONFIDENCE_WEIGHT · effective confidence)
 
-The score then adds a record's time and confidence:
-
-    score = (relevance + TIME_BOOST · in_window + RECENCY_BOOST · 0.5^(age / RECENCY_HALF_LIFE))
-            / (1 + TIME_BOOST + RECENCY_BOOST)
-            · (1 − CONFIDENCE_WEIGHT + CONFIDENCE_WEIGHT · effective confidence)
-
-`in_window` is 1 for a record written in a time the question names (memory.search.when), or
-up to its `reach` after; the recency prior (age in whole days) is small, a tie-breaker among
-near equals; and a
-decayed record (R-5.9) loses at most a quarter of its score. The score stays within 0..1.
-Ties: effective confidence, retrieval count, id (as everywhere, R-7.7).
-
-VECTOR_WEIGHT, the similarity band, TIME_BOOST and RECENCY_BOOST were chosen on LoCoMo
-conversations 1–5 only (bench/RESULTS.md); conversations 6–10 are the held-out test.
+within 0..1; a decayed record (R-5.9) loses at most a quarter of its score (a rule, not
+learned: the sets hold no decayed records). An index searched by full text alone has its own
+weights (the vector features are 0 there). Ties: effective confidence, retrieval count, id (as
+everywhere, R-7.7).
 """
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory.search import weights
+from memory.search.entities import entity_overlaps, question_entities
 from memory.search.when import TimeWindow
 
-VECTOR_WEIGHT = 0.45
 # multilingual-e5-small's cosines between a question and a stored text (memory.embedding).
 SIMILARITY_FLOOR = 0.75
 SIMILARITY_CEILING = 0.90
-TIME_BOOST = 0.3
-RECENCY_BOOST = 0.02
 RECENCY_HALF_LIFE_DAYS = 90.0
 CONFIDENCE_WEIGHT = 0.25
+FEATURES = (
+    "text", "text_best", "closeness", "closeness_gap", "unembedded", "in_window", "recency", "entities", "type_named", "length",
+    "neighbour_text", "neighbour_closeness",
+)
+# In a conversation index, the records of one person written this close to a record are its
+# neighbours: the turns said just before and after it.
+NEIGHBOUR_SECONDS = 120
+# Words with which a question asks for a record of that type, English and Dutch.
+_TYPE_WORDS = {
+    "preference": re.compile(r"\b(prefer\w*|like[sd]?|love[sd]?|favou?rite|enjoy\w*|want[s]?|liefst|voorkeur|houdt|lekker|wil)\b"),
+    "commitment": re.compile(r"\b(promis\w*|agree\w*|owe[sd]?|deadline|will|going to|beloofd|afgesproken|toegezegd|afspraak|nog)\b"),
+    "behaviour": re.compile(r"\b(may|must|allowed|never|always|should|rule[s]?|avoid|mag|mogen|moet|moeten|nooit|altijd|regel\w*|vermijden)\b"),
+}
 
 
 @dataclass(frozen=True)
@@ -56,6 +71,9 @@ class Candidate:
     created_at: datetime
     effective_confidence: float
     retrieval_count: int
+    text: str = ""
+    type: str = ""
+    subject: str | None = None
 
 
 def _closeness(similarity: float | None) -> float:
@@ -64,34 +82,81 @@ def _closeness(similarity: float | None) -> float:
     return min(1.0, max(0.0, (similarity - SIMILARITY_FLOOR) / (SIMILARITY_CEILING - SIMILARITY_FLOOR)))
 
 
-def _relevances(candidates: Sequence[Candidate]) -> list[float]:
-    if all(candidate.similarity is None for candidate in candidates):
-        return [candidate.text_score for candidate in candidates]
-    best_text = max(candidate.text_score for candidate in candidates) or 1.0
-    return [
-        VECTOR_WEIGHT * _closeness(candidate.similarity) + (1 - VECTOR_WEIGHT) * candidate.text_score / best_text
-        for candidate in candidates
-    ]
-
-
 def _in_window(moment: datetime, windows: Sequence[TimeWindow]) -> bool:
     return any(window.start <= moment < window.reach for window in windows)
 
 
+def _neighbours(candidates: Sequence[Candidate]) -> list[list[int]]:
+    """For each candidate, the positions of the candidates of the same person written within
+    NEIGHBOUR_SECONDS of it (itself excluded)."""
+    order = sorted(range(len(candidates)), key=lambda i: (candidates[i].subject or "", candidates[i].created_at))
+    found: list[list[int]] = [[] for _ in candidates]
+    for place, i in enumerate(order):
+        for j in order[place + 1:]:
+            if candidates[j].subject != candidates[i].subject:
+                break
+            if (candidates[j].created_at - candidates[i].created_at).total_seconds() > NEIGHBOUR_SECONDS:
+                break
+            found[i].append(j)
+            found[j].append(i)
+    return found
+
+
+def candidates_features(
+    candidates: Sequence[Candidate], *, query: str, windows: Sequence[TimeWindow], now: datetime, conversation: bool = False
+) -> list[dict[str, float]]:
+    """Each candidate's features (FEATURES), as the module docstring describes them."""
+    if not candidates:
+        return []
+    best_text = max(candidate.text_score for candidate in candidates) or 1.0
+    embedded = any(candidate.similarity is not None for candidate in candidates)
+    best_closeness = max(_closeness(candidate.similarity) for candidate in candidates)
+    overlaps = entity_overlaps(question_entities(query), [candidate.text for candidate in candidates])
+    lowered = query.lower()
+    named_types = {name for name, words in _TYPE_WORDS.items() if words.search(lowered)}
+    neighbours = _neighbours(candidates) if conversation else [[] for _ in candidates]
+    rows = []
+    for candidate, overlap, near in zip(candidates, overlaps, neighbours, strict=True):
+        closeness = _closeness(candidate.similarity)
+        # Whole days: records of one day tie, and the ties decide, not microseconds.
+        age_days = max(0, (now - candidate.created_at).days)
+        rows.append({
+            "text": candidate.text_score / best_text,
+            "text_best": candidate.text_score,
+            "closeness": closeness,
+            "closeness_gap": closeness - best_closeness if embedded else 0.0,
+            "unembedded": float(embedded and candidate.similarity is None),
+            "in_window": float(_in_window(candidate.created_at, windows)),
+            "recency": 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS),
+            "entities": overlap,
+            "type_named": float(candidate.type in named_types),
+            "length": math.log1p(len(candidate.text.split())) / 5,
+            "neighbour_text": max((candidates[j].text_score / best_text for j in near), default=0.0),
+            "neighbour_closeness": max((_closeness(candidates[j].similarity) for j in near), default=0.0),
+        })
+    return rows
+
+
+def fused_score(features: dict[str, float], model: dict[str, float]) -> float:
+    """sigmoid(bias + Σ weight · feature): within 0..1, in the order of the linear sum."""
+    total = model["bias"] + sum(model[name] * value for name, value in features.items())
+    return 1 / (1 + math.exp(-max(-60.0, min(60.0, total))))
+
+
 def candidates_rank(
-    candidates: Sequence[Candidate], *, windows: Sequence[TimeWindow], now: datetime, limit: int
+    candidates: Sequence[Candidate],
+    *,
+    windows: Sequence[TimeWindow],
+    now: datetime,
+    limit: int,
+    query: str = "",
+    conversation: bool = False,
 ) -> list[tuple[str, float]]:
     """(record id, score) best first, at most `limit` (the module docstring has the formula)."""
+    model = weights.HYBRID if any(candidate.similarity is not None for candidate in candidates) else weights.FULL_TEXT
     scored = []
-    for candidate, relevance in zip(candidates, _relevances(candidates), strict=True):
-        # Whole days: records of one day tie, and the ties below decide, not microseconds.
-        age_days = max(0, (now - candidate.created_at).days)
-        boosted = (
-            relevance
-            + TIME_BOOST * _in_window(candidate.created_at, windows)
-            + RECENCY_BOOST * 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
-        ) / (1 + TIME_BOOST + RECENCY_BOOST)
-        score = boosted * (1 - CONFIDENCE_WEIGHT + CONFIDENCE_WEIGHT * candidate.effective_confidence)
+    for candidate, features in zip(candidates, candidates_features(candidates, query=query, windows=windows, now=now, conversation=conversation), strict=True):
+        score = fused_score(features, model) * (1 - CONFIDENCE_WEIGHT + CONFIDENCE_WEIGHT * candidate.effective_confidence)
         scored.append((candidate, score))
     scored.sort(key=lambda pair: (-pair[1], -pair[0].effective_confidence, -pair[0].retrieval_count, pair[0].record_id))
     return [(candidate.record_id, score) for candidate, score in scored[:limit]]

@@ -140,3 +140,26 @@ def test_no_credential_creates_and_deletes_nothing(tenant, anonymous):
     assert anonymous.post("/v1/indexes", {"name": "new"}, format="json").status_code == 401
     assert anonymous.delete(f"/v1/indexes/{tenant.index.id}").status_code == 401
     assert index_state() == before
+
+
+def test_an_index_is_a_store_of_separate_records_unless_created_as_a_conversation(tenant):
+    """A conversation index reads each record with its neighbours in search; it is opted into."""
+    plain = tenant.client().post("/v1/indexes", {"name": "feiten"}, format="json").json()
+    turns = tenant.client().post("/v1/indexes", {"name": "gesprekken", "conversation": True}, format="json")
+
+    assert plain["conversation"] is False
+    assert turns.status_code == 201
+    assert turns.json()["conversation"] is True
+    assert KnowledgeIndex.objects.get(pk=turns.json()["id"]).conversation is True
+    assert tenant.client().get(f"/v1/indexes/{turns.json()['id']}").json()["conversation"] is True
+
+
+@pytest.mark.parametrize("value", ["true", 1, None, "ja"])
+def test_conversation_that_is_not_a_boolean_is_a_400_naming_it(tenant, value):
+    count = KnowledgeIndex.objects.count()
+
+    response = tenant.client().post("/v1/indexes", {"name": "gesprekken", "conversation": value}, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "conversation"
+    assert KnowledgeIndex.objects.count() == count

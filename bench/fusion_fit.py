@@ -1,0 +1,242 @@
+"""Fitting and scoring the learned fusion over captured candidates (bench/fusion.py fit)."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from memory.search import ranking
+from memory.search.ranking import FEATURES, Candidate, candidates_features
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+DEPTH = 50
+
+
+def hand_scores(candidates: Sequence[Candidate], *, windows, now, **_ignored) -> list[float]:
+    """The hand-set fusion the learned one replaced (docs/decisions.md "Search"), for comparison:
+    0.45 × closeness + 0.55 × relative text score (the text score alone without vectors),
+    + 0.3 in a named time + 0.02 recency, over 1.32."""
+    embedded = any(candidate.similarity is not None for candidate in candidates)
+    best_text = max((candidate.text_score for candidate in candidates), default=0.0) or 1.0
+    scores = []
+    for candidate in candidates:
+        relevance = (
+            0.45 * ranking._closeness(candidate.similarity) + 0.55 * candidate.text_score / best_text
+            if embedded else candidate.text_score
+        )
+        age_days = max(0, (now - candidate.created_at).days)
+        boosted = (relevance + 0.3 * ranking._in_window(candidate.created_at, windows) + 0.02 * 0.5 ** (age_days / 90)) / 1.32
+        scores.append(boosted * (0.75 + 0.25 * candidate.effective_confidence))
+    return scores
+
+
+def hand_rank(candidates: Sequence[Candidate], *, windows, now, limit: int, **_ignored) -> list[tuple[str, float]]:
+    """`candidates_rank` as it was with the hand-set fusion: the benches' "before"."""
+    scored = sorted(
+        zip(candidates, hand_scores(candidates, windows=windows, now=now), strict=True),
+        key=lambda pair: (-pair[1], -pair[0].effective_confidence, -pair[0].retrieval_count, pair[0].record_id),
+    )
+    return [(candidate.record_id, score) for candidate, score in scored[:limit]]
+
+
+def full_text_only(question: dict) -> dict:
+    """The question as an index without vectors sees it: the best DEPTH by full text, no cosines."""
+    texts = sorted((c for c in question["candidates"] if c.text_score > 0), key=lambda c: (-c.text_score, c.record_id))[:DEPTH]
+    return {**question, "candidates": [Candidate(**{**c.__dict__, "similarity": None}) for c in texts]}
+
+
+_MATRICES: dict[tuple, np.ndarray] = {}
+
+
+def matrix(question: dict) -> np.ndarray:
+    """The question's candidates' features (remembered: the fit asks for them many times)."""
+    key = (id(question["candidates"]), question.get("conversation", False), ranking.NEIGHBOUR_SECONDS)
+    if key not in _MATRICES:
+        _MATRICES[key] = _matrix(question)
+    return _MATRICES[key]
+
+
+def _matrix(question: dict) -> np.ndarray:
+    rows = candidates_features(
+        question["candidates"], query=question["query"], windows=question["windows"], now=question["now"],
+        conversation=question.get("conversation", False),
+    )
+    return np.array([[row[name] for name in FEATURES] for row in rows], dtype=float).reshape(len(rows), len(FEATURES))
+
+
+def ranked(question: dict, scorer: Callable[[dict], np.ndarray]) -> list[str]:
+    candidates = question["candidates"]
+    if not candidates:
+        return []
+    scores = scorer(question)
+    order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i].record_id))
+    return [candidates[i].record_id for i in order]
+
+
+def linear(model: dict[str, float]) -> Callable[[dict], np.ndarray]:
+    vector = np.array([model[name] for name in FEATURES])
+    return lambda question: matrix(question) @ vector if question["candidates"] else np.zeros(0)
+
+
+def hand(question: dict) -> np.ndarray:
+    return np.array(hand_scores(question["candidates"], windows=question["windows"], now=question["now"]))
+
+
+def metrics(questions: list[dict], scorer) -> dict[str, float]:
+    out: dict[str, list[float]] = {}
+    for question in questions:
+        found = ranked(question, scorer)[:20]
+        first = next((i for i, record_id in enumerate(found) if record_id in question["right"]), None)
+        values = {"r@1": first == 0, **{f"r@{k}": first is not None and first < k for k in (5, 10, 20)},
+                  "mrr": 1 / (first + 1) if first is not None else 0.0}
+        if question["set"] == "locomo":
+            values["session@10"] = any(question["session_of"].get(record_id) for record_id in found[:10])
+            values[f"c{question['category']} R@10"] = values["r@10"]
+        else:
+            q = question["question"]
+            values[f"{q.kind} MRR"] = values["mrr"]
+            if q.cross_language:
+                values["other language MRR"] = values["mrr"]
+            if q.names_time:
+                values["time MRR"] = values["mrr"]
+        for key, value in values.items():
+            out.setdefault(key, []).append(float(value))
+    return {key: sum(values) / len(values) for key, values in out.items()} | {"n": len(questions)}
+
+
+def pairs(questions: list[dict], rng: np.random.Generator, negatives: int = 40) -> tuple[np.ndarray, np.ndarray]:
+    """Differences right − wrong; each set weighs the same in total, and within it each question."""
+    differences, weights = [], []
+    per_set = {name: sum(q["set"] == name for q in questions) for name in {q["set"] for q in questions}}
+    for question in questions:
+        if not question["candidates"]:
+            continue
+        features = matrix(question)
+        right = [i for i, c in enumerate(question["candidates"]) if c.record_id in question["right"]]
+        wrong = [i for i, c in enumerate(question["candidates"]) if c.record_id not in question["right"]]
+        if not right or not wrong:
+            continue
+        wrong = list(rng.choice(wrong, size=min(negatives, len(wrong)), replace=False))
+        count = len(right) * len(wrong) * per_set[question["set"]]
+        for i in right:
+            for j in wrong:
+                differences.append(features[i] - features[j])
+                weights.append(1 / count)
+    return np.array(differences), np.array(weights)
+
+
+def fit_pairwise(questions: list[dict], *, l2: float = 1e-3, steps: int = 3000, seed: int = 7, fixed: dict | None = None) -> dict[str, float]:
+    """Pairwise logistic (RankNet, linear scorer) by gradient descent; `fixed` keeps features at 0."""
+    differences, weights = pairs(questions, np.random.default_rng(seed))
+    mask = np.array([0.0 if fixed and name in fixed else 1.0 for name in FEATURES])
+    scale = differences.std(axis=0) + 1e-9
+    x = differences / scale * mask
+    w = np.zeros(len(FEATURES))
+    total = weights.sum()
+    rate = 0.5
+    for _ in range(steps):
+        margin = x @ w
+        gradient = -(x * (weights / (1 + np.exp(margin)))[:, None]).sum(axis=0) / total + l2 * w
+        w -= rate * gradient * mask
+    w = w / scale * mask
+    return {name: float(value) for name, value in zip(FEATURES, w, strict=True)}
+
+
+def calibrate(questions: list[dict], model: dict[str, float]) -> dict[str, float]:
+    """A scale and bias so that sigmoid(score) reads as the chance that a candidate is right."""
+    scorer = linear(model)
+    s, y = [], []
+    for question in questions:
+        if question["candidates"]:
+            s.extend(scorer(question))
+            y.extend(c.record_id in question["right"] for c in question["candidates"])
+    s, y = np.array(s), np.array(y, dtype=float)
+    a, b = 1.0, 0.0
+    for _ in range(2000):
+        p = 1 / (1 + np.exp(-(a * s + b)))
+        a -= 0.5 * float(((p - y) * s).mean())
+        b -= 0.5 * float((p - y).mean())
+    return {"bias": round(b, 4), **{name: round(a * value, 4) for name, value in model.items()}}
+
+
+def _row(name: str, m: dict, keys: Sequence[str]) -> str:
+    return f"{name:34} n={m['n']:4} " + "  ".join(f"{key} {m.get(key, float('nan')):.3f}" for key in keys)
+
+
+LOCOMO_KEYS = ("r@5", "r@10", "r@20", "session@10", *(f"c{c} R@10" for c in CATEGORIES))
+PRODUCT_KEYS = ("r@1", "r@5", "mrr", "fact MRR", "preference MRR", "commitment MRR", "behaviour MRR", "shared rule MRR",
+                "other language MRR", "time MRR")
+
+
+def report(questions: list[dict], scorers: dict[str, Callable]) -> None:
+    halves = {
+        "LoCoMo 1–5": [q for q in questions if q["set"] == "locomo" and q["training"]],
+        "LoCoMo 6–10 (held out)": [q for q in questions if q["set"] == "locomo" and not q["training"]],
+        "product training": [q for q in questions if q["set"] == "product" and q["training"]],
+        "product held out": [q for q in questions if q["set"] == "product" and not q["training"]],
+    }
+    for half, chosen in halves.items():
+        keys = LOCOMO_KEYS if half.startswith("LoCoMo") else PRODUCT_KEYS
+        for name, scorer in scorers.items():
+            print(_row(f"{half} · {name}", metrics(chosen, scorer), keys))
+
+
+NEIGHBOURS = {"neighbour_text", "neighbour_closeness"}
+VECTORS = {"closeness", "closeness_gap", "unembedded"}
+# Within a question the gap is the closeness less a constant: the pairs cannot tell them apart.
+COLLINEAR = {"closeness_gap"}
+
+
+def as_conversation(questions: list[dict]) -> list[dict]:
+    """LoCoMo's questions as a conversation index sees them (the product set stays a fact store)."""
+    return [{**q, "conversation": q["set"] == "locomo"} for q in questions]
+
+
+def fit_and_report(questions: list[dict], *, write: Path | None, leave_out: set[str] = frozenset()) -> None:
+    text_questions = [full_text_only(q) for q in questions]
+    models = {}
+    for name, chosen, fixed in (
+        ("hybrid", questions, set(NEIGHBOURS)),
+        ("hybrid, conversation", as_conversation(questions), set()),
+        ("full text", text_questions, VECTORS | NEIGHBOURS),
+        ("full text, conversation", as_conversation(text_questions), set(VECTORS)),
+    ):
+        training = [q for q in chosen if q["training"]]
+        models[name] = calibrate(training, fit_pairwise(training, fixed=fixed | COLLINEAR | set(leave_out)))
+        print(f"{name} weights:", models[name])
+    print("\n-- hybrid (LoCoMo as a store of facts)")
+    report(questions, {"hand-set": hand, "learned": linear(models["hybrid"]), "shipped": linear(ranking.weights.HYBRID)})
+    print("\n-- hybrid (LoCoMo as a conversation index)")
+    report(as_conversation(questions), {"learned": linear(models["hybrid, conversation"])})
+    print("\n-- full text")
+    report(text_questions, {"hand-set": hand, "learned": linear(models["full text"]), "shipped": linear(ranking.weights.FULL_TEXT)})
+    print("\n-- full text (LoCoMo as a conversation index)")
+    report(as_conversation(text_questions), {"learned": linear(models["full text, conversation"])})
+    hybrid, full_text = models["hybrid, conversation"], models["full text, conversation"]
+    if write:
+        write.write_text(
+            '"""The learned fusion\'s weights (memory.search.ranking), written by `bench/fusion.py fit --write`: a pairwise\n'
+            "logistic ranker fitted on LoCoMo conversations 1–5 and the product set's training users, scaled so that\n"
+            'the sigmoid of the sum reads as the chance that a candidate is the right record."""\n'
+            f"HYBRID = {hybrid!r}\n"
+            f"FULL_TEXT = {full_text!r}\n"
+        )
+        print(f"written to {write}")
+
+
+
+def ablation(questions: list[dict]) -> None:
+    """Each feature left out in turn (hybrid, LoCoMo as a conversation index): what it is worth held out."""
+    chosen = as_conversation(questions)
+    training = [q for q in chosen if q["training"]]
+    locomo = [q for q in chosen if q["set"] == "locomo" and not q["training"]]
+    product = [q for q in chosen if q["set"] == "product" and not q["training"]]
+    plain = [q for q in questions if q["set"] == "locomo" and not q["training"]]
+    print("\n-- ablation, held out: LoCoMo (conversation index) R@10 R@20 session@10 | LoCoMo (fact store) R@10 | product R@1 MRR")
+    for left_out in [(), *[(name,) for name in FEATURES], ("neighbour_text", "neighbour_closeness")]:
+        model = fit_pairwise(training, fixed=set(left_out))
+        scorer = linear(model)
+        m, p, f = metrics(locomo, scorer), metrics(product, scorer), metrics(plain, scorer)
+        print(f"without {','.join(left_out) or '(nothing)':40} {m['r@10']:.3f} {m['r@20']:.3f} {m['session@10']:.3f} | "
+              f"{f['r@10']:.3f} | {p['r@1']:.3f} {p['mrr']:.3f}")
