@@ -203,8 +203,8 @@ class ChatCompletionCreateApi(OpenAIApi):
     def post(self, request):
         """Create a chat completion (OpenAI-compatible)
 
-        OpenAI's Chat Completions, run as a Core turn: the opening system messages are the turn's
-        instructions, then the key's memory block for the person (`user`, `X-Core-Subject` or a
+        OpenAI's Chat Completions, run as a Core turn: the system messages are the turn's
+        instructions (never stored on its thread), then the key's memory block for the person (`user`, `X-Core-Subject` or a
         subject token) follows, then the conversation; the memory tools the key offers run
         inside Core and are not shown as tool calls, the caller's own function `tools` come back as
         `tool_calls`. `temperature`, `max_tokens`, `response_format` and the other sampling fields
@@ -342,7 +342,7 @@ class ResponseCreateApi(OpenAIApi):
             )
             thread_id = previous.thread_id
             known_calls = thread_tool_calls(thread_id=thread_id, organisation_id=self.organisation.id)
-        drafts = wire.responses_input_read(data["input"], known_calls=known_calls)
+        input_instructions, drafts = wire.responses_input_read(data["input"], known_calls=known_calls)
         options = _options(data, ("temperature", "top_p", "parallel_tool_calls"))
         if data["max_output_tokens"] is not None:
             options["max_tokens"] = data["max_output_tokens"]
@@ -361,7 +361,7 @@ class ResponseCreateApi(OpenAIApi):
             input=drafts,
             tool_names=[],
             thread_id=thread_id,
-            instructions=data["instructions"] or None,
+            instructions="\n\n".join(text for text in (data["instructions"], input_instructions) if text) or None,
             caller_tools=wire.responses_tools_read(data["tools"]),
             model_options=options,
             offer_memory_tools=True,

@@ -83,9 +83,8 @@ def _result_draft(*, called: dict[str, str], call_id, content: str, param: str, 
 
 def chat_messages_read(messages) -> tuple[str | None, list[ItemDraft]]:
     """Chat Completions `messages` as a turn's instructions and items. The system (and developer)
-    messages that open the conversation are the turn's instructions, which the model reads before
-    the memory block, as with `instructions` on Core's own turns; later ones stay in the
-    conversation. A tool message must answer a tool call of an earlier assistant message (as
+    messages are the turn's instructions, which the model reads before the memory block, as with
+    `instructions` on Core's own turns. A tool message must answer a tool call of an earlier assistant message (as
     OpenAI's own API requires)."""
     if not isinstance(messages, list) or not messages:
         raise InvalidRequest("messages is a non-empty list.", param="messages")
@@ -137,11 +136,17 @@ def chat_messages_read(messages) -> tuple[str | None, list[ItemDraft]]:
             )
         else:
             raise InvalidRequest("role is one of system, developer, user, assistant, tool.", param=f"{param}.role")
-    opening = next((position for position, draft in enumerate(drafts) if draft.role != Item.Role.SYSTEM), None)
-    if opening is None:
-        raise InvalidRequest("messages needs at least one message that is not a system message.", param="messages")
-    instructions = "\n\n".join(draft.content for draft in drafts[:opening] if draft.content)
-    return instructions or None, drafts[opening:]
+    return _instructions_apart(drafts, param="messages")
+
+
+def _instructions_apart(drafts: list[ItemDraft], *, param: str) -> tuple[str | None, list[ItemDraft]]:
+    """System (and developer) messages are the turn's instructions, never thread items: a stored
+    system message would instruct every later turn on the thread, by any key."""
+    conversation = [draft for draft in drafts if draft.role != Item.Role.SYSTEM]
+    if not conversation:
+        raise InvalidRequest(f"{param} needs at least one message that is not a system message.", param=param)
+    instructions = "\n\n".join(draft.content for draft in drafts if draft.role == Item.Role.SYSTEM and draft.content)
+    return instructions or None, conversation
 
 
 def chat_tools_read(tools) -> list[dict]:
@@ -188,14 +193,15 @@ def responses_tools_read(tools) -> list[dict]:
     return definitions
 
 
-def responses_input_read(value, *, known_calls: dict[str, str]) -> list[ItemDraft]:
-    """Responses `input`: a string (one user message) or a list of messages, function calls and
-    function call outputs. `known_calls` are the calls on the thread so far (`previous_response_id`)
-    by call id: an output must answer one of them or a call earlier in the input."""
+def responses_input_read(value, *, known_calls: dict[str, str]) -> tuple[str | None, list[ItemDraft]]:
+    """Responses `input` as instructions and items: a string (one user message) or a list of
+    messages, function calls and function call outputs; its system and developer messages are
+    instructions. `known_calls` are the calls on the thread so far (`previous_response_id`) by call
+    id: an output must answer one of them or a call earlier in the input."""
     if isinstance(value, str):
         if not value.strip():
             raise InvalidRequest("input is a non-empty string or a non-empty list.", param="input")
-        return [ItemDraft(role=Item.Role.USER, content=value)]
+        return None, [ItemDraft(role=Item.Role.USER, content=value)]
     if not isinstance(value, list) or not value:
         raise InvalidRequest("input is a non-empty string or a non-empty list.", param="input")
     drafts: list[ItemDraft] = []
@@ -240,9 +246,7 @@ def responses_input_read(value, *, known_calls: dict[str, str]) -> list[ItemDraf
             )
         else:
             raise InvalidRequest("An input item is a message, a function_call or a function_call_output.", param=f"{param}.type")
-    if not drafts:
-        raise InvalidRequest("input holds nothing new for the conversation.", param="input")
-    return drafts
+    return _instructions_apart(drafts, param="input")
 
 
 def responses_text_format(text) -> dict | None:

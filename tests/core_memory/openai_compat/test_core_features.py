@@ -42,3 +42,25 @@ def test_a_retry_with_the_same_idempotency_key_answers_the_first_turn_again(app,
     assert again.headers["Idempotent-Replayed"] == "true"
     assert again.parse().choices[0].message.content == "Eén keer."
     assert (len(model.requests), Response.objects.filter(organisation_id=app.organisation.id).count()) == (1, 1)
+
+
+def test_system_messages_are_the_turns_instructions_and_never_stored(app, model):
+    """A system message anywhere in a chat or a Responses input instructs only its own turn: it
+    reaches the model before the memory block and is not kept on the thread."""
+    model.reply("Goed.")
+    model.reply("Prima.")
+    sdk = client(app)
+
+    chat = sdk.chat.completions.create(model="fake-chat", user="anna", messages=[
+        {"role": "system", "content": "Wees beleefd."}, {"role": "user", "content": "Hoi"},
+        {"role": "developer", "content": "Antwoord in één woord."},
+    ])
+    turn = sdk.responses.create(model="fake-chat", user="anna", instructions="Kort.",
+                                input=[{"role": "developer", "content": "Zeg prima."}, {"role": "user", "content": "Hoe gaat het?"}])
+
+    first, second = (request.body["messages"] for request in model.requests)
+    assert [message["role"] for message in first] == ["system", "system", "user"]
+    assert first[0]["content"] == "Wees beleefd.\n\nAntwoord in één woord."
+    assert second[0]["content"] == "Kort.\n\nZeg prima."
+    roles = Item.objects.filter(response_id__in=[chat.id, turn.id]).values_list("role", flat=True)
+    assert Item.Role.SYSTEM not in set(roles)
