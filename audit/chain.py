@@ -1,11 +1,15 @@
-"""Checking the audit log's hash chains (R-11.1, issue 11: tamper-evident).
+"""Checking the audit log's hash chains (R-11.1: tamper-evident).
 
-PostgreSQL chains each event as it is inserted (audit/migrations/0003_hash_chain.py): its
-`sequence` counts up from 1 per organisation, and `hash` is SHA-256 over the length-prefixed
-parts below, `previous_hash` first. This module recomputes the digest independently of the
-database's function and walks each chain: an event changed, removed or inserted out of turn,
-or a chain cut short at either end, shows as a problem. What it cannot see is a chain a
-superuser rewrote whole; the heads it reports can be kept elsewhere to catch that too.
+PostgreSQL chains and dates each event as it is inserted (audit/migrations/0003_hash_chain.py,
+0004_time_and_scrubbing.py): its `sequence` counts up from 1 per organisation, `at` is the
+database's clock, and `hash` is SHA-256 over the length-prefixed parts below, `previous_hash`
+first, with target and details as salted commitments. This module recomputes the digests
+independently of the database's functions and walks each chain: an event changed, removed or
+inserted out of turn, a time earlier than the event before it, or a chain cut short at either
+end, shows as a problem. A target or details blanked by an erasure's scrub has lost its salt:
+its commitment still holds the chain, its value can no longer be checked, and the event is
+counted as `scrubbed`. What the chain cannot show is a chain a superuser rewrote whole; the
+heads it reports can be kept elsewhere to catch that too.
 """
 from __future__ import annotations
 
@@ -23,13 +27,29 @@ def _timestamp(at: datetime) -> str:
     return f"{at.year:04d}-{at.month:02d}-{at.day:02d}T{at.hour:02d}:{at.minute:02d}:{at.second:02d}.{at.microsecond:06d}"
 
 
-def event_digest(
-    *, organisation_id: str, sequence: int, previous_hash: str, at: datetime, actor: str, action: str, target: str, details_text: str
-) -> str:
-    """The digest of one link; `details_text` is PostgreSQL's canonical text of the jsonb."""
-    parts = (previous_hash, organisation_id, str(sequence), _timestamp(at), actor, action, target, details_text)
+def _digest(*parts: str) -> str:
     payload = "".join(f"{len(part.encode())}:{part}" for part in parts)
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def commitment(*, salt: str, value: str) -> str:
+    """The commitment to a target or a details text (its jsonb text) that the chain covers."""
+    return _digest(salt, value)
+
+
+def event_digest(
+    *,
+    organisation_id: str,
+    sequence: int,
+    previous_hash: str,
+    at: datetime,
+    actor: str,
+    action: str,
+    target_commitment: str,
+    details_commitment: str,
+) -> str:
+    """The digest of one link."""
+    return _digest(previous_hash, organisation_id, str(sequence), _timestamp(at), actor, action, target_commitment, details_commitment)
 
 
 @dataclass
@@ -41,6 +61,7 @@ class ChainReport:
     head_sequence: int = 0
     head_hash: str = GENESIS_HASH
     purged_through: int = 0
+    scrubbed: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -57,6 +78,7 @@ class ChainReport:
             "head_sequence": self.head_sequence,
             "head_hash": self.head_hash,
             "purged_through": self.purged_through,
+            "scrubbed": self.scrubbed,
             "problems": self.problems,
         }
 
@@ -64,10 +86,11 @@ class ChainReport:
 # Reads go through SQL: the chain is checked against the rows as stored, `details` as its
 # jsonb text, which is what the database's digest covered.
 _EVENTS = """
-    SELECT id, sequence, previous_hash, hash, at, actor, action, target, details::text
+    SELECT id, sequence, previous_hash, hash, at, actor, action, target, details::text,
+        target_salt, details_salt, target_commitment, details_commitment, scrubbed_at
     FROM audit_auditevent WHERE organisation_id = %s ORDER BY sequence NULLS FIRST, id
 """
-_HEADS = "SELECT organisation_id, sequence, hash, purged_through FROM audit_auditchainhead"
+_HEADS = "SELECT organisation_id, sequence, hash, purged_through, time_ordered_from FROM audit_auditchainhead"
 _ORGANISATIONS = "SELECT DISTINCT organisation_id FROM audit_auditevent"
 
 
@@ -85,16 +108,20 @@ def audit_chains_verify(*, organisation_id: str | None = None) -> list[ChainRepo
 
 def _chain_verify(*, organisation_id: str, head) -> ChainReport:
     report = ChainReport(organisation_id=organisation_id)
+    time_ordered_from = 1
     if head is None:
         report.problems.append("no chain head")
     else:
-        report.head_sequence, report.head_hash, report.purged_through = head
+        report.head_sequence, report.head_hash, report.purged_through, time_ordered_from = head
     with connection.cursor() as cursor:
         cursor.execute(_EVENTS, [organisation_id])
         rows = cursor.fetchall()
     expected_sequence = report.purged_through + 1
     expected_previous = None  # unknown across a purge: the first kept event names a removed one
-    for event_id, sequence, previous_hash, stored_hash, at, actor, action, target, details_text in rows:
+    previous_at = None
+    for row in rows:
+        event_id, sequence, previous_hash, stored_hash, at, actor, action, target, details_text = row[:9]
+        target_salt, details_salt, target_commitment, details_commitment, scrubbed_at = row[9:]
         report.events += 1
         if sequence is None:
             report.problems.append(f"{event_id}: not chained")
@@ -107,6 +134,9 @@ def _chain_verify(*, organisation_id: str, head) -> ChainReport:
             report.problems.append(f"{event_id}: sequence {sequence} where {expected_sequence} was due (events missing or out of turn)")
         elif expected_previous is not None and previous_hash != expected_previous:
             report.problems.append(f"{event_id}: does not follow the event before it")
+        if sequence >= time_ordered_from and previous_at is not None and at < previous_at:
+            report.problems.append(f"{event_id}: dated before the event before it (back-dated)")
+        previous_at = at
         digest = event_digest(
             organisation_id=organisation_id,
             sequence=sequence,
@@ -114,11 +144,19 @@ def _chain_verify(*, organisation_id: str, head) -> ChainReport:
             at=at,
             actor=actor,
             action=action,
-            target=target,
-            details_text=details_text,
+            target_commitment=target_commitment,
+            details_commitment=details_commitment,
         )
-        if digest != stored_hash:
+        opened = [(target_salt, target, target_commitment), (details_salt, details_text, details_commitment)]
+        if digest != stored_hash or any(
+            salt is not None and commitment(salt=salt, value=value) != committed for salt, value, committed in opened
+        ):
             report.problems.append(f"{event_id}: changed since it was written")
+        elif target_salt is None or details_salt is None:
+            if scrubbed_at is None:
+                report.problems.append(f"{event_id}: a salt is gone but the event was never scrubbed")
+            else:
+                report.scrubbed += 1
         report.last_sequence = sequence
         expected_sequence = sequence + 1
         expected_previous = stored_hash

@@ -1,4 +1,5 @@
 from django.db import models
+from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
 from core_memory.base.ids import PrefixedIdField
@@ -7,15 +8,18 @@ from core_memory.base.tenancy import TenantQuerySet
 
 class AuditEvent(models.Model):
     """Append-only (R-11.1) and tamper-evident. The database refuses UPDATE, DELETE and
-    TRUNCATE (migrations 0002, 0003); only the retention purge deletes, through a function
-    that runs as its own role. Each event is a link of its organisation's hash chain:
-    `sequence` counts up from 1, `hash` covers the event and `previous_hash`; PostgreSQL
-    fills the three in (a trigger), so every way of inserting an event chains it
-    (`manage.py audit_verify` checks the chains, audit.chain)."""
+    TRUNCATE (migrations 0002-0004); only the retention purge deletes and the erasure's scrub
+    blanks a target or a detail, each through a function that runs as its own role. Each
+    event is a link of its organisation's hash chain: `sequence` counts up from 1, `hash`
+    covers the event (its target and details through salted commitments) and
+    `previous_hash`; PostgreSQL fills these in and sets `at` from its own clock (a trigger),
+    so every way of inserting an event chains and dates it (`manage.py audit_verify` checks
+    the chains, audit.chain)."""
 
     id = PrefixedIdField("aud")
     organisation = models.ForeignKey("organisations.Organisation", on_delete=models.DO_NOTHING, related_name="+", db_constraint=False)
-    at = models.DateTimeField(_("at"), auto_now_add=True)
+    # The database's clock at insert, whatever the application sends (audit/migrations/0004).
+    at = models.DateTimeField(_("at"), db_default=Now(), editable=False)
     actor = models.CharField(_("actor"), max_length=200)
     action = models.CharField(_("action"), max_length=64)
     target = models.CharField(_("target"), max_length=200, blank=True, default="")
@@ -24,6 +28,13 @@ class AuditEvent(models.Model):
     sequence = models.BigIntegerField(_("sequence"), null=True, editable=False)
     previous_hash = models.CharField(_("previous hash"), max_length=64, blank=True, default="", editable=False)
     hash = models.CharField(_("hash"), max_length=64, blank=True, default="", editable=False)
+    # The chain covers SHA-256(salt, value) of target and details; a scrub blanks the value and
+    # drops its salt, so the commitment left cannot be matched to a guess.
+    target_salt = models.CharField(_("target salt"), max_length=64, null=True, editable=False)
+    details_salt = models.CharField(_("details salt"), max_length=64, null=True, editable=False)
+    target_commitment = models.CharField(_("target commitment"), max_length=64, blank=True, default="", editable=False)
+    details_commitment = models.CharField(_("details commitment"), max_length=64, blank=True, default="", editable=False)
+    scrubbed_at = models.DateTimeField(_("scrubbed at"), null=True, editable=False)
 
     objects = TenantQuerySet.as_manager()
 
@@ -49,6 +60,10 @@ class AuditChainHead(models.Model):
     sequence = models.BigIntegerField(default=0)
     hash = models.CharField(max_length=64)
     purged_through = models.BigIntegerField(default=0)
+    # The newest event's time (the next is never earlier), and the first sequence whose time the
+    # database set: events chained before it kept their transaction's start time.
+    at = models.DateTimeField(null=True)
+    time_ordered_from = models.BigIntegerField(default=1)
 
     objects = TenantQuerySet.as_manager()
 

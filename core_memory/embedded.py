@@ -148,6 +148,9 @@ def main(argv: list[str]) -> int:
         started = not is_running()
         environment["DATABASE_URL"] = database_url()
         managed.append(("database", stop, started))
+        # The URL is the server's superuser's: `make run` migrates with it and runs the service
+        # as a role with only the grants it needs (scripts/run.py).
+        environment["CORE_EMBEDDED_DATABASE"] = "true"
     if not environment.get("REDIS_URL"):
         started = not embedded_valkey.is_running()
         url = embedded_valkey.redis_url()

@@ -21,11 +21,20 @@ import sys
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 PROJECT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 BIN = Path(PYTHON).parent
 GRACE_SECONDS = float(os.environ.get("CORE_STOP_GRACE_SECONDS", "20"))
+APP_ROLE = "core_app"
+
+
+def url_with_user(url: str, user: str) -> str:
+    """`url` (postgres://user@host/db, no password: the embedded server trusts local sockets) as `user`."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}@{host}"))
 
 
 def step(message: str) -> None:
@@ -131,6 +140,13 @@ def main() -> int:
     # Until the processes run, a signal simply ends the preparation steps.
     step("Applying database migrations")
     subprocess.run([PYTHON, "manage.py", "migrate", "--noinput"], check=True, env=environment)
+    if environment.get("CORE_EMBEDDED_DATABASE") == "true":
+        # Migrated as the embedded server's superuser; the service runs as a role that may not
+        # rewrite the audit log or its chain (docs/decisions.md "Audit").
+        role = environment.get("CORE_DATABASE_APP_ROLE", APP_ROLE)
+        step(f"Granting the service's database role {role} what it needs")
+        subprocess.run([PYTHON, "manage.py", "database_roles", "--app-role", role], check=True, env=environment)
+        environment["DATABASE_URL"] = url_with_user(environment["DATABASE_URL"], role)
     step("Collecting static files (console, Swagger UI, ReDoc)")
     subprocess.run([PYTHON, "manage.py", "collectstatic", "--noinput", "--verbosity", "1"], check=True, env=environment)
     host = environment.get("HOST", "127.0.0.1")

@@ -115,6 +115,7 @@ def staff_without_organisation(*, with_permissions: bool):
 
 ERASURE_RECEIPT_KINDS = (
     "records", "episodes", "lessons", "proposals", "threads", "thread_placeholders", "extraction_windows", "maintenance_jobs", "subject_tokens",
+    "console_actions", "idempotent_answers", "audit_events_scrubbed",
 )
 
 

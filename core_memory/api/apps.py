@@ -19,5 +19,10 @@ class CoreApiConfig(AppConfig):
 
     def ready(self) -> None:
         from core_memory.api import schema  # noqa: F401 — registers the OpenAPI authentication extension
+        from core_memory.api.idempotency import person_answers_counted, person_answers_erase
+        from core_memory.base.erasure import PersonDataKeeper, person_data_keeper_register
+
+        # A replay of a stored answer about an erased person would hand her data back.
+        person_data_keeper_register(PersonDataKeeper(name="idempotent_answers", erase=person_answers_erase, count=person_answers_counted))
 
         sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))

@@ -29,6 +29,7 @@ from core_memory.base.transactions import lazily_committed
 HEADER = "HTTP_IDEMPOTENCY_KEY"
 RETENTION = timedelta(hours=24)
 MUTATING_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+PERSON_FIELDS = ("subject", "user")
 PATH_LENGTH = IdempotentRequest._meta.get_field("path").max_length
 
 
@@ -50,7 +51,7 @@ def request_fingerprint(*, method: str, path: str, body: bytes, person: str | No
 
 
 def idempotency_claim(
-    *, key_id: str, idempotency_key: str, method: str, path: str, body: bytes, person: str | None = None
+    *, key_id: str, idempotency_key: str, method: str, path: str, body: bytes, person: str | None = None, organisation_id: str = ""
 ) -> tuple[IdempotentRequest, bool]:
     """Returns (row, is_replay). A row that is not a replay is this request's until
     `idempotency_complete` or `idempotency_release`."""
@@ -69,6 +70,7 @@ def idempotency_claim(
             # that waits, and a claim lost in a crash of the database lost its request with it.
             with lazily_committed():
                 row = IdempotentRequest.objects.create(
+                    organisation_id=organisation_id,
                     key_id=key_id,
                     idempotency_key=idempotency_key,
                     method=method,
@@ -100,7 +102,27 @@ def _refuse_or_replay(row: IdempotentRequest | None, fingerprint: str) -> None:
         raise Conflict("A request with this Idempotency-Key is still running.", param="Idempotency-Key")
 
 
-def idempotency_complete(*, row: IdempotentRequest, status_code: int, body) -> None:
+def persons_named(*documents) -> set[str]:
+    """Every person a request or its answer names: the string values of their `subject` and
+    `user` fields, at any depth. Erasing a person removes the stored answers that name her."""
+    found: set[str] = set()
+    pending = list(documents)
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            for name, inner in value.items():
+                if name in PERSON_FIELDS and isinstance(inner, str):
+                    found.add(inner)
+                else:
+                    pending.append(inner)
+        elif isinstance(value, list):
+            pending.extend(value)
+    return found
+
+
+def idempotency_complete(*, row: IdempotentRequest, status_code: int, body, persons: set[str] | frozenset = frozenset()) -> None:
+    """Stores the answer for a replay, with the persons it is about (`persons`, and those the
+    answer names), so that erasing one of them removes it."""
     if not 200 <= status_code < 300:
         idempotency_release(row=row)
         return
@@ -108,7 +130,8 @@ def idempotency_complete(*, row: IdempotentRequest, status_code: int, body) -> N
         row.state = IdempotentRequest.State.COMPLETED
         row.status_code = status_code
         row.response_body = body
-        row.save(update_fields=["state", "status_code", "response_body"])
+        row.persons = sorted({*persons, *persons_named(body)})
+        row.save(update_fields=["state", "status_code", "response_body", "persons"])
     finally:
         _unlock(key_id=row.key_id, idempotency_key=row.idempotency_key)
 
@@ -153,6 +176,17 @@ def _unlock(*, key_id: str, idempotency_key: str) -> None:
     _HELD.get(connection.connection, set()).discard(lock_id)
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_unlock(%s)", [lock_id])
+
+
+def person_answers_erase(*, organisation_id: str, subject: str) -> int:
+    """Forgets the organisation's stored answers about the person (erasure): a replay of one
+    would hand back what was erased. A retry of such a request runs again."""
+    deleted, _ = IdempotentRequest.objects.unscoped().filter(organisation_id=organisation_id, persons__contains=[subject]).delete()
+    return deleted
+
+
+def person_answers_counted(*, organisation_id: str, subject: str) -> int:
+    return IdempotentRequest.objects.unscoped().filter(organisation_id=organisation_id, persons__contains=[subject]).count()
 
 
 def idempotency_purge(*, now: datetime | None = None) -> int:

@@ -1,3 +1,4 @@
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 
@@ -18,6 +19,8 @@ class IdempotentRequest(models.Model):
         IN_PROGRESS = "in_progress"
         COMPLETED = "completed"
 
+    # Whose answer it is: erasing a person removes the answers about her (`persons`).
+    organisation_id = models.CharField(max_length=40, blank=True, default="")
     key_id = models.CharField(max_length=40)
     idempotency_key = models.CharField(max_length=255)
     method = models.CharField(max_length=10)
@@ -26,6 +29,7 @@ class IdempotentRequest(models.Model):
     state = models.CharField(max_length=16, choices=State.choices, default=State.IN_PROGRESS)
     status_code = models.PositiveSmallIntegerField(null=True)
     response_body = models.JSONField(null=True)
+    persons = ArrayField(models.CharField(max_length=255), default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     objects = IdempotentRequestQuerySet.as_manager()
@@ -34,3 +38,4 @@ class IdempotentRequest(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["key_id", "idempotency_key"], name="idempotency_once_per_key"),
         ]
+        indexes = [models.Index(fields=["organisation_id"], name="idempotency_organisation")]

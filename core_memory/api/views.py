@@ -99,6 +99,8 @@ class CoreApi(APIView):
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         self._idempotency_row = None
+        # The persons a stored answer is about, besides those it names (a view adds its thread's).
+        self.idempotency_persons: set[str] = set()
         if request.method.lower() not in self.http_method_names or not hasattr(self, request.method.lower()):
             # Before anything is claimed: a method the route does not answer is a 405, whatever its headers.
             raise MethodNotAllowed(request.method)
@@ -117,6 +119,7 @@ class CoreApi(APIView):
             path=request.get_full_path(),
             body=request.body,
             person=self.principal.token_subject or request.META.get(SUBJECT_HEADER),
+            organisation_id=self.organisation.id,
         )
         if is_replay:
             raise _Replay(Response(row.response_body, status=row.status_code, headers={"Idempotent-Replayed": "true"}))
@@ -155,16 +158,28 @@ class CoreApi(APIView):
                 idempotency.idempotency_release(row=row)
             else:
                 response.streaming_content = _stream_then_complete(
-                    response.streaming_content, row=row, status_code=response.status_code, final_answer=final_answer
+                    response.streaming_content,
+                    row=row,
+                    status_code=response.status_code,
+                    final_answer=final_answer,
+                    persons=self._answer_persons(),
                 )
             return
         body = getattr(response, "data", None)
         if isinstance(body, dict) and self.idempotency_secret_fields:
             body = {name: (None if name in self.idempotency_secret_fields else value) for name, value in body.items()}
-        idempotency.idempotency_complete(row=row, status_code=response.status_code, body=body)
+        idempotency.idempotency_complete(row=row, status_code=response.status_code, body=body, persons=self._answer_persons())
+
+    def _answer_persons(self) -> set[str]:
+        """The persons the request spoke for or named (erasure removes her stored answers)."""
+        request = self.request
+        spoken_for = self.principal.token_subject or request.META.get(SUBJECT_HEADER)
+        # Parsed already: only a successful answer is stored, and its body parsed.
+        named = idempotency.persons_named(request.data)
+        return {*getattr(self, "idempotency_persons", ()), *named, *([spoken_for] if spoken_for else [])}
 
 
-def _stream_then_complete(content, *, row, status_code: int, final_answer):
+def _stream_then_complete(content, *, row, status_code: int, final_answer, persons: set[str]):
     """Passes a stream through; when it ends, stores `final_answer()` for a replay. A stream
     cut short (its reader left, or it failed) has no answer to replay and releases the key."""
     answer = None
@@ -175,7 +190,7 @@ def _stream_then_complete(content, *, row, status_code: int, final_answer):
         if answer is None:
             idempotency.idempotency_release(row=row)
         else:
-            idempotency.idempotency_complete(row=row, status_code=status_code, body=answer)
+            idempotency.idempotency_complete(row=row, status_code=status_code, body=answer, persons=persons)
 
 
 def _refuse_unstorable(*, path_parameters: dict, query_parameters) -> None:

@@ -2,9 +2,11 @@
 transaction, with a receipt of what went (docs/decisions.md "Erasing a person")."""
 from __future__ import annotations
 
+from django.contrib.admin.models import LogEntry
 from django.db import transaction
 
-from audit.services import audit_event_record
+from audit.services import audit_event_record, person_audit_counted, person_audit_scrub
+from core_memory.base.erasure import person_data_keepers
 from core_memory.base.tenancy import organisation_id_of
 from core_memory.keys.selectors import subject_tokens_counted
 from core_memory.keys.services import subject_tokens_erase
@@ -13,6 +15,7 @@ from core_memory.persons.selectors import person_rules
 from core_memory.persons.services import person_forget
 from core_memory.pii.selectors import person_placeholders_counted
 from core_memory.pii.services import person_placeholders_erase
+from core_memory.threads.models import Thread
 from core_memory.threads.selectors import person_threads_counted
 from core_memory.threads.services import person_threads_erase
 from extraction.selectors import person_windows_counted
@@ -20,6 +23,7 @@ from extraction.services.windows import person_windows_erase
 from maintenance.selectors import person_jobs_counted, proposals_resting_only_on
 from maintenance.services.jobs import person_jobs_erase
 from maintenance.services.proposals import person_proposals_erase
+from memory.models import MemoryRecord
 from memory.selectors import person_records_counted
 from memory.services import person_records_erase
 
@@ -30,8 +34,14 @@ def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dic
     every proposal resting only on her records (R-9.8), maintenance's jobs about her, her
     threads with their items and responses — counting first their extraction windows and the
     real values behind their placeholders (R-8.8) — her subject tokens and her rules. Audited
-    as `person.erased` with the receipt (R-3.4, R-11.2). Erasing a person never named is not an
-    error: afterwards she is gone either way."""
+    as `person.erased` with the receipt (R-3.4, R-11.2). What else holds her data goes too: the
+    console's action log about her records and threads, the interfaces' stored answers about her
+    (core_memory.base.erasure), and her name, the targets naming her and the search terms about
+    her in the audit's other events, scrubbed so that its chains still verify. Erasing a person
+    never named is not an error: afterwards she is gone either way."""
+    organisation_id = organisation_id_of(organisation)
+    # Her ids, read before they go: the action log and the audit name her records and threads by id.
+    record_ids, thread_ids = _her_ids(organisation_id=organisation_id, subject=subject)
     # Work in flight first: a window or a job being written holds its row until its records
     # are in, so her records are read for erasing after any of them committed.
     windows = person_windows_erase(organisation=organisation, subject=subject)
@@ -43,6 +53,11 @@ def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dic
     threads = person_threads_erase(organisation=organisation, subject=subject)
     tokens = subject_tokens_erase(organisation=organisation, subject=subject)
     person_forget(organisation=organisation, subject=subject)
+    console_actions = _console_actions(record_ids=record_ids, thread_ids=thread_ids).delete()[0]
+    kept_elsewhere = {
+        keeper.name: keeper.erase(organisation_id=organisation_id, subject=subject) for keeper in person_data_keepers()
+    }
+    audit_events = person_audit_scrub(organisation_id=organisation_id, subject=subject, record_ids=record_ids, thread_ids=thread_ids)
     details = {
         **records,
         "proposals": proposals,
@@ -51,6 +66,9 @@ def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dic
         "extraction_windows": windows,
         "maintenance_jobs": jobs,
         "subject_tokens": tokens,
+        "console_actions": console_actions,
+        **kept_elsewhere,
+        "audit_events_scrubbed": audit_events,
     }
     audit_event_record(organisation=organisation, actor=actor, action="person.erased", target=subject, details=details)
     return {"subject": subject, "erased": details}
@@ -62,6 +80,7 @@ def person_erasure_preview(*, organisation: Organisation | str, subject: str) ->
     windows, maintenance's jobs about her, her subject tokens, and whether she has stored rules.
     Reads only."""
     organisation_id = organisation_id_of(organisation)
+    record_ids, thread_ids = _her_ids(organisation_id=organisation_id, subject=subject)
     return {
         "subject": subject,
         "records_per_type": person_records_counted(organisation_id=organisation_id, subject=subject),
@@ -72,4 +91,23 @@ def person_erasure_preview(*, organisation: Organisation | str, subject: str) ->
         "extraction_windows": person_windows_counted(organisation_id=organisation_id, subject=subject),
         "maintenance_jobs": person_jobs_counted(organisation_id=organisation_id, subject=subject),
         "rules": bool(person_rules(organisation_id=organisation_id, subjects=[subject])),
+        "console_actions": _console_actions(record_ids=record_ids, thread_ids=thread_ids).count(),
+        **{keeper.name: keeper.count(organisation_id=organisation_id, subject=subject) for keeper in person_data_keepers()},
+        "audit_events_scrubbed": person_audit_counted(
+            organisation_id=organisation_id, subject=subject, record_ids=record_ids, thread_ids=thread_ids
+        ),
     }
+
+
+def _her_ids(*, organisation_id: str, subject: str) -> tuple[list[str], list[str]]:
+    """Her records' ids (every version's, every status) and her threads' ids."""
+    versions = MemoryRecord.history.filter(organisation_id=organisation_id, subject=subject).values_list("id", flat=True)
+    records = MemoryRecord.objects.for_organisation(organisation_id).filter(subject=subject).values_list("id", flat=True)
+    threads = Thread.objects.for_organisation(organisation_id).filter(subject=subject).values_list("id", flat=True)
+    return sorted({*versions, *records}), list(threads)
+
+
+def _console_actions(*, record_ids: list[str], thread_ids: list[str]):
+    """The console's action log about her records and threads: its rows keep a record's text as
+    the object's name, and the console's home lists them as recent actions."""
+    return LogEntry.objects.filter(object_id__in=[*record_ids, *thread_ids])

@@ -199,6 +199,8 @@ class ThreadItemsApi(CoreApi):
         never read by extraction. Answers the stored items.
         """
         thread = thread_get_available(organisation=self.organisation, thread_id=thread_id, subject=self.request_subject())
+        if thread.subject is not None:
+            self.idempotency_persons.add(thread.subject)  # her items; the answer does not name her
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         now = timezone.now()

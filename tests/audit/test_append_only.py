@@ -90,6 +90,7 @@ def application_role(event):
             cursor.execute(f"ALTER TABLE {table} OWNER TO {APPLICATION_ROLE}")
         for function in ("audit_event_append_only()", "audit_event_chain()"):
             cursor.execute(f"ALTER FUNCTION {function} OWNER TO {APPLICATION_ROLE}")
+        cursor.execute(f"GRANT EXECUTE ON FUNCTION audit_retention_purge(timestamptz) TO {APPLICATION_ROLE}")
     return APPLICATION_ROLE
 
 

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from audit.chain import GENESIS_HASH, audit_chains_verify, event_digest
+from audit.chain import GENESIS_HASH, audit_chains_verify, commitment, event_digest
 from audit.models import AuditEvent
 from audit.services import audit_event_record
 from tests.factories import OrganisationFactory
@@ -55,6 +55,8 @@ def test_each_event_is_the_next_link_of_its_organisations_chain(organisation, ev
     with connection.cursor() as cursor:
         cursor.execute("SELECT details::text FROM audit_auditevent WHERE id = %s", [stored.pk])
         details_text = cursor.fetchone()[0]
+    assert stored.target_commitment == commitment(salt=stored.target_salt, value="key_2")
+    assert stored.details_commitment == commitment(salt=stored.details_salt, value=details_text)
     assert stored.hash == event_digest(
         organisation_id=organisation.id,
         sequence=3,
@@ -62,8 +64,8 @@ def test_each_event_is_the_next_link_of_its_organisations_chain(organisation, ev
         at=stored.at,
         actor="key_a",
         action="key.updated",
-        target="key_2",
-        details_text=details_text,
+        target_commitment=stored.target_commitment,
+        details_commitment=stored.details_commitment,
     )
     assert report_of(organisation).intact
 
@@ -94,6 +96,8 @@ def test_an_insert_cannot_choose_its_own_link(organisation, events):
     [
         ("UPDATE audit_auditevent SET details = '{\"n\": 99}'::jsonb WHERE id = %s", "changed since it was written"),
         ("UPDATE audit_auditevent SET actor = 'someone else' WHERE id = %s", "changed since it was written"),
+        ("UPDATE audit_auditevent SET target = 'key_9' WHERE id = %s", "changed since it was written"),
+        ("UPDATE audit_auditevent SET target_salt = NULL, target = '' WHERE id = %s", "never scrubbed"),
         ("DELETE FROM audit_auditevent WHERE id = %s", "sequence 4 where 3 was due"),
     ],
 )
@@ -130,6 +134,7 @@ def test_audit_verify_prints_each_chain_and_fails_on_a_broken_one(organisation, 
         "head_sequence": 5,
         "head_hash": None,
         "purged_through": 0,
+        "scrubbed": 0,
         "problems": [],
     }
     assert summary["chains"][0]["head_hash"] == chain_of(organisation)[-1][2]
@@ -137,3 +142,46 @@ def test_audit_verify_prints_each_chain_and_fails_on_a_broken_one(organisation, 
     as_superuser_behind_the_trigger("UPDATE audit_auditevent SET target = 'x' WHERE id = %s", [events[0].pk])
     with pytest.raises(CommandError):
         call_command("audit_verify", stdout=StringIO())
+
+
+# --- time: the database dates each event, and the verifier sees a time that goes back ----------
+
+
+def test_the_database_dates_an_event_whatever_the_insert_says(organisation, events):
+    """Issue: a back-dated insert (`at` in the past) kept its date and passed audit_verify. The
+    trigger sets `at` from the database's clock, never before the event before it."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT clock_timestamp()")
+        before = cursor.fetchone()[0]
+        cursor.execute(
+            "INSERT INTO audit_auditevent (id, organisation_id, at, actor, action, target, details)"
+            " VALUES ('aud_backdated', %s, '2026-10-01 09:00+00', 'console:adminB', 'person.erased', 'forged-victim', '{}')",
+            [organisation.id],
+        )
+        cursor.execute("SELECT clock_timestamp()")
+        after = cursor.fetchone()[0]
+
+    forged = AuditEvent.objects.get(pk="aud_backdated")
+    assert before <= forged.at <= after
+    assert forged.at >= AuditEvent.objects.get(pk=events[-1].pk).at
+    assert report_of(organisation).intact
+
+
+def test_a_rechained_event_dated_before_the_one_before_it_breaks_the_chain(organisation, events):
+    """What a superuser could do past every trigger, digest and head included: the verifier
+    checks that time never goes back along the chain."""
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE audit_auditevent DISABLE TRIGGER audit_event_append_only")
+        cursor.execute(
+            "UPDATE audit_auditevent SET at = at - interval '1 day',"
+            " hash = audit_link_digest(organisation_id, sequence, previous_hash, at - interval '1 day', actor, action,"
+            " target_commitment, details_commitment) WHERE id = %s RETURNING hash",
+            [events[-1].pk],
+        )
+        new_hash = cursor.fetchone()[0]
+        cursor.execute("UPDATE audit_auditchainhead SET hash = %s WHERE organisation_id = %s", [new_hash, organisation.id])
+        cursor.execute("ALTER TABLE audit_auditevent ENABLE ALWAYS TRIGGER audit_event_append_only")
+
+    report = report_of(organisation)
+
+    assert report.problems == [f"{events[-1].pk}: dated before the event before it (back-dated)"]

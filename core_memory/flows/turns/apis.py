@@ -197,6 +197,8 @@ class ResponseCreateApi(CoreApi):
             timezone_name=data["timezone"],
             instructions=data["instructions"],
         )
+        if plan.subject is not None:
+            self.idempotency_persons.add(plan.subject)  # a turn on her thread names her nowhere else
         events = turn_run(plan=plan)
         if data["stream"]:
             stream = _EventStream(events)

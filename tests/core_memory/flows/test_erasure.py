@@ -6,10 +6,14 @@ from io import StringIO
 
 import pytest
 from django.apps import apps
+from django.contrib.admin.models import LogEntry
 from django.core.management import call_command
 from django.db import connection
 
+from audit.chain import audit_chains_verify
 from audit.models import AuditEvent
+from audit.services import audit_event_record
+from core_memory.api.models import IdempotentRequest
 from core_memory.flows.erasure import person_erase
 from core_memory.keys.models import SubjectToken
 from core_memory.keys.services import subject_token_create
@@ -244,3 +248,175 @@ def test_after_erasure_no_model_with_a_person_column_names_her(tenant, everythin
     assert list(Proposal.objects.get(pk=shared.pk).sources.values_list("record__subject", flat=True)) == ["bram"]
     assert not Item.objects.exists() and not ExtractionCursor.objects.exists()
     assert AuditEvent.objects.get(action="person.erased").target == ERASED
+
+
+# --- what else held her data: stored answers, the console's action log, the audit (issue 19) ----
+
+ZOE = "zoe"
+
+
+def test_a_replay_after_erasure_does_not_hand_back_her_erased_record(tenant):
+    """Issue: erasure left the idempotency store's answer, and a replay of `POST /v1/memory` with
+    its Idempotency-Key answered 201 with the erased record's id and text. The stored answers
+    about her go with her (counted); a retry is a new request."""
+    body = {"index_id": tenant.index.id, "type": "fact", "text": "ZOE-MARK-1 Zoe woont in Haarlem."}
+    first = tenant.client(subject=ZOE).post("/v1/memory", body, format="json", HTTP_IDEMPOTENCY_KEY="zoe-1")
+    thread = tenant.client().post("/v1/threads", {"subject": ZOE}, format="json").json()
+    tenant.client().post(
+        f"/v1/threads/{thread['id']}/items", {"items": [{"role": "user", "content": "mail zoe@example.nl"}]},
+        format="json", HTTP_IDEMPOTENCY_KEY="zoe-items",
+    )
+    tenant.client(subject="bram").post("/v1/memory", {**body, "text": "Bram woont in Gouda."}, format="json", HTTP_IDEMPOTENCY_KEY="bram-1")
+    assert first.status_code == 201
+
+    answer = tenant.client().delete(f"/v1/persons/{ZOE}")
+
+    assert answer.json()["erased"]["idempotent_answers"] == 2
+    assert list(IdempotentRequest.objects.values_list("idempotency_key", flat=True)) == ["bram-1"]
+    replay = tenant.client(subject=ZOE).post("/v1/memory", body, format="json", HTTP_IDEMPOTENCY_KEY="zoe-1")
+    assert replay.status_code == 201 and "Idempotent-Replayed" not in replay.headers
+    assert replay.json()["memory_id"] != first.json()["memory_id"]
+    assert tenant.client().get(f"/v1/memory/{first.json()['memory_id']}").status_code == 404
+
+
+def test_a_turn_for_her_stored_for_a_replay_goes_with_her(tenant, fake_model):
+    """Issue: a turn's stored answer kept her e-mail and IBAN; a replay answered them raw."""
+    fake_model.default = completion("Genoteerd: zoe@example.nl, NL91ABNA0417164300.")
+    turn = tenant.client(subject=ZOE).post(
+        "/v1/responses", {"model": "fake-chat", "input": "Mijn IBAN is NL91ABNA0417164300"}, format="json", HTTP_IDEMPOTENCY_KEY="turn-1"
+    )
+    assert turn.status_code == 200
+    again = tenant.client(subject=ZOE).post(
+        "/v1/responses", {"model": "fake-chat", "input": "nog eens", "thread_id": turn.json()["thread_id"]},
+        format="json", HTTP_IDEMPOTENCY_KEY="turn-2",
+    )
+    assert again.status_code == 200
+
+    receipt_of = person_erase(organisation=tenant.organisation, subject=ZOE, actor="test")
+
+    assert receipt_of["erased"]["idempotent_answers"] == 2
+    assert not IdempotentRequest.objects.exists()
+
+
+def test_erasure_removes_the_console_action_log_about_her_records(tenant, console, write):
+    """Issue: `django_admin_log` kept `object_repr='fact: … Zoe woont in Zwolle.'` and the
+    console's home listed it under recent actions."""
+    hers = write("Zoe woont in Zwolle.", subject=ZOE)
+    shared = write("De kantine sluit om twee uur.")
+    for record in (hers, shared):
+        form = {"text": record.text + " Echt.", "metadata": "{}", "confidence": "1.0"}
+        assert console.post(f"/console/memory/memoryrecord/{record.id}/change/", form).status_code == 302
+    assert "Zoe woont in Zwolle" in console.get("/console/").content.decode()
+
+    receipt_of = person_erase(organisation=tenant.organisation, subject=ZOE, actor="test")
+
+    assert receipt_of["erased"]["console_actions"] == 1
+    assert list(LogEntry.objects.values_list("object_id", flat=True)) == [shared.id]
+    assert "Zoe woont in Zwolle" not in console.get("/console/").content.decode()
+
+
+def test_erasure_scrubs_her_from_other_events_and_the_chain_still_verifies(tenant, console, write):
+    """Issue: her subject stayed the target of `memory.console_read` events and an
+    administrator's search term stayed in their details. They are blanked (counted); her
+    `person.*` events keep her; every chain still verifies, the scrubbed events counted."""
+    write("Zoe woont in Zwolle.", subject=ZOE)
+    write("Bram woont in Gouda.", subject="bram")
+    console.get("/console/persons/person/", {"q": "zo"})
+    console.get(f"/console/persons/person/{tenant.organisation.id}/{ZOE}/")
+    console.get("/console/persons/person/", {"q": "bra"})
+    person_update(organisation=tenant.organisation, subject=ZOE, actor="test", helper_model_may_read=False)
+
+    receipt_of = person_erase(organisation=tenant.organisation, subject=ZOE, actor="test")
+
+    reads = AuditEvent.objects.filter(action="memory.console_read").order_by("sequence")
+    assert [(event.target, event.details.get("search"), event.details.get("subjects")) for event in reads] == [
+        ("", "[erased]", ["[erased]"]),
+        ("", None, None),
+        ("", "bra", ["bram"]),
+    ]
+    assert receipt_of["erased"]["audit_events_scrubbed"] == 2
+    assert [event.scrubbed_at is not None for event in reads] == [True, True, False]
+    assert set(AuditEvent.objects.filter(action__startswith="person.").values_list("target", flat=True)) == {ZOE}
+    (report,) = audit_chains_verify(organisation_id=tenant.organisation.id)
+    assert report.intact and report.scrubbed == 2
+    assert (reads[0].details_salt, reads[1].target_salt, reads[2].details_salt is not None) == (None, None, True)
+
+
+def test_the_scrub_can_only_blank(tenant):
+    """The database's scrub writes nothing but '' and "[erased]"; a path that is not there is skipped."""
+    event = audit_event_record(organisation=tenant.organisation, actor="test", action="memory.console_read", target=ZOE, details={"search": ZOE})
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT audit_event_scrub(%s, false, ARRAY['{search}', '{nothing,here}'])", [event.pk])
+
+    stored = AuditEvent.objects.get(pk=event.pk)
+    assert (stored.target, stored.details, stored.details_salt, stored.target_salt is not None) == (ZOE, {"search": "[erased]"}, None, True)
+    (report,) = audit_chains_verify(organisation_id=tenant.organisation.id)
+    assert report.intact
+
+
+CANARY = "ANNA-CANARY-51"
+CANARY_MAIL = "anna@example.nl"
+
+# Every table of the schema. A new table fails the guard below until `everything_about_her` (and
+# the test) puts her data wherever the new table could hold some, and it is named here.
+KNOWN_TABLES = {
+    "agents_agent", "agents_agentversion", "audit_auditchainhead", "audit_auditevent", "auth_group", "auth_group_permissions",
+    "auth_permission", "auth_user", "auth_user_groups", "auth_user_user_permissions", "console_consoleadministrator",
+    "core_api_idempotentrequest", "django_admin_log", "django_celery_beat_clockedschedule", "django_celery_beat_crontabschedule",
+    "django_celery_beat_intervalschedule", "django_celery_beat_periodictask", "django_celery_beat_periodictasks",
+    "django_celery_beat_solarschedule", "django_content_type", "django_migrations", "django_session",
+    "extraction_extractionconnector", "extraction_extractioncursor", "extraction_extractionrun", "extraction_extractionswitch",
+    "extraction_extractionwindow", "keys_apikey", "keys_keytrailentry", "keys_subjecttoken", "llm_tokenusage",
+    "maintenance_contradictioncheck", "maintenance_episodeuse", "maintenance_maintenancejob", "maintenance_maintenancerun",
+    "maintenance_maintenancestate", "maintenance_promotionreview", "maintenance_proposal", "maintenance_proposalsource",
+    "memory_historicalmemoryrecord", "memory_memoryrecord", "memory_memoryrecord_contradicts", "organisations_organisation", "persons_person",
+    "pii_threadplaceholders", "stores_knowledgeindex", "stores_memorystore", "threads_item", "threads_response",
+    "threads_thread", "threads_thread_agents",
+}
+
+
+def _dump(table: str) -> list[str]:
+    """Every row of `table` as text. The audit log's `person.*` events name her as their target:
+    the record that she was erased (docs/decisions.md "Erasing a person")."""
+    with connection.cursor() as cursor:
+        if table == "audit_auditevent":
+            cursor.execute(
+                "SELECT (id, actor, action, CASE WHEN action LIKE 'person.%%' THEN '' ELSE target END, details,"
+                " target_salt, details_salt)::text FROM audit_auditevent"
+            )
+        else:
+            cursor.execute(f'SELECT t::text FROM "{table}" AS t')
+        return [row[0] for row in cursor.fetchall()]
+
+
+def test_after_erasure_no_table_holds_anything_of_hers(tenant, everything_about_her, console, fake_model):
+    """Issue 19: every table is dumped after an erasure and none holds her subject, her e-mail or
+    her record's text — stored answers, the console's action log and the audit included."""
+    fake_model.default = completion(f"Genoteerd, {CANARY_MAIL}.")
+    written = tenant.client(subject=ERASED).post(
+        "/v1/memory", {"index_id": tenant.index.id, "type": "fact", "text": f"{CANARY} woont in Haarlem."},
+        format="json", HTTP_IDEMPOTENCY_KEY="canary-write",
+    )
+    assert written.status_code == 201
+    turn = tenant.client(subject=ERASED).post(
+        "/v1/responses", {"model": "fake-chat", "input": f"Mail {CANARY_MAIL}"}, format="json", HTTP_IDEMPOTENCY_KEY="canary-turn"
+    )
+    assert turn.status_code == 200
+    form = {"text": f"{CANARY} woont in Zwolle.", "metadata": "{}", "confidence": "1.0"}
+    assert console.post(f"/console/memory/memoryrecord/{written.json()['memory_id']}/change/", form).status_code == 302
+    assert console.get("/console/persons/person/", {"q": ERASED}).status_code == 200
+    assert console.get(f"/console/persons/person/{tenant.organisation.id}/{ERASED}/").status_code == 200
+    assert console.get("/console/memory/memoryrecord/", {"q": CANARY}).status_code == 200
+    tables = set(connection.introspection.table_names())
+    before = {table: "\n".join(_dump(table)) for table in tables}
+    canaries = (ERASED, CANARY, CANARY_MAIL)
+    holding = {table for table, text in before.items() if any(canary in text for canary in canaries)}
+
+    person_erase(organisation=tenant.organisation, subject=ERASED, actor="test")
+
+    assert tables == KNOWN_TABLES | ({"memory_recordembedding"} if embedding_storage_ready() else set()), (
+        "a new table: put her data in it in this test's world, then name it in KNOWN_TABLES"
+    )
+    after = {table: [row for row in _dump(table) if any(canary in row for canary in canaries)] for table in tables}
+    assert {table: rows for table, rows in after.items() if rows} == {}
+    assert {"core_api_idempotentrequest", "django_admin_log", "audit_auditevent", "memory_memoryrecord"} <= holding

@@ -111,7 +111,8 @@ def test_erasing_her_shows_what_will_go_then_erases_through_the_flow_and_gives_a
 
     assert confirmation.context["preview"] == {
         "subject": "anna", "records_per_type": {"fact": 3, "preference": 1}, "proposals": 0, "threads": 0, "subject_tokens": 1,
-        "thread_placeholders": 0, "extraction_windows": 0, "maintenance_jobs": 0, "rules": True,
+        "thread_placeholders": 0, "extraction_windows": 0, "maintenance_jobs": 0, "rules": True, "console_actions": 0,
+        "idempotent_answers": 0, "audit_events_scrubbed": 0,
     }
     assert MemoryRecord.objects.filter(subject="anna").count() == 4
     assert reads("erase").get().details["counts"]["subject_tokens"] == 1
@@ -119,7 +120,8 @@ def test_erasing_her_shows_what_will_go_then_erases_through_the_flow_and_gives_a
     receipt = console.post(person_url(tenant, "anna", "erase"))
 
     assert receipt.status_code == 200
-    assert receipt.context["receipt"] == {"subject": "anna", "erased": erasure_receipt(records=4, subject_tokens=1)}
+    # The erase page's own read named her: it is scrubbed with her.
+    assert receipt.context["receipt"] == {"subject": "anna", "erased": erasure_receipt(records=4, subject_tokens=1, audit_events_scrubbed=1)}
     assert not MemoryRecord.objects.filter(subject="anna").exists()
     assert not SubjectToken.objects.filter(subject="anna").exists()
     assert MemoryRecord.objects.filter(pk=kept.pk).exists()
