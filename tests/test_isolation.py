@@ -591,3 +591,78 @@ def test_a_turns_write_tool_writes_only_for_its_caller_where_it_may_write(world,
         assert new == [(world.ids["idx"], "bob")]
     else:
         assert (new, MemoryRecord.objects.unscoped().count(), world.model.requests) == ([], records_before, [])
+
+
+# --- a narrow key reads another key's thread (R-4.2: a record of an index a key may not use is
+# exactly as absent as that index, also in what a thread kept of it) ---------------------------
+
+A1_TEXT = "cnry-a1-only Zoe woont in Haarlem"
+
+
+@pytest.fixture
+def thread_of_another_key(tenant, fake_model):
+    """The owner ran a turn for zoe on its thread: the model searched index A1 and its tool result
+    holds an A1 record's text. A second key names only index A2 (read, write, `threads`)."""
+    record_write(key=tenant.key, index=tenant.index, subject="zoe", type="fact", text=A1_TEXT, actor="test")
+    a2 = resolved_for(tenant.key, make_index(tenant.organisation, name="a2"))
+    tool = f"memory__{tenant.index.id}__search"
+    fake_model.answer(completion(tool_calls=[("call_1", tool, {"query": "Haarlem"})]))
+    fake_model.reply("Zoe woont in Haarlem.")
+    turn = tenant.client(subject="zoe").post(
+        "/v1/responses", {"model": "fake-chat", "input": "Waar woont ik?", "tools": [{"type": "tool", "name": tool}]}, format="json"
+    )
+    assert turn.status_code == 200 and A1_TEXT in turn.content.decode()
+    narrow, narrow_secret = make_key(tenant.organisation, name="narrow", read=(a2.id,), write=(a2.id,))
+    fake_model.requests.clear()
+    return turn.json()["thread_id"], narrow, narrow_secret
+
+
+def test_a_narrow_key_reads_another_keys_thread_without_the_index_it_may_not_read(tenant, thread_of_another_key):
+    """Issue: a key whose policy names only A2 read, through GET /v1/threads/{id}/items, the tool
+    result holding an A1 record's text. The call and result are there, withheld; the owner still
+    reads them (the check can see)."""
+    thread_id, _narrow, secret = thread_of_another_key
+
+    narrow_items = client_for(secret, subject="zoe").get(f"/v1/threads/{thread_id}/items").json()["data"]
+    owner_items = tenant.client(subject="zoe").get(f"/v1/threads/{thread_id}/items").json()["data"]
+
+    assert A1_TEXT not in json.dumps(narrow_items) and tenant.index.id not in json.dumps(narrow_items)
+    assert [(item["kind"], item["withheld"], item["content"]) for item in narrow_items if item["withheld"]] == [
+        ("tool_call", True, None), ("tool_result", True, None),
+    ]
+    assert len(narrow_items) == len(owner_items)
+    assert A1_TEXT in json.dumps(owner_items) and not any(item["withheld"] for item in owner_items)
+
+
+def test_a_subject_token_of_the_narrow_key_reads_no_more(tenant, thread_of_another_key):
+    thread_id, narrow, _secret = thread_of_another_key
+    _token, token_secret = subject_token_create(key=narrow, subject="zoe", ttl_seconds=600)
+
+    items = client_for(token_secret).get(f"/v1/threads/{thread_id}/items")
+
+    assert items.status_code == 200
+    assert A1_TEXT not in items.content.decode()
+
+
+def test_continuing_another_keys_thread_sends_the_model_nothing_of_an_index_the_key_may_not_read(tenant, thread_of_another_key, fake_model):
+    """Issue: continuing that thread with POST /v1/responses sent the A1 text to the model."""
+    thread_id, _narrow, secret = thread_of_another_key
+    fake_model.reply("Dat weet ik niet.")
+
+    turn = client_for(secret, subject="zoe").post("/v1/responses", {"model": "fake-chat", "input": "En nu?", "thread_id": thread_id}, format="json")
+
+    assert turn.status_code == 200, turn.content
+    sent = json.dumps([request.body for request in fake_model.requests])
+    assert "Waar woont ik?" in sent  # the thread's history did reach the model: the check can see
+    assert A1_TEXT not in sent and tenant.index.id not in sent
+
+
+def test_a_narrow_keys_export_of_her_holds_nothing_of_an_index_it_may_not_read(tenant, thread_of_another_key):
+    thread_id, _narrow, secret = thread_of_another_key
+
+    narrow = client_for(secret).get("/v1/persons/zoe/export")
+    owner = tenant.client().get("/v1/persons/zoe/export")
+
+    assert narrow.status_code == 200 and A1_TEXT not in narrow.content.decode()
+    assert [thread["id"] for thread in narrow.json()["threads"]] == [thread_id]
+    assert A1_TEXT in owner.content.decode()

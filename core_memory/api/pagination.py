@@ -106,9 +106,12 @@ class IdCursorPagination(CursorPagination):
         }
 
 
-def paginated_response(*, queryset, request, view, serializer_class, pagination_class=IdCursorPagination) -> Response:
+def paginated_response(*, queryset, request, view, serializer_class, pagination_class=IdCursorPagination, shown=None) -> Response:
+    """One page of `queryset`; `shown(page)` gives what the caller may see of it (the same objects, or copies)."""
     paginator = pagination_class()
     page = paginator.paginate_queryset(queryset, request, view=view)
+    if shown is not None:
+        page = shown(page)
     return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
 

@@ -18,14 +18,16 @@ from rest_framework.fields import DateTimeField
 
 from audit.services import audit_event_record
 from core_memory.base.tenancy import organisation_id_of
-from core_memory.keys.models import SubjectToken
+from core_memory.keys.models import ApiKey, SubjectToken
 from core_memory.organisations.models import Organisation
 from core_memory.persons.models import Person
 from core_memory.threads.models import Item, Thread
+from core_memory.threads.selectors import items_as_key_reads
 from maintenance.selectors import person_proposals
 from memory.exporting import records_export_with_history
 from memory.models import MemoryRecord
 from memory.selectors import CORE_WRITTEN_TYPES
+from stores.selectors import index_list_available
 
 PERSON_EXPORT_FORMAT = "core-geheugen.person-export"
 PERSON_EXPORT_VERSION = 1
@@ -36,15 +38,28 @@ def _time(value) -> str | None:
     return _TIME.to_representation(value) if value is not None else None
 
 
-def _person(*, organisation_id: str, subject: str) -> dict | None:
+def _person(*, organisation_id: str, subject: str, key: ApiKey | None) -> dict | None:
     person = Person.objects.for_organisation(organisation_id).filter(subject=subject).first()
     if person is None:
         return None
     return {"helper_model_may_read": person.helper_model_may_read, "created_at": _time(person.created_at), "updated_at": _time(person.updated_at)}
 
 
-def _records_of_types(*, organisation_id: str, subject: str, types: tuple[str, ...] | None, excluding: tuple[str, ...] = ()):
+def _readable_index_ids(key: ApiKey | None) -> list[str] | None:
+    """The indexes whose records `key` may read now; None (every index) for the organisation's
+    own export (the console's)."""
+    if key is None:
+        return None
+    return [index.id for index in index_list_available(key=key) if key.may_read(index.id)]
+
+
+def _records_of_types(
+    *, organisation_id: str, subject: str, key: ApiKey | None, types: tuple[str, ...] | None, excluding: tuple[str, ...] = ()
+):
     records = MemoryRecord.objects.for_organisation(organisation_id).filter(subject=subject).order_by("id")
+    readable = _readable_index_ids(key)
+    if readable is not None:
+        records = records.filter(index_id__in=readable)
     if types is not None:
         records = records.filter(type__in=types)
     if excluding:
@@ -52,18 +67,18 @@ def _records_of_types(*, organisation_id: str, subject: str, types: tuple[str, .
     return records_export_with_history(records)
 
 
-def _records(*, organisation_id: str, subject: str) -> list[dict]:
+def _records(*, organisation_id: str, subject: str, key: ApiKey | None) -> list[dict]:
     """Her records of every index and status (deleted ones too: their versions are kept), each
     with its history and provenance; episodes and lessons have parts of their own."""
-    return _records_of_types(organisation_id=organisation_id, subject=subject, types=None, excluding=CORE_WRITTEN_TYPES)
+    return _records_of_types(organisation_id=organisation_id, subject=subject, key=key, types=None, excluding=CORE_WRITTEN_TYPES)
 
 
-def _episodes(*, organisation_id: str, subject: str) -> list[dict]:
-    return _records_of_types(organisation_id=organisation_id, subject=subject, types=("episode",))
+def _episodes(*, organisation_id: str, subject: str, key: ApiKey | None) -> list[dict]:
+    return _records_of_types(organisation_id=organisation_id, subject=subject, key=key, types=("episode",))
 
 
-def _lessons(*, organisation_id: str, subject: str) -> list[dict]:
-    return _records_of_types(organisation_id=organisation_id, subject=subject, types=("lesson",))
+def _lessons(*, organisation_id: str, subject: str, key: ApiKey | None) -> list[dict]:
+    return _records_of_types(organisation_id=organisation_id, subject=subject, key=key, types=("lesson",))
 
 
 def _item(item: Item) -> dict:
@@ -77,14 +92,17 @@ def _item(item: Item) -> dict:
         "sealed": item.sealed,
         "response_id": item.response_id,
         "created_at": _time(item.created_at),
+        # Only where a key's export left a memory tool's content out (threads.selectors.items_as_key_reads).
+        **({"withheld": True} if getattr(item, "withheld", False) else {}),
     }
 
 
-def _threads(*, organisation_id: str, subject: str) -> list[dict]:
-    """Her conversations, each with its items in order."""
+def _threads(*, organisation_id: str, subject: str, key: ApiKey | None) -> list[dict]:
+    """Her conversations, each with its items in order (for a key, as it may read them now)."""
     threads = Thread.objects.for_organisation(organisation_id).filter(subject=subject).order_by("id")
     items: dict[str, list[dict]] = {}
-    for item in Item.objects.for_organisation(organisation_id).filter(thread__in=threads).order_by("thread_id", "position"):
+    stored = list(Item.objects.for_organisation(organisation_id).filter(thread__in=threads).order_by("thread_id", "position"))
+    for item in stored if key is None else items_as_key_reads(key=key, items=stored):
         items.setdefault(item.thread_id, []).append(_item(item))
     return [
         {
@@ -99,15 +117,16 @@ def _threads(*, organisation_id: str, subject: str) -> list[dict]:
     ]
 
 
-def _subject_tokens(*, organisation_id: str, subject: str) -> list[dict]:
+def _subject_tokens(*, organisation_id: str, subject: str, key: ApiKey | None) -> list[dict]:
     """The tokens minted for her (never a secret: Core keeps only a hash)."""
     tokens = SubjectToken.objects.for_organisation(organisation_id).filter(subject=subject).order_by("id")
     return [{"id": token.id, "key_id": token.key_id, "created_at": _time(token.created_at), "expires_at": _time(token.expires_at)} for token in tokens]
 
 
-def _proposals(*, organisation_id: str, subject: str) -> list[dict]:
+def _proposals(*, organisation_id: str, subject: str, key: ApiKey | None) -> list[dict]:
     """The proposals resting on her records (R-9.4), each with her records among its sources
     (not another person's: those are theirs)."""
+    readable = _readable_index_ids(key)
     return [
         {
             "id": proposal.id,
@@ -121,6 +140,7 @@ def _proposals(*, organisation_id: str, subject: str) -> list[dict]:
             "decided_at": _time(proposal.decided_at),
         }
         for proposal in person_proposals(organisation=organisation_id, subject=subject)
+        if readable is None or proposal.index_id in readable
     ]
 
 
@@ -137,8 +157,10 @@ PERSON_EXPORT_PARTS: dict[str, Callable[..., object]] = {
 }
 
 
-def person_export_document(*, organisation: Organisation | str, subject: str) -> dict:
-    """The document (a read; `person_export` is the audited service that hands it out)."""
+def person_export_document(*, organisation: Organisation | str, subject: str, key: ApiKey | None = None) -> dict:
+    """The document (a read; `person_export` is the audited service that hands it out). For a
+    `key` it holds only what the key may read now: records, proposals and memory tools' results
+    of the indexes it may read."""
     organisation_id = organisation_id_of(organisation)
     document = {
         "format": PERSON_EXPORT_FORMAT,
@@ -148,14 +170,15 @@ def person_export_document(*, organisation: Organisation | str, subject: str) ->
         "subject": subject,
     }
     for name, part in PERSON_EXPORT_PARTS.items():
-        document[name] = part(organisation_id=organisation_id, subject=subject)
+        document[name] = part(organisation_id=organisation_id, subject=subject, key=key)
     return document
 
 
 @transaction.atomic(durable=True)
-def person_export(*, organisation: Organisation | str, subject: str, actor: str) -> dict:
-    """Everything Core holds about her, audited as `person.exported` with what it held."""
-    document = person_export_document(organisation=organisation, subject=subject)
+def person_export(*, organisation: Organisation | str, subject: str, actor: str, key: ApiKey | None = None) -> dict:
+    """Everything Core holds about her (that `key` may read, when a key asks), audited as
+    `person.exported` with what it held."""
+    document = person_export_document(organisation=organisation, subject=subject, key=key)
     counts = {name: len(value) for name, value in document.items() if name in PERSON_EXPORT_PARTS and isinstance(value, list)}
     audit_event_record(organisation=organisation, actor=actor, action="person.exported", target=subject, details=counts)
     return document

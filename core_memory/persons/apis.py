@@ -99,11 +99,12 @@ class PersonExportApi(CoreApi):
     def get(self, request, subject: str):
         """Export a person
 
-        One JSON document with everything Core holds about her: her rules, her records of every
-        index (active, ended and deleted ones, each with provenance and every stored version), her
-        episodes and lessons, her conversations with their items, and the subject tokens minted
-        for her (never a secret). For a person never named the parts are empty. Audited as
-        `person.exported`. Needs `management`.
+        One JSON document with everything Core holds about her that this key may read: her rules,
+        her records of every index the key may read (active, ended and deleted ones, each with
+        provenance and every stored version), her episodes and lessons, her conversations with
+        their items (a memory tool's call or result of an index the key may not read is
+        `withheld`), and the subject tokens minted for her (never a secret). For a person never
+        named the parts are empty. Audited as `person.exported`. Needs `management`.
         """
         subject = self.path_person(subject)
-        return Response(person_export(organisation=self.organisation, subject=subject, actor=self.principal.actor))
+        return Response(person_export(organisation=self.organisation, subject=subject, actor=self.principal.actor, key=self.key))

@@ -24,10 +24,11 @@ from django.utils.translation import gettext_lazy as _
 from core_memory.console.actors import actor_labels
 from core_memory.console.admin import ReadOnlyScopedAdmin, person_url
 from core_memory.threads.models import Item, Response, Thread
-from core_memory.threads.selectors import thread_items, thread_responses
+from core_memory.threads.selectors import MEMORY_TOOL, thread_items, thread_responses
 from memory.console import console_read_audit
 from memory.models import MemoryRecord, type_label
 from memory.selectors import records_by_id
+from stores.models import KnowledgeIndex
 
 # A thread page shows at most this many items; a longer thread says so.
 THREAD_PAGE_ITEMS = 500
@@ -85,6 +86,15 @@ def _pretty(content) -> str:
     return json.dumps(content, ensure_ascii=False, indent=2, sort_keys=True)
 
 
+def _calls_of_gone_indexes(items: list[Item], *, index_ids: set[str]) -> set[str]:
+    """The call ids of memory tool calls whose index is not among `index_ids` (deleted since)."""
+    return {
+        item.call_id
+        for item in items
+        if item.kind == Item.Kind.TOOL_CALL and (match := MEMORY_TOOL.match(item.name)) is not None and match["index_id"] not in index_ids
+    }
+
+
 @admin.register(Thread)
 class ThreadAdmin(ReadOnlyScopedAdmin):
     list_display = ("id", "person", "key_id", "item_count", "last_item_at", "created")
@@ -128,16 +138,23 @@ class ThreadAdmin(ReadOnlyScopedAdmin):
         items = list(thread_items(thread=thread)[: THREAD_PAGE_ITEMS + 1])
         more_items = len(items) > THREAD_PAGE_ITEMS
         items = items[:THREAD_PAGE_ITEMS]
+        # A memory tool of an index that no longer exists shows nothing of what it read or wrote.
+        index_ids = set(KnowledgeIndex.objects.for_organisation(thread.organisation_id).live().values_list("id", flat=True))
+        gone = _calls_of_gone_indexes(items, index_ids=index_ids)
         for item in items:
-            item.content_text = _pretty(_parsed(item.content)) if item.kind != Item.Kind.MESSAGE else _pretty(item.content)
+            if item.call_id and item.call_id in gone:
+                item.content_text = "—"
+            else:
+                item.content_text = _pretty(_parsed(item.content)) if item.kind != Item.Kind.MESSAGE else _pretty(item.content)
         responses = list(thread_responses(thread=thread))
-        traces = self.traces(thread=thread, responses=responses, items=items)
+        traces = self.traces(thread=thread, responses=responses, items=items, gone=gone)
         record_ids = [
             *(record_id for trace in traces for _section, ids in trace.injected for record_id in ids),
             *(record_id for trace in traces for record_id, _section, _reason in trace.dropped),
             *(record_id for trace in traces for tool in trace.tools for record_id in tool.record_ids),
         ]
         records = records_by_id(organisation_id=thread.organisation_id, record_ids=record_ids)
+        records = {record_id: record for record_id, record in records.items() if record.index_id in index_ids}
         answered = {item.id for trace in traces for item in trace.items}
         context = {
             **self.admin_site.each_context(request),
@@ -181,7 +198,7 @@ class ThreadAdmin(ReadOnlyScopedAdmin):
     def record_url(self, record_id: str) -> str:
         return reverse(f"{self.admin_site.name}:memory_memoryrecord_change", args=[quote(record_id)])
 
-    def traces(self, *, thread: Thread, responses: list[Response], items: list[Item]) -> list[ResponseTrace]:
+    def traces(self, *, thread: Thread, responses: list[Response], items: list[Item], gone: set[str]) -> list[ResponseTrace]:
         by_response: dict[str, list[Item]] = {}
         for item in items:
             if item.response_id:
@@ -205,20 +222,23 @@ class ThreadAdmin(ReadOnlyScopedAdmin):
                         for record_id, section, reason in detail.get("dropped", [])
                     ],
                     dropped_by_count=[(section_label(section), count) for section, count in detail.get("dropped_by_count", {}).items()],
-                    tools=self.tool_runs(own_items),
+                    tools=self.tool_runs(own_items, gone=gone),
                     items=own_items,
                 )
             )
         return traces
 
     @staticmethod
-    def tool_runs(items: list[Item]) -> list[ToolRun]:
-        """Each tool call of a response with its result, and the records the result names."""
+    def tool_runs(items: list[Item], *, gone: set[str] = frozenset()) -> list[ToolRun]:
+        """Each tool call of a response with its result, and the records the result names. A
+        memory tool of an index that no longer exists (`gone`, by call id) shows neither."""
         runs: dict[str, ToolRun] = {}
         for item in items:
-            if item.kind == Item.Kind.TOOL_CALL:
+            if item.kind == Item.Kind.TOOL_CALL and item.call_id in gone:
+                runs[item.call_id] = ToolRun(name=item.name, arguments="—")
+            elif item.kind == Item.Kind.TOOL_CALL:
                 runs[item.call_id] = ToolRun(name=item.name, arguments=_pretty(_parsed(item.content)))
-            elif item.kind == Item.Kind.TOOL_RESULT and item.call_id in runs:
+            elif item.kind == Item.Kind.TOOL_RESULT and item.call_id in runs and item.call_id not in gone:
                 result = _pretty(_parsed(item.content))
                 runs[item.call_id].result = result
                 runs[item.call_id].record_ids = list(dict.fromkeys(RECORD_ID.findall(result)))

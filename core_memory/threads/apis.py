@@ -10,7 +10,7 @@ from core_memory.base.errors import Unprocessable
 from core_memory.base.storable import metadata_check, storable_check
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from core_memory.threads.models import Item
-from core_memory.threads.selectors import thread_get_available, thread_items
+from core_memory.threads.selectors import items_as_key_reads, thread_get_available, thread_items
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
 
 MAX_IMPORTED_ITEMS = 100
@@ -51,6 +51,12 @@ class ItemOutputSerializer(serializers.Serializer):
     sealed = serializers.BooleanField()
     response_id = serializers.CharField(allow_null=True)
     created_at = serializers.DateTimeField()
+    withheld = serializers.SerializerMethodField(
+        help_text="A memory tool's call or result whose index this key may not read now: its content and name are left out."
+    )
+
+    def get_withheld(self, item) -> bool:
+        return getattr(item, "withheld", False)
 
     def get_name(self, item) -> str | None:
         return item.name or None
@@ -188,6 +194,7 @@ class ThreadItemsApi(CoreApi):
             view=self,
             serializer_class=ItemOutputSerializer,
             pagination_class=ItemPositionPagination,
+            shown=lambda page: items_as_key_reads(key=self.key, items=page),
         )
 
     @extend_schema(responses={201: list_envelope("ImportedItems", ItemOutputSerializer, cursor=False)})

@@ -2,12 +2,16 @@
 names a person another person's thread, is the same 404 as a missing one (R-2.5, R-12.1)."""
 from __future__ import annotations
 
+import copy
+import re
+
 from django.db.models import Count, F, Max, QuerySet
 
 from core_memory.base.errors import NotFound
 from core_memory.keys.models import ApiKey
 from core_memory.organisations.models import Organisation
 from core_memory.threads.models import Item, Response, Thread
+from stores.selectors import index_find_available
 
 HISTORY_LIMIT = 200
 
@@ -111,3 +115,39 @@ def thread_tool_calls(*, thread_id: str, organisation_id: str) -> dict[str, str]
     """The tool calls on a thread, as {call id: tool name}."""
     calls = Item.objects.for_organisation(organisation_id).filter(thread_id=thread_id, kind=Item.Kind.TOOL_CALL)
     return dict(calls.values_list("call_id", "name"))
+
+
+# --- what a key may read of a thread now -------------------------------------------------------
+
+# A memory tool's name names its index; a search result holds its records' text, a write's call
+# and result the text written there.
+MEMORY_TOOL = re.compile(r"^memory__(?P<index_id>.+)__(?:search|write)$")
+
+
+def items_as_key_reads(*, key: ApiKey, items: list[Item]) -> list[Item]:
+    """`items` as `key` may read them now: a call or result of a memory tool whose index the key
+    may not read now (another key's thread, or a policy narrowed since) is withheld — its
+    content and tool name left out (`withheld` set), as absent as that index. The items
+    themselves are copies; the stored ones are unchanged."""
+    names = {item.call_id: item.name for item in items if item.kind == Item.Kind.TOOL_CALL}
+    unnamed = {item.call_id for item in items if item.kind == Item.Kind.TOOL_RESULT and not item.name and item.call_id not in names}
+    if unnamed:
+        # A result's call on an earlier page, or an imported result that named no tool.
+        calls = Item.objects.filter(thread_id__in={item.thread_id for item in items}, kind=Item.Kind.TOOL_CALL, call_id__in=unnamed)
+        names.update(calls.values_list("call_id", "name"))
+    readable: dict[str, bool] = {}
+
+    def may_read(index_id: str) -> bool:
+        if index_id not in readable:
+            readable[index_id] = key.may_read(index_id) and index_find_available(key=key, index_id=index_id) is not None
+        return readable[index_id]
+
+    shown = []
+    for item in items:
+        name = item.name or (names.get(item.call_id, "") if item.kind == Item.Kind.TOOL_RESULT else "")
+        match = MEMORY_TOOL.match(name) if item.kind in (Item.Kind.TOOL_CALL, Item.Kind.TOOL_RESULT) else None
+        if match is not None and not may_read(match["index_id"]):
+            item = copy.copy(item)
+            item.content, item.name, item.withheld = None, "", True
+        shown.append(item)
+    return shown

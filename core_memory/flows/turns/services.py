@@ -32,7 +32,7 @@ from core_memory.llm.providers import chat_completion
 from core_memory.llm.registry import model_get
 from core_memory.pii.placeholders import RedactionError
 from core_memory.threads.models import Item, Response, Thread
-from core_memory.threads.selectors import thread_get_available, thread_history
+from core_memory.threads.selectors import items_as_key_reads, thread_get_available, thread_history
 from core_memory.threads.services import ItemDraft, thread_agent_record, thread_create, thread_items_append
 from memory.injection.walk import injection_block_build
 from memory.services import records_retrieved
@@ -219,7 +219,9 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
         records_retrieved(key=plan.key, records=block.records)  # R-7.10
         trace, memory_detail = {"memory": block.trace}, block.detail
         system = _system_messages(plan=plan, memory_block=block.text)
-        conversation = thread_history(thread=thread)
+        # Another key's thread may hold what this key may not read: its memory tools' calls and
+        # results of indexes this key cannot read are left out of what the model reads.
+        conversation = [item for item in items_as_key_reads(key=plan.key, items=thread_history(thread=thread)) if not getattr(item, "withheld", False)]
         tool_definitions = [tool.definition() for tool in plan.tools] + plan.caller_tools or None
         tool_result_note = _tool_result_note(key=plan.key)
         redaction = TurnRedaction(thread=thread) if plan.key.pii_redaction else None

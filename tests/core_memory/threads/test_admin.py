@@ -84,3 +84,20 @@ def test_who_administers_nothing_sees_no_thread(tenant):
     assert client.get(thread_url(thread.id)).status_code == 404
     assert client.get("/console/threads/thread/").status_code == 403
     assert not AuditEvent.objects.filter(action="memory.console_read").exists()
+
+
+def test_a_tool_of_an_index_deleted_since_shows_nothing_of_what_it_read(console, tenant, fake_model):
+    """Issue 19: the page showed a search result's record text after its index was gone; the
+    tool call and result are there, their content is not."""
+    from stores.services import index_delete
+
+    world = build_world(tenant, fake_model)
+    assert world.coffee.text in console.get(thread_url(world.thread_id)).content.decode()
+    index_delete(index=tenant.index, actor="test")
+
+    response = console.get(thread_url(world.thread_id))
+
+    assert response.status_code == 200
+    assert world.coffee.text not in response.content.decode()
+    (tool,) = response.context["traces"][0].tools
+    assert (tool.arguments, tool.result, tool.record_ids) == ("—", None, [])
