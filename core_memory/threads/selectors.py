@@ -133,7 +133,9 @@ def items_as_key_reads(*, key: ApiKey, items: list[Item]) -> list[Item]:
     unnamed = {item.call_id for item in items if item.kind == Item.Kind.TOOL_RESULT and not item.name and item.call_id not in names}
     if unnamed:
         # A result's call on an earlier page, or an imported result that named no tool.
-        calls = Item.objects.filter(thread_id__in={item.thread_id for item in items}, kind=Item.Kind.TOOL_CALL, call_id__in=unnamed)
+        calls = Item.objects.for_organisation(key.organisation_id).filter(
+            thread_id__in={item.thread_id for item in items}, kind=Item.Kind.TOOL_CALL, call_id__in=unnamed
+        )
         names.update(calls.values_list("call_id", "name"))
     readable: dict[str, bool] = {}
 
