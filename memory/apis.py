@@ -379,7 +379,10 @@ class ImportReportSerializer(serializers.Serializer):
     lines = serializers.IntegerField(help_text="Lines read (blank lines aside).")
     created = serializers.IntegerField()
     confirmed = serializers.IntegerField(help_text="Lines whose text she (or the shared set) already had: that record is confirmed.")
-    skipped = serializers.IntegerField(help_text="Lines of ended records (or Zep facts with `invalid_at`), not written.")
+    skipped = serializers.IntegerField(help_text="Lines of deleted records (or Zep facts with `invalid_at`), not written.")
+    already_imported = serializers.IntegerField(
+        help_text="Lines this organisation imported before (or, for Core's export, holds already): nothing is written twice."
+    )
     errors = ImportLineErrorSerializer(many=True)
 
 
@@ -425,12 +428,14 @@ class MemoryImportApi(CoreApi):
 
         Reads JSON Lines of records into one index, as one transaction: either every line is
         written or — when any line fails — none is, and the answer names each failing line and
-        field. `origin=core` (the default) reads Core's own export lines (`manage.py export_memory`: `type`,
-        `text`, `subject`, `metadata`, `confidence`, `due_at`; lines of ended records are skipped);
-        `origin=mem0` reads mem0 memories (`memory`, `user_id`, `metadata`, `categories`) and
-        `origin=zep` Zep facts (`fact`, `user_id`, `uuid`, `valid_at`, `invalid_at`), both as
-        `fact` records. Each line is a write as by `POST /v1/memory`: a text she already has is
-        confirmed. A request with a person imports only her records. At most 10,000 lines; send
+        field. `origin=core` (the default) reads Core's own export lines (`manage.py export_memory`,
+        or a person's export document) and keeps each record whole: times, confirmations, status,
+        structured fields, provenance; episodes and lessons need a key with `management`.
+        `origin=mem0` reads mem0 memories (`memory`, `user_id`, `metadata`, `categories`,
+        `created_at`; also `get_all`'s `{"results": [...]}`) and `origin=zep` Zep facts (`fact`,
+        `user_id`, `uuid`, `valid_at`, `invalid_at`, `created_at`), both as `fact` records with
+        their own time. Each line is a write as by `POST /v1/memory`: a text she already has is
+        confirmed; a record imported before is not written again. A request with a person imports only her records. At most 10,000 lines; send
         `Content-Type: application/x-ndjson`. With `dry_run=true` the same report, nothing written.
         Audited as `memory.imported`.
         """

@@ -12,6 +12,10 @@ from core_memory.organisations.models import Organisation
 from memory.models import MemoryRecord
 
 _TIME = DateTimeField()
+# A person's export (core_memory.flows.export) is read back by the import: its name, and the
+# parts of it that hold records.
+PERSON_EXPORT_FORMAT = "core-geheugen.person-export"
+PERSON_EXPORT_RECORD_PARTS = ("records", "episodes", "lessons")
 # The fields every version of a record has too (history leaves the retrieval count out).
 _STORED_FIELDS = (
     "id", "index_id", "subject", "type", "text", "metadata", "confidence", "status", "contested", "confirmations",

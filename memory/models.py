@@ -143,6 +143,9 @@ class MemoryRecord(models.Model):
     done = models.BooleanField(_("done"), default=False)
     structured = models.JSONField(_("structured"), null=True, blank=True)
     changed_at = models.DateTimeField(_("changed at"))
+    # Where an import found it ("core:mem_…", "mem0:…", "zep:…"): the same file imported again
+    # writes nothing twice (docs/portability.md).
+    import_source = models.CharField(_("imported from"), max_length=300, null=True, blank=True, editable=False)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
     search_vector = models.GeneratedField(
@@ -153,7 +156,7 @@ class MemoryRecord(models.Model):
 
     # A retrieval is not a change: the count rises with F() outside any version.
     history = HistoricalRecords(
-        excluded_fields=["search_vector", "normalised_text", "retrieval_count"],
+        excluded_fields=["search_vector", "normalised_text", "retrieval_count", "import_source"],
         get_user=history_user,
         # Versions are read by record id (and erased by organisation and person): no index for
         # the other references, which every write would pay for.
@@ -204,6 +207,9 @@ class MemoryRecord(models.Model):
                 fields=["index", "subject", "type", "-created_at"], name="memory_newest", condition=Q(status="active")
             ),
             models.Index(fields=["organisation", "subject"], name="memory_org_subject"),
+            models.Index(
+                fields=["organisation", "import_source"], name="memory_import_source", condition=Q(import_source__isnull=False)
+            ),
             models.Index(fields=["replaces"], name="memory_replaces", condition=Q(replaces__isnull=False)),
             models.Index(fields=["replaced_by"], name="memory_replaced_by", condition=Q(replaced_by__isnull=False)),
             # Full text within a scope (btree_gin): a person's search reads the entries of her

@@ -324,6 +324,96 @@ def record_write_within(
     )
 
 
+def record_import_within(
+    *,
+    key: ApiKey,
+    index: KnowledgeIndex,
+    values: dict,
+    core_written_allowed: bool,
+    actor: str,
+    now: datetime,
+) -> RecordWriteResult:
+    """A record as an export held it (docs/portability.md), written with the rules of
+    `record_write_within` — the key's write right, the type rules, a text she already has
+    (active) is confirmed — and kept whole: its times, confirmations, confidence, due date,
+    structured fields, provenance, status and source. Core's own types (episode, lesson) only
+    when `core_written_allowed` (an import of Core's export by a key with `management`).
+    `values` are the record's fields as `memory.importing` read them; `import_source` names
+    where it came from. Inside the caller's transaction."""
+    record_write_authorise(key=key, index=index, actor=actor)
+    type_name, status, source = values["type"], values["status"], values["source"]
+    if type_name in CORE_WRITTEN_TYPES and not core_written_allowed:
+        raise Unprocessable(
+            f"Type {type_name!r} is written only by Core; an import of Core's export (origin core) by a key with "
+            "management brings it.",
+            param="type",
+        )
+    if type_name not in CORE_WRITTEN_TYPES and source in (MemoryRecord.Source.API, MemoryRecord.Source.TOOL):
+        _type_check(index=index, type_name=type_name)
+    _due_check(type_name=type_name, due_at=values["due_at"], done=values["done"])
+    _text_check(values["text"])
+    metadata_check(values["metadata"], param="metadata")
+    normalised = text_normalise(values["text"])
+    if status == MemoryRecord.Status.ACTIVE and type_name not in EVENT_TYPES:
+        twin = _active_twin(index=index, subject=values["subject"], type_name=type_name, normalised_text=normalised)
+        if twin is not None:
+            return RecordWriteResult(record=_confirm(record=twin, actor=actor, now=now), status="confirmed")
+    provenance = values["provenance"]
+    record = MemoryRecord(
+        organisation_id=index.organisation_id,
+        index=index,
+        subject=values["subject"],
+        type=type_name,
+        text=values["text"],
+        normalised_text=normalised,
+        metadata=values["metadata"],
+        confidence=values["confidence"],
+        status=status,
+        confirmations=values["confirmations"],
+        last_confirmed_at=values["last_confirmed_at"],
+        contested=values["contested"],
+        retrieval_count=values["retrieval_count"],
+        source=source,
+        trusted=values["trusted"],
+        thread_id=provenance.get("thread_id"),
+        item_ids=list(provenance.get("item_ids") or []),
+        response_id=provenance.get("response_id"),
+        due_at=values["due_at"],
+        done=values["done"],
+        structured=values["structured"],
+        changed_at=values["updated_at"] or values["created_at"] or now,
+        import_source=values["import_source"],
+    )
+    record._change_reason = change_reason(what="imported", actor=actor)
+    try:
+        with transaction.atomic():
+            record.save(force_insert=True)
+    except IntegrityError as error:
+        if not _is_unique_active_violation(error):
+            raise
+        raise Conflict("A concurrent write made the same record; retry.", param="text") from error
+    # Its own times, not the import's (decay, "last month" and recency read them): set after
+    # the insert, which stamps both as now.
+    times = {name: values[name] for name in ("created_at", "updated_at") if values[name] is not None}
+    if times:
+        MemoryRecord.objects.for_organisation(index.organisation_id).filter(pk=record.pk).update(**times)
+        record.history.filter(id=record.pk).update(**times)
+        for name, value in times.items():
+            setattr(record, name, value)
+    if status == MemoryRecord.Status.ACTIVE:
+        _embedding_schedule(index=index, record_id=record.id)
+    return RecordWriteResult(record=record, status="created")
+
+
+def records_import_link(*, organisation: Organisation | str, links: dict[str, dict[str, str | None]]) -> None:
+    """Corrections between imported records, once all are written: `links` maps a new record's
+    id to the new ids of the records it replaces and was replaced by."""
+    for record_id, link in links.items():
+        MemoryRecord.objects.for_organisation(organisation).filter(pk=record_id).update(
+            replaces_id=link.get("replaces"), replaced_by_id=link.get("replaced_by")
+        )
+
+
 def record_write_by_core_within(
     *,
     organisation: Organisation | str,

@@ -24,12 +24,11 @@ from core_memory.persons.models import Person
 from core_memory.threads.models import Item, Thread
 from core_memory.threads.selectors import items_as_key_reads
 from maintenance.selectors import person_proposals
-from memory.exporting import records_export_with_history
+from memory.exporting import PERSON_EXPORT_FORMAT, records_export_with_history
 from memory.models import MemoryRecord
 from memory.selectors import CORE_WRITTEN_TYPES
 from stores.selectors import index_list_available
 
-PERSON_EXPORT_FORMAT = "core-geheugen.person-export"
 PERSON_EXPORT_VERSION = 1
 _TIME = DateTimeField()
 

@@ -40,12 +40,13 @@ def test_an_organisation_exported_and_imported_into_another_holds_the_same_recor
     call_command("import_memory", "--org", other_tenant.organisation.id, "--key", other_tenant.key.id, "--input", str(exported),
                  "--index", other_tenant.index.id, stdout=output, stderr=StringIO())
 
-    assert json.loads(output.getvalue()) == {"dry_run": False, "lines": 4, "created": 3, "confirmed": 0, "skipped": 1, "errors": []}
+    assert json.loads(output.getvalue()) == {"dry_run": False, "lines": 4, "created": 4, "confirmed": 0, "skipped": 0, "already_imported": 0, "errors": []}
     imported = MemoryRecord.objects.filter(organisation=other_tenant.organisation).order_by("id")
-    assert [(record.subject, record.type, record.text, record.metadata) for record in imported] == [
-        ("anna", "preference", "Wil facturen per e-mail.", {"bron": "crm"}), (None, "fact", "Acme sluit om vijf uur.", {}),
-        ("anna", "fact", "Woont in Utrecht.", {}),
+    assert [(record.subject, record.type, record.text, record.metadata, record.status) for record in imported] == [
+        ("anna", "preference", "Wil facturen per e-mail.", {"bron": "crm"}, "active"), (None, "fact", "Acme sluit om vijf uur.", {}, "active"),
+        ("anna", "fact", "Woont in Delft.", {}, "ended"), ("anna", "fact", "Woont in Utrecht.", {}, "active"),
     ]
+    assert imported[2].replaced_by_id == imported[3].id and imported[3].replaces_id == imported[2].id
 
 
 def test_import_into_the_indexes_each_line_names_and_a_failing_file_writes_nothing(tenant, tmp_path):
@@ -75,7 +76,7 @@ def test_import_shows_progress_and_a_dry_run_writes_nothing(tenant, tmp_path):
     call_command("import_memory", "--org", tenant.organisation.id, "--key", tenant.key.id, "--input", str(many),
                  "--index", tenant.index.id, "--dry-run", stdout=StringIO(), stderr=errors)
 
-    assert errors.getvalue().splitlines() == ["read 1000 lines…", "checked 1200 lines: 1200 created, 0 confirmed, 0 skipped"]
+    assert errors.getvalue().splitlines() == ["read 1000 lines…", "checked 1200 lines: 1200 created, 0 confirmed, 0 skipped, 0 already imported"]
     assert MemoryRecord.objects.count() == 0
 
 

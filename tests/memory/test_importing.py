@@ -39,13 +39,13 @@ def test_core_lines_are_imported_as_writes_and_a_repeated_text_confirms(tenant):
         {"type": "preference", "text": "Wil facturen per e-mail.", "subject": "anna", "metadata": {"bron": "crm"}},
         {"type": "preference", "text": "wil facturen per e-mail", "subject": "anna"},
         {"type": "commitment", "text": "Belt vrijdag terug.", "due_at": "2026-12-04T09:00:00+01:00"},
-        {"type": "fact", "text": "Oud adres.", "subject": "anna", "status": "ended", "id": "mem_old", "history": []},
+        {"type": "fact", "text": "Oud adres.", "subject": "anna", "status": "deleted", "id": "mem_old", "history": []},
     )
 
     response = _import(tenant.client(), tenant.index.id, body)
 
     assert response.status_code == 200, response.content
-    assert response.json() == {"dry_run": False, "lines": 4, "created": 2, "confirmed": 1, "skipped": 1, "errors": []}
+    assert response.json() == {"dry_run": False, "lines": 4, "created": 2, "confirmed": 1, "skipped": 1, "already_imported": 0, "errors": []}
     records = MemoryRecord.objects.order_by("id")
     assert [(record.subject, record.type, record.text, record.confirmations, record.source) for record in records] == [
         ("anna", "preference", "Wil facturen per e-mail.", 1, "api"),
@@ -54,7 +54,7 @@ def test_core_lines_are_imported_as_writes_and_a_repeated_text_confirms(tenant):
     assert records[0].metadata == {"bron": "crm"}
     event = AuditEvent.objects.get(action="memory.imported")
     assert (event.actor, event.target, event.details) == (
-        tenant.key.id, tenant.index.id, {"format": "core", "lines": 4, "created": 2, "confirmed": 1, "skipped": 1}
+        tenant.key.id, tenant.index.id, {"format": "core", "lines": 4, "created": 2, "confirmed": 1, "skipped": 1, "already_imported": 0}
     )
 
 
@@ -62,7 +62,7 @@ def test_a_failing_line_imports_nothing_and_every_failing_line_is_named(tenant):
     """Nothing partial (R-12.3): each error names its line (from 1) and field."""
     body = _lines(
         {"type": "fact", "text": "Goed."},
-        {"type": "episode", "text": "Een sessie."},
+        {"type": "onbekend", "text": "Een sessie."},
         {"type": "fact"},
     ) + "niet json\n"
 
@@ -72,9 +72,9 @@ def test_a_failing_line_imports_nothing_and_every_failing_line_is_named(tenant):
     error = response.json()["error"]
     assert error["type"] == "invalid_request_error"
     assert error["param"] == "lines[2].type"
-    assert error["message"].startswith("3 of 4 lines cannot be imported; nothing was imported. Line 2: Type 'episode' is written only by Core.")
+    assert error["message"].startswith("3 of 4 lines cannot be imported; nothing was imported. Line 2: Unknown type 'onbekend'.")
     assert error["lines"] == [
-        {"line": 2, "param": "type", "message": "Type 'episode' is written only by Core. Allowed types: fact, preference, commitment, behaviour."},
+        {"line": 2, "param": "type", "message": "Unknown type 'onbekend'. Allowed types: fact, preference, commitment, behaviour."},
         {"line": 3, "param": "text", "message": "This field is required."},
         {"line": 4, "param": None, "message": "The line is not JSON."},
     ]
@@ -85,7 +85,7 @@ def test_a_dry_run_answers_the_report_and_writes_nothing(tenant):
     response = _import(tenant.client(), tenant.index.id, _lines({"type": "fact", "text": "Eén."}, {"type": "fact", "text": "eén"}), dry_run="true")
 
     assert response.status_code == 200
-    assert response.json() == {"dry_run": True, "lines": 2, "created": 1, "confirmed": 1, "skipped": 0, "errors": []}
+    assert response.json() == {"dry_run": True, "lines": 2, "created": 1, "confirmed": 1, "skipped": 0, "already_imported": 0, "errors": []}
     assert _written() == ((), ())
 
 
@@ -100,9 +100,9 @@ def test_mem0_and_zep_exports_are_mapped_onto_fact_records(tenant):
     from_mem0 = _import(tenant.client(), tenant.index.id, mem0, origin="mem0")
     from_zep = _import(tenant.client(), tenant.index.id, zep, origin="zep")
 
-    assert from_mem0.json()["created"] == 1 and from_zep.json() == {"dry_run": False, "lines": 2, "created": 1, "confirmed": 0, "skipped": 1, "errors": []}
+    assert from_mem0.json()["created"] == 1 and from_zep.json() == {"dry_run": False, "lines": 2, "created": 1, "confirmed": 0, "skipped": 1, "already_imported": 0, "errors": []}
     assert {(record.subject, record.type, record.text): record.metadata for record in MemoryRecord.objects.all()} == {
-        ("anna", "fact", "Is vegetariër"): {"bron": "chat", "mem0.id": "m-1", "mem0.categories": ["food"], "mem0.created_at": "2025-01-02T03:04:05Z"},
+        ("anna", "fact", "Is vegetariër"): {"bron": "chat", "mem0.id": "m-1", "mem0.categories": ["food"]},
         ("anna", "fact", "Anna woont in Utrecht."): {"zep.uuid": "z-1", "zep.valid_at": "2025-02-01T00:00:00Z"},
     }
 

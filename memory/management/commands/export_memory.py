@@ -1,7 +1,6 @@
 """`manage.py export_memory --org org_… [--output FILE]`: every record of an organisation as JSON
 Lines (docs/portability.md), which `import_memory` reads back. Progress on stderr."""
 import json
-import sys
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
@@ -24,7 +23,8 @@ class Command(BaseCommand):
         organisation = Organisation.objects.filter(id=org).first()
         if organisation is None:
             raise CommandError(f"No organisation {org!r}.")
-        target = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")  # noqa: SIM115 — closed below
+        # The command's own stdout (not sys.stdout): call_command's caller can take the lines.
+        target = self.stdout if output == "-" else open(output, "w", encoding="utf-8")  # noqa: SIM115 — closed below
         count = 0
         try:
             with transaction.atomic():  # one consistent snapshot of the organisation
@@ -36,6 +36,6 @@ class Command(BaseCommand):
                     organisation=organisation, actor="command:export_memory", action="memory.exported", details={"records": count}
                 )
         finally:
-            if target is not sys.stdout:
+            if target is not self.stdout:
                 target.close()
         self.stderr.write(f"exported {count} records of {organisation.id}")
