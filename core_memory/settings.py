@@ -79,7 +79,7 @@ MIDDLEWARE = [
     "django.middleware.locale.LocaleMiddleware",
     "core_memory.api.middleware.ApiInEnglishMiddleware",
     "core_memory.api.middleware.PersonPathAsSentMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    "core_memory.api.middleware.ConsoleSlashMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "core_memory.console.middleware.ConsoleProtectionMiddleware",

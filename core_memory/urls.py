@@ -1,11 +1,33 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.http import HttpResponseRedirect
 
 from core_memory.api.docs import ApiDocumentApi, RedocPage, SwaggerPage
 from core_memory.api.health import healthz
 
+
+
+def _redirect_to(url: str):
+    """A plain redirect that keeps the query (a function, not a view class: the API's route
+    matrix, tests/test_isolation.py, lists the view classes under v1/)."""
+
+    def redirect(request):
+        query = request.META.get("QUERY_STRING", "")
+        return HttpResponseRedirect(f"{url}?{query}" if query else url)
+
+    return redirect
+
+
 urlpatterns = [
+    # A browser pointed at the server lands in the console.
+    path("", _redirect_to("/console/")),
     path("healthz", healthz, name="healthz"),
+    # A load balancer's probe may add the slash: it is answered, not redirected.
+    path("healthz/", healthz),
+    # The documents' addresses have no trailing slash, as the API's; with one they redirect.
+    path("v1/schema/", _redirect_to("/v1/schema")),
+    path("v1/docs/", _redirect_to("/v1/docs")),
+    path("v1/redoc/", _redirect_to("/v1/redoc")),
     path("console/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
     path("v1/schema", ApiDocumentApi.as_view(), name="schema"),

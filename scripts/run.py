@@ -133,6 +133,14 @@ class Supervisor:
             pass
 
 
+def next_command(environment: dict[str, str]) -> str:
+    """The banner's first command, as it runs when pasted into another terminal: from any
+    folder, and in development mode when `make run` is (settings refuse to start without a
+    SECRET_KEY otherwise). Other settings (DATABASE_URL, CORE_DATA_DIR) are the user's own."""
+    development = "CORE_DEVELOPMENT=true " if environment.get("CORE_DEVELOPMENT", "").lower() in ("true", "1", "yes", "on") else ""
+    return f'{development}{PYTHON} {PROJECT / "manage.py"} createorg "My organisation" --json'
+
+
 def main() -> int:
     os.chdir(PROJECT)
     environment = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
@@ -155,7 +163,7 @@ def main() -> int:
     print(
         f"\nCore Geheugen on http://{host}:{port}  (API /v1/, console /console/, docs /v1/docs and /v1/redoc, "
         f"MCP /mcp, health /healthz)\n"
-        f"Next: {PYTHON} manage.py createorg \"My organisation\" --json\n",
+        f"Next: {next_command(environment)}\n",
         flush=True,
     )
     signal.signal(signal.SIGTERM, supervisor.on_signal)

@@ -1,15 +1,18 @@
 from drf_spectacular.utils import extend_schema, extend_schema_field
+from django.db import transaction
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from core_memory.api.pagination import IdCursorPagination, paginated_response
 from core_memory.api.views import CoreApi
+from core_memory.base.errors import InvalidRequest
 from core_memory.base.validation import StrictSerializer
 from extraction.apis import switch_answer
 from extraction.selectors import switch_find
+from memory.tasks import index_embed_task
 from stores.configuration import StoreSectionsSerializer
 from stores.selectors import index_get_available, index_list_available, store_get
-from stores.services import index_create, index_delete, store_update
+from stores.services import index_create, index_delete, index_update, store_update
 
 
 class IndexOutputSerializer(serializers.Serializer):
@@ -66,11 +69,17 @@ class IndexListCreateApi(CoreApi):
 
 
 class IndexDetailApi(CoreApi):
-    """`GET /v1/indexes/{id}` and `DELETE /v1/indexes/{id}` (R-4.1); deleting needs the write right."""
+    """`GET`, `PATCH` and `DELETE /v1/indexes/{id}` (R-4.1); changing and deleting need the write right."""
 
     required_capabilities = ("knowledge",)
-    organisation_wide_methods = ("DELETE",)
+    organisation_wide_methods = ("PATCH", "DELETE")
     OutputSerializer = IndexOutputSerializer
+
+    class InputSerializer(StrictSerializer):
+        name = serializers.CharField(max_length=200, required=False)
+        embeddings = serializers.BooleanField(
+            required=False, help_text="On: its records are searched by meaning too; switching it on embeds the records it holds (in the background)."
+        )
 
     def get(self, request, index_id: str):
         """Read an index
@@ -78,6 +87,27 @@ class IndexDetailApi(CoreApi):
         One index available to this key.
         """
         index = index_get_available(key=self.key, index_id=index_id)
+        return Response(IndexOutputSerializer(index).data)
+
+    def patch(self, request, index_id: str):
+        """Change an index
+
+        Renames it (`name`) or switches embeddings on or off (`embeddings`). Switched on, the
+        worker embeds the records it already holds (as `manage.py embed_records --index` does);
+        until then they are found by their words. On a server that cannot keep vectors,
+        `embeddings: true` is a 422. Needs the write right; a subject token cannot change an
+        index. Audited as `index.updated` with what changed.
+        """
+        index = index_get_available(key=self.key, index_id=index_id, right="write")
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        if not serializer.validated_data:
+            raise InvalidRequest("Send name or embeddings.", param=None)
+        index, switched_on = index_update(index=index, actor=self.principal.actor, changes=dict(serializer.validated_data))
+        if switched_on:
+            # After the commit (the task must see the switch), and a broker that is down loses
+            # only the backfill, which `manage.py embed_records` repeats.
+            transaction.on_commit(lambda: index_embed_task.delay(index.id), robust=True)
         return Response(IndexOutputSerializer(index).data)
 
     def delete(self, request, index_id: str):

@@ -5,7 +5,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from audit.services import audit_event_record
-from core_memory.base.errors import PermissionDenied, Unprocessable
+from core_memory.base.errors import NotFound, PermissionDenied, Unprocessable
 from core_memory.llm.embeddings import PGVECTOR_MISSING, embeddings_enabled, pgvector_installed
 from core_memory.organisations.models import Organisation
 from stores.configuration import store_sections_normalise
@@ -31,6 +31,26 @@ def index_create(
     MemoryStore.objects.create(index=index)
     audit_event_record(organisation=organisation, actor=actor, action="index.created", target=index.id, details={"name": name})
     return index
+
+
+@transaction.atomic(durable=True)
+def index_update(*, index: KnowledgeIndex, actor: str, changes: dict) -> tuple[KnowledgeIndex, bool]:
+    """Renames the index or switches its embeddings (`name`, `embeddings`); audited as
+    `index.updated` with what changed. Answers the index and whether embeddings were switched
+    on now (its records then need their vectors: the caller starts the backfill)."""
+    locked = KnowledgeIndex.objects.for_organisation(index.organisation_id).live().select_for_update().filter(pk=index.pk).first()
+    if locked is None:
+        raise NotFound("No such index.", param="index_id")
+    if "embeddings" in changes:
+        index_embeddings_check(embeddings=changes["embeddings"])
+    changed = {name: value for name, value in changes.items() if getattr(locked, name) != value}
+    switched_on = changed.get("embeddings") is True
+    if changed:
+        for name, value in changed.items():
+            setattr(locked, name, value)
+        locked.save(update_fields=list(changed))
+        audit_event_record(organisation=locked.organisation_id, actor=actor, action="index.updated", target=locked.id, details=changed)
+    return locked, switched_on
 
 
 @transaction.atomic(durable=True)

@@ -307,6 +307,11 @@ ROUTES: dict[tuple[str, str], tuple[str, dict | str | None, dict[str, int]]] = {
     ("v1/indexes/<str:index_id>", "GET"): (
         "/v1/indexes/{idx}", None, expect(200, other_organisation=404, policy_without_index=404, without_capability=403)
     ),
+    ("v1/indexes/<str:index_id>", "PATCH"): (
+        "/v1/indexes/{idx}",
+        {"name": "renamed"},
+        expect(200, other_organisation=404, policy_without_index=404, read_only=403, without_capability=403, token_of_bob=403),
+    ),
     ("v1/indexes/<str:index_id>", "DELETE"): (
         "/v1/indexes/{idx}",
         None,

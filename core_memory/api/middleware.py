@@ -5,6 +5,8 @@ from django.conf import settings
 from django.db import InterfaceError
 from django.db import OperationalError as DatabaseUnavailable
 from django.http import HttpResponse
+from django.middleware.common import CommonMiddleware
+from django.urls import is_valid_path
 from django.utils import translation
 from kombu.exceptions import OperationalError as BrokerUnavailable
 
@@ -12,6 +14,7 @@ from core_memory.api.exceptions import api_error_response, is_api_request
 
 logger = logging.getLogger(__name__)
 
+CONSOLE_PREFIX = "/console/"
 # Seconds a client is asked to wait when a service behind us is unreachable.
 RETRY_AFTER_SECONDS = 5
 
@@ -122,3 +125,15 @@ class ServiceUnavailableMiddleware:
             response = HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
+
+
+class ConsoleSlashMiddleware(CommonMiddleware):
+    """Django's common middleware, with its slash redirect for the console's pages only:
+    `/console` and `/console/memory/memoryrecord` lead to their page. `APPEND_SLASH` stays off,
+    because the API's addresses have no trailing slash and a redirect would lose a POST's body."""
+
+    def should_redirect_with_slash(self, request) -> bool:
+        path = request.path_info
+        if path.endswith("/") or not (path == CONSOLE_PREFIX.rstrip("/") or path.startswith(CONSOLE_PREFIX)):
+            return False
+        return is_valid_path(f"{path}/", getattr(request, "urlconf", None))

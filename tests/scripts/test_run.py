@@ -114,6 +114,16 @@ def _leave_the_servers_running(data_dir: Path) -> None:
         subprocess.run([str(PROJECT / ".venv/bin/python"), "-m", "core_memory.embedded", what], cwd=PROJECT, env=environment | {"CORE_DATA_DIR": str(data_dir)}, check=True, capture_output=True)
 
 
+def _the_banners_command_runs_as_printed(data_dir: Path, log: Path) -> None:
+    """Issue 20: pasted into another terminal (no CORE_DEVELOPMENT there), from another folder,
+    the banner's command creates the organisation, on `make run`'s own database."""
+    (printed,) = [line.removeprefix("Next: ") for line in log.read_text().splitlines() if line.startswith("Next: ")]
+    terminal = {name: value for name, value in os.environ.items() if name not in {"DATABASE_URL", "REDIS_URL", "CORE_DEVELOPMENT", "MAKEFLAGS", "MAKELEVEL"}}
+    ran = subprocess.run(["bash", "-c", printed], cwd="/", env=terminal | {"CORE_DATA_DIR": str(data_dir)}, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["key"].startswith("core_sk_")
+
+
 @pytest.mark.timeout(480)
 @pytest.mark.parametrize(
     "how, found_running",
@@ -137,6 +147,8 @@ def test_a_signal_to_make_stops_every_process_and_the_database_and_valkey_last(d
     assert "gunicorn" in commands and "celery -A core_memory worker" in commands and "celery -A core_memory beat" in commands
     assert _alive(postmaster) and _alive(valkey)
     assert "redis" in json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5).read())["broker"]
+    if not found_running:
+        _the_banners_command_runs_as_printed(data_dir, log)
 
     how(make)
     make.wait(timeout=90)
