@@ -33,9 +33,10 @@ def test_search_for_nobody_finds_only_shared_records_unless_all_subjects(tenant,
     everyone = record_search(key=tenant.key, index=tenant.index, subject=None, query="facturen", all_subjects=True)
 
     assert [record.id for record, _ in shared_only] == [records["shared"].id]
-    # Equal relevance: the ties go by id, so in the order written; the ended record is no hit.
+    # The same words: the learned fusion puts the shorter record first (by full text a long
+    # record holds a word by chance), then ties go by id; the ended record is no hit.
     assert [record.text for record, _ in everyone] == [
-        "Anna wil facturen per e-mail", "Facturen gaan per e-mail", "Bram wil facturen per post", "Facturen per brief"
+        "Facturen per brief", "Facturen gaan per e-mail", "Anna wil facturen per e-mail", "Bram wil facturen per post"
     ]
 
 
@@ -43,7 +44,7 @@ def test_search_itself_only_reads(tenant, records):
     """Counting the hits (R-5.10) is memory.services.records_retrieved, the callers' write."""
     hits = record_search(key=tenant.key, index=tenant.index, subject="anna", query="facturen")
 
-    assert [record.text for record, _ in hits] == ["Anna wil facturen per e-mail", "Facturen gaan per e-mail", "Facturen per brief"]
+    assert [record.text for record, _ in hits] == ["Facturen per brief", "Facturen gaan per e-mail", "Anna wil facturen per e-mail"]
     assert set(MemoryRecord.objects.unscoped().values_list("retrieval_count", flat=True)) == {0}
 
 
@@ -58,12 +59,11 @@ def test_record_selectors_refuse_an_index_not_read_for_the_key(tenant, other_ten
 
 def test_search_scores_are_best_first_between_zero_and_one(tenant, records):
     hits = record_search(key=tenant.key, index=tenant.index, subject="anna", query="anna facturen e-mail")
-    # Cover density normalised as rank / (rank + 1): 0.8 → 4/9, 0.6 → 3/8, 0.2 → 1/6; with the
-    # recency prior of a record written today, (score + 0.02) / 1.32 (memory.search.ranking).
-    assert [(record.text, score) for record, score in hits] == [
-        ("Anna wil facturen per e-mail", pytest.approx((4 / 9 + 0.02) / 1.32)),
-        ("Facturen gaan per e-mail", pytest.approx((3 / 8 + 0.02) / 1.32)),
-        ("Facturen per brief", pytest.approx((1 / 6 + 0.02) / 1.32)),
-    ]
+    # Cover density normalised as rank / (rank + 1): 0.8 → 4/9, 0.6 → 3/8, 0.2 → 1/6, read by
+    # the learned fusion (memory.search.ranking, tests/memory/search/test_ranking.py pins it).
+    assert [record.text for record, _ in hits] == ["Anna wil facturen per e-mail", "Facturen gaan per e-mail", "Facturen per brief"]
+    scores = [score for _, score in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 < score < 1.0 for score in scores)
 
 
