@@ -37,6 +37,8 @@ LANGUAGE_CODE = "nl"
 # Marked, not translated here: the language switch translates them itself (get_available_languages).
 LANGUAGES = [("nl", gettext_noop("Dutch")), ("en", gettext_noop("English"))]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+# The console shows a time with its zone (the organisation's): Django's formats, the zone added.
+FORMAT_MODULE_PATH = ["core_memory.formats"]
 
 INSTALLED_APPS = [
     "core_memory.console.admin_app.ConsoleAdminConfig",  # django.contrib.admin on the console site
@@ -83,6 +85,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "core_memory.console.middleware.ConsoleProtectionMiddleware",
+    "core_memory.console.middleware.ConsoleTimezoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",

@@ -1,9 +1,10 @@
 """Extraction switches in the console (R-10.3, R-8.5, R-8.6; issue 13 item 5): each store's switch,
 its state and what it means, its windows by status, its last run, the most common error with a
-plain explanation and the windows that failed; and re-sending it, as one of her keys, through
-`extraction_switch_set` (which mends a deleted connector and re-queues windows that failed for
-the key, R-8.6). Setting a switch's reading is the API's (`PUT …/extraction`): it needs a model,
-instructions and types, which are a key's business, not a console form's.
+plain explanation and the windows that failed; setting it — on or off, model, instructions, types,
+schedule, filters — as one of the organisation's keys, validated by the API's serializer
+(`SwitchSerializer`) and set by the API's service (`extraction_switch_set`, which audits it), after
+a page that shows what will change; and re-sending it as it is (which mends a deleted connector and
+re-queues windows that failed for the key, R-8.6).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import ValidationError as DrfValidationError
 
@@ -21,16 +23,31 @@ from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import first_error
 from core_memory.console.actors import actor_labels
 from core_memory.console.admin import OrganisationScopedAdmin, thread_url
+from core_memory.console.forms import SettingsFields
 from core_memory.keys.models import ApiKey
 from extraction.configuration import SwitchSerializer
 from extraction.models import ExtractionSwitch, ExtractionWindow
-from extraction.selectors import STATE_LABELS, switch_status, switch_windows
+from extraction.selectors import STATE_LABELS, switch_error_code, switch_state, switch_status, switch_windows
 from extraction.services.switches import extraction_switch_set
 from memory.console import console_read_audit
 from memory.models import type_label
 from stores.models import KnowledgeIndex
 
 FAILED_WINDOWS_SHOWN = 20
+SWITCH_TEXTS = {
+    "enabled": (_("on"), _("Off: it stops reading conversations; what it wrote stays.")),
+    "model": (_("model"), _("The offered model that reads the conversations. Needed when the switch is on.")),
+    "instructions": (_("instructions"), _("What the model is told to look for, beside the types.")),
+    "types": (_("types"), _("The record types it may write.")),
+    "schedule_minutes": (_("every (minutes)"), _("How often it looks for quiet conversations, 1 minute to a week.")),
+    "threads": (_("conversations read"), _("Only conversations with a person, or every conversation.")),
+    "episodes": (_("episodes"), _("Note each session as an episode.")),
+    "lessons": (_("lessons"), _("Note a session's lesson too (needs episodes).")),
+    "filters.key_ids": (_("only the conversations of these keys"), _("Key ids; empty: every key.")),
+    "filters.agent_ids": (_("only the conversations of these agents"), _("Agent ids; empty: every agent.")),
+}
+SWITCH_SETTINGS = SettingsFields(SwitchSerializer, prefix="switch", texts=SWITCH_TEXTS, choices=lambda path: [] if path == "model" else None)
+CONFIRMED = "confirmed"
 STATE_EXPLANATIONS = {
     "active": _("Running: it reads the organisation's quiet conversations on its schedule."),
     "off": _("Switched off. What it wrote stays."),
@@ -57,13 +74,52 @@ def error_explanation(code: str | None) -> str:
 class ResendForm(forms.Form):
     key = forms.ChoiceField(
         label=_("send as key"),
-        help_text=_("It will run under this key: one of hers with the capabilities threads and memory that may write the store."),
+        help_text=_("It will run under this key: one of the organisation's with the capabilities threads and memory that may write the store."),
     )
+
+
+def stored_settings(switch: ExtractionSwitch) -> dict:
+    """The switch as the API's body would send it (SwitchSerializer's shape)."""
+    return {
+        "enabled": switch.enabled,
+        "model": switch.model,
+        "instructions": switch.instructions,
+        "types": list(switch.types),
+        "schedule_minutes": switch.schedule_minutes,
+        "threads": switch.threads_read,
+        "episodes": switch.episodes,
+        "lessons": switch.lessons,
+        "filters": {"key_ids": list(switch.filter_key_ids), "agent_ids": list(switch.filter_agent_ids)},
+    }
+
+
+class SwitchFormBase(forms.Form):
+    """The switch's settings, one field each (declared by `SwitchForm` below), and the key it is set as."""
+
+    key = forms.ChoiceField(
+        label=_("set as key"),
+        help_text=_("It will run under this key: one of the organisation's with the capabilities threads and memory that may write the store."),
+    )
+
+    def __init__(self, *args, switch: ExtractionSwitch, authors: list[ApiKey], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["key"].choices = [(key.id, str(key)) for key in authors]
+        models = switch.organisation.offered_model_ids()
+        if switch.model and switch.model not in models:
+            models = [switch.model, *models]  # shown as it is, refused by the service if sent on
+        self.fields["switch__model"].choices = [("", "—"), *((model, model) for model in models)]
+        self.fields["switch__instructions"].widget = forms.Textarea(attrs={"rows": 6})
+
+    def settings(self) -> dict:
+        return SWITCH_SETTINGS.data(self.cleaned_data)
+
+
+SwitchForm = type("SwitchForm", (SwitchFormBase,), SWITCH_SETTINGS.fields())
 
 
 @admin.register(ExtractionSwitch)
 class ExtractionSwitchAdmin(OrganisationScopedAdmin):
-    list_display = ("index_name", "enabled", "model", "schedule_minutes", "next_run_at", "set_at")
+    list_display = ("index_name", "state_shown", "error_shown", "model", "schedule_minutes", "next_run_at")
     list_select_related = ("index",)
     ordering = ("index__name",)
 
@@ -77,12 +133,25 @@ class ExtractionSwitchAdmin(OrganisationScopedAdmin):
         wrap = self.admin_site.admin_view
         return [
             path("<path:object_id>/resend/", wrap(self.resend_view), name="extraction_extractionswitch_resend"),
+            path("<path:object_id>/set/", wrap(self.set_view), name="extraction_extractionswitch_set"),
             *super().get_urls(),
         ]
 
     @admin.display(description=_("index"), ordering="index__name")
     def index_name(self, switch: ExtractionSwitch) -> str:
         return switch.index.name
+
+    @admin.display(description=_("state"))
+    def state_shown(self, switch: ExtractionSwitch):
+        state = switch_state(switch=switch)
+        return format_html('<span class="state-badge state-{}">{}</span>', state, STATE_LABELS.get(state, state))
+
+    @admin.display(description=_("most common error"))
+    def error_shown(self, switch: ExtractionSwitch):
+        code = switch_error_code(switch=switch)
+        if not code:
+            return "—"
+        return format_html('<code title="{}">{}</code>', error_explanation(code), code)
 
     def usable_authors(self, switch: ExtractionSwitch) -> list[ApiKey]:
         """Her keys that may set this switch (R-8.1): usable, `threads` and `memory`, the write right."""
@@ -98,7 +167,11 @@ class ExtractionSwitchAdmin(OrganisationScopedAdmin):
             raise PermissionDenied
         return self.switch_page(request, switch, ResendForm(initial={"key": switch.author_key_id}))
 
-    def switch_page(self, request, switch: ExtractionSwitch, form: ResendForm):
+    def settings_form(self, switch: ExtractionSwitch, data=None) -> SwitchFormBase:
+        initial = {"key": switch.author_key_id, **SWITCH_SETTINGS.initial(stored_settings(switch))}
+        return SwitchForm(data, initial=initial, switch=switch, authors=self.usable_authors(switch))
+
+    def switch_page(self, request, switch: ExtractionSwitch, form: ResendForm, settings_form: SwitchFormBase | None = None):
         status = switch_status(switch=switch)
         authors = self.usable_authors(switch)
         form.fields["key"].choices = [(key.id, str(key)) for key in authors]
@@ -122,6 +195,9 @@ class ExtractionSwitchAdmin(OrganisationScopedAdmin):
                 for window in failed
             ],
             "form": form,
+            "settings_form": settings_form or self.settings_form(switch),
+            "instructions": switch.instructions,
+            "set_url": reverse(f"{self.admin_site.name}:extraction_extractionswitch_set", args=[quote(switch.pk)]),
             "may_resend": self.has_change_permission(request, switch) and bool(authors),
             "resend_url": reverse(f"{self.admin_site.name}:extraction_extractionswitch_resend", args=[quote(switch.pk)]),
         }
@@ -148,17 +224,7 @@ class ExtractionSwitchAdmin(OrganisationScopedAdmin):
             return self.switch_page(request, switch, form)
         key = authors[form.cleaned_data["key"]]
         index = KnowledgeIndex.objects.for_key(key).filter(pk=switch.index_id).first()
-        settings = {
-            "enabled": switch.enabled,
-            "model": switch.model,
-            "instructions": switch.instructions,
-            "types": list(switch.types),
-            "schedule_minutes": switch.schedule_minutes,
-            "threads": switch.threads_read,
-            "episodes": switch.episodes,
-            "lessons": switch.lessons,
-            "filters": {"key_ids": list(switch.filter_key_ids), "agent_ids": list(switch.filter_agent_ids)},
-        }
+        settings = stored_settings(switch)
         if not switch.model:
             settings.pop("model")
         try:
@@ -175,3 +241,71 @@ class ExtractionSwitchAdmin(OrganisationScopedAdmin):
         else:
             messages.success(request, _("The switch was sent again as %(key)s.") % {"key": key})
         return HttpResponseRedirect(reverse(f"{self.admin_site.name}:extraction_extractionswitch_change", args=[quote(switch.pk)]))
+
+    def set_view(self, request, object_id):
+        """POST: the switch's settings from its form, as the chosen key. First a page that lists what
+        will change; set when that page is confirmed, through the API's serializer and service
+        (which audits it as `extraction.switch_set`)."""
+        switch = self.get_object(request, unquote(object_id))
+        if request.method != "POST" or not self.has_change_permission(request, switch):
+            raise PermissionDenied
+        form = self.settings_form(switch, request.POST)
+        page = reverse(f"{self.admin_site.name}:extraction_extractionswitch_change", args=[quote(switch.pk)])
+        if not form.is_valid():
+            return self.switch_page(request, switch, ResendForm(initial={"key": switch.author_key_id}), form)
+        settings = form.settings()
+        if not settings.get("model"):
+            settings.pop("model", None)  # off without a model: the serializer's "not sent"
+        serializer = SwitchSerializer(data=settings)
+        if not serializer.is_valid():
+            path, message = first_error(serializer.errors)
+            form.add_error(SWITCH_SETTINGS.field_for(path), message)
+            return self.switch_page(request, switch, ResendForm(initial={"key": switch.author_key_id}), form)
+        key = {key.id: key for key in self.usable_authors(switch)}[form.cleaned_data["key"]]
+        changes = self.changes(switch, serializer.validated_data, key)
+        if request.POST.get(CONFIRMED) != "1":
+            context = {
+                **self.admin_site.each_context(request),
+                "title": _("Set the extraction of %(index)s?") % {"index": switch.index.name},
+                "subtitle": None,
+                "opts": self.opts,
+                "switch": switch,
+                "form": form,
+                "changes": changes,
+                "set_url": request.path,
+                "page_url": page,
+            }
+            return TemplateResponse(request, "admin/extraction/extractionswitch/switch_confirm.html", context)
+        index = KnowledgeIndex.objects.for_key(key).filter(pk=switch.index_id).first()
+        try:
+            if index is None:
+                raise ApplicationError(str(_("That key cannot use this store.")))
+            extraction_switch_set(key=key, index=index, values=serializer.validated_data, sent=set(settings), actor=self.actor(request))
+        except ApplicationError as error:
+            messages.error(request, f"{error.param}: {error.message}" if error.param else error.message)
+        else:
+            messages.success(request, _("The extraction switch is set."))
+        return HttpResponseRedirect(page)
+
+    @staticmethod
+    def changes(switch: ExtractionSwitch, wanted: dict, key: ApiKey) -> list[tuple[str, str, str]]:
+        """(setting, now, then) for every setting the form changes, as the confirmation shows them."""
+        stored = stored_settings(switch)
+        rows = []
+
+        def shown(value) -> str:
+            if isinstance(value, bool):
+                return str(_("on") if value else _("off"))
+            if isinstance(value, list):
+                return ", ".join(type_label(item) for item in value) or "—"
+            return str(value) if value not in (None, "") else "—"
+
+        for name, (label, _help) in SWITCH_TEXTS.items():
+            group, _dot, inner = name.partition(".")
+            before = stored[group][inner] if inner else stored.get(name)
+            after = (wanted.get(group) or {}).get(inner) if inner else wanted.get(name, before)
+            if before != after:
+                rows.append((str(label), shown(before), shown(after)))
+        if key.id != switch.author_key_id:
+            rows.append((str(_("runs as key")), switch.author_key_id or "—", str(key)))
+        return rows

@@ -15,13 +15,15 @@ without decay.
 """
 from __future__ import annotations
 
+import json
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.contrib.admin.views.main import ChangeList
 from django.db.models import Prefetch
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseRedirect, QueryDict
+from django.http import HttpResponse, HttpResponseRedirect, QueryDict
 from django.template.defaultfilters import floatformat, yesno
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
@@ -35,6 +37,7 @@ from django.utils.translation import ngettext
 from core_memory.base.errors import ApplicationError
 from core_memory.console.actors import actor_labels
 from core_memory.console.admin import SoftDeleteScopedAdmin, person_url, thread_url
+from core_memory.console.times import shown_time
 from core_memory.console.diff import mapping_diff, text_diff, value_diff
 from core_memory.keys.models import ApiKey
 from memory.console import console_read_audit
@@ -47,12 +50,20 @@ from memory.selectors import (
     organisation_default_half_lives,
     record_history,
 )
-from memory.services import COMMITMENT, UPDATABLE_FIELDS, record_delete_by_administrator, record_update_by_administrator
+from memory.services import (
+    COMMITMENT,
+    UPDATABLE_FIELDS,
+    record_delete_by_administrator,
+    record_update_by_administrator,
+    records_delete_by_administrator,
+    records_export_by_administrator,
+)
 from stores.models import KnowledgeIndex
 
 DECAY_KEY_VAR = "decay_key"
 NO_DECAY = "-"  # the decay filter's value for reading the stored confidence
 DATES_VAR = "dates"
+BULK_CONFIRMED = "post"  # the confirmation page's answer, as Django's own delete_selected names it
 SHARED = "-"  # the person filter's value for shared records (no subject is "-")
 COMMITMENT_FIELDS = ("due_at", "done")
 EMPTY = "—"
@@ -65,12 +76,14 @@ CHANGE_KINDS = {
     "ended": _("ended by a correction"),
     "updated": _("edited"),
     "deleted": _("deleted"),
+    "contested": _("marked contested"),
+    "no longer contested": _("no longer contested"),
 }
 
 
 def moment(value) -> str:
     """To the second: versions often follow each other within a minute."""
-    return formats.date_format(timezone.localtime(value), "Y-m-d H:i:s") if value else EMPTY
+    return shown_time(value, seconds=True)
 
 
 class IndexListFilter(admin.RelatedFieldListFilter):
@@ -195,7 +208,8 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
 
     Only what an administrator may correct is editable — text, metadata, confidence and,
     for commitments, due_at and done — and only on an active record. Records are written
-    by keys and turns, never added in the console; there is no bulk delete.
+    by keys and turns, never added in the console. Selected records are exported or deleted
+    together, after a page that lists them.
     """
 
     form = MemoryRecordForm
@@ -340,8 +354,9 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
 
     # --- columns and read-only fields ------------------------------------------------------------
     @admin.display(description=_("text"), ordering="text")
-    def short_text(self, record: MemoryRecord) -> str:
-        return Truncator(record.text).chars(80)
+    def short_text(self, record: MemoryRecord):
+        """One line, cut to the column's width; the whole text on hover and on the record's page."""
+        return format_html('<span class="truncated" title="{}">{}</span>', record.text, Truncator(record.text).chars(300))
 
     @admin.display(description=_("type"), ordering="type")
     def type_name(self, record: MemoryRecord) -> str:
@@ -364,7 +379,7 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
 
     @admin.display(description=_("created at"), ordering="created_at")
     def created_on(self, record: MemoryRecord) -> str:
-        return formats.date_format(timezone.localtime(record.created_at), "SHORT_DATE_FORMAT")
+        return shown_time(record.created_at, short=True)
 
     @admin.display(description=_("status · source"), ordering="status")
     def status_and_source(self, record: MemoryRecord) -> str:
@@ -491,9 +506,61 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
         return allowed and (obj is None or obj.status != MemoryRecord.Status.DELETED)
 
     def get_actions(self, request):
+        """Django's delete_selected would delete rows outright; ours go through the services."""
         actions = super().get_actions(request)
         actions.pop("delete_selected", None)
+        if not self.has_delete_permission(request):
+            actions.pop("delete_records", None)
         return actions
+
+    actions = ("export_records", "delete_records")
+
+    @admin.action(description=_("Export the selected records (JSON Lines)"))
+    def export_records(self, request, queryset):
+        """After a page that lists them: the records as export lines with their history, the file
+        `import_memory` reads back; audited as `memory.exported`."""
+        records = list(queryset.order_by("id")[: self.BULK_LIMIT])
+        if request.POST.get(BULK_CONFIRMED) != "yes":
+            return self.bulk_confirmation(request, records, action="export_records")
+        lines = records_export_by_administrator(
+            organisation=self.organisation_id(request) or records[0].organisation_id, record_ids=[record.pk for record in records], actor=self.actor(request)
+        )
+        body = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+        response = HttpResponse(body, content_type="application/x-ndjson; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="core-geheugen-records-{len(lines)}.jsonl"'
+        return response
+
+    @admin.action(description=_("Delete the selected records"))
+    def delete_records(self, request, queryset):
+        """After a page that lists them: every one deleted through the memory service, or none."""
+        records = list(queryset.order_by("id")[: self.BULK_LIMIT])
+        if request.POST.get(BULK_CONFIRMED) != "yes":
+            return self.bulk_confirmation(request, records, action="delete_records")
+        deleted = records_delete_by_administrator(
+            organisation=self.organisation_id(request) or records[0].organisation_id, record_ids=[record.pk for record in records], actor=self.actor(request)
+        )
+        messages.success(request, ngettext("%(count)d record deleted.", "%(count)d records deleted.", deleted) % {"count": deleted})
+        return None
+
+    BULK_LIMIT = 1000  # the most records one action takes; the confirmation says so when it cuts
+
+    def bulk_confirmation(self, request, records: list[MemoryRecord], *, action: str):
+        """The page between choosing records and exporting or deleting them; a read, so audited."""
+        self.audit_read(request, page=f"bulk-{action}", records=records)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("Delete these records?") if action == "delete_records" else _("Export these records?"),
+            "subtitle": None,
+            "opts": self.opts,
+            "records": records,
+            "action": action,
+            "deleting": action == "delete_records",
+            "limit": self.BULK_LIMIT,
+            "at_limit": len(records) >= self.BULK_LIMIT,
+            "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            "changelist_url": reverse(f"{self.admin_site.name}:memory_memoryrecord_changelist"),
+        }
+        return TemplateResponse(request, "admin/memory/memoryrecord/bulk_confirm.html", context)
 
     # --- writes through the memory services ------------------------------------------------------
     def save_model(self, request, obj, form, change):

@@ -5,4 +5,4 @@ from django.utils.translation import gettext_lazy as _
 class MemoryConfig(AppConfig):
     name = "memory"
     label = "memory"
-    verbose_name = _("Geheugen")
+    verbose_name = _("Memory")

@@ -252,7 +252,7 @@ class MemoryRecord(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.type}: {self.text[:60]}"
+        return f"{type_label(self.type)}: {self.text[:60]}"
 
     @property
     def provenance(self) -> dict:

@@ -7,6 +7,7 @@ from zoneinfo import ZoneInfo
 
 from django.contrib.postgres.search import SearchRank
 from django.db.models import Case, Count, DateTimeField, F, FloatField, Func, Max, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models.functions import TruncWeek
 from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 from pgvector import HalfVector
@@ -368,6 +369,20 @@ def records_counted(*, organisation_id: str | None) -> list[dict]:
     )
 
 
+def records_created_per_week(*, organisation_id: str | None, since: datetime, zone) -> list[tuple[datetime, int]]:
+    """Records created since `since`, counted per week (Monday, in `zone`), oldest first; weeks
+    without a record are absent. `organisation_id` None counts every organisation's."""
+    records = MemoryRecord.objects.unscoped() if organisation_id is None else MemoryRecord.objects.for_organisation(organisation_id)
+    return list(
+        records.filter(created_at__gte=since, index__deleted_at__isnull=True)
+        .annotate(week=TruncWeek("created_at", tzinfo=zone))
+        .values("week")
+        .annotate(records=Count("id"))
+        .order_by("week")
+        .values_list("week", "records")
+    )
+
+
 def person_record_figures(*, organisation_id: str, subjects: list[str]) -> dict[str, dict]:
     """For each person: her not-deleted records per type (active ones) and when one last changed:
     `{subject: {"types": {type: n}, "last_changed_at": datetime}}`. One query for the page of persons."""
@@ -397,6 +412,21 @@ def records_by_id(*, organisation_id: str, record_ids) -> dict[str, MemoryRecord
         return {}
     records = MemoryRecord.objects.for_organisation(organisation_id).filter(id__in=ids).select_related("index")
     return {record.id: record for record in records}
+
+
+def records_as_of(*, organisation_id: str, record_ids, at: datetime) -> dict:
+    """Each record among `record_ids` as its newest stored version at `at` said it was (text,
+    status, contested), by id — what a turn at `at` saw; a record made after `at`, erased, or of
+    another organisation is absent. One query."""
+    ids = list(dict.fromkeys(record_ids))
+    if not ids:
+        return {}
+    versions = (
+        MemoryRecord.history.filter(organisation_id=organisation_id, id__in=ids, history_date__lte=at)
+        .order_by("id", "-history_date", "-history_id")
+        .distinct("id")
+    )
+    return {version.id: version for version in versions}
 
 
 def record_subjects(*, organisation_id: str | None, search: str = ""):

@@ -38,6 +38,7 @@ from core_memory.base.transactions import lazily_committed
 from core_memory.keys.models import ApiKey
 from core_memory.organisations.models import Organisation
 from memory.embedding.services import record_vector_forget
+from memory.exporting import records_export_with_history
 from memory.embedding.storage import index_embeds
 from memory.models import MemoryRecord
 from memory.selectors import CORE_WRITTEN_TYPES, EVENT_TYPES, record_get_available, store_known_types
@@ -621,10 +622,23 @@ def record_delete_by_administrator(*, organisation: Organisation | str, record_i
 
 
 @transaction.atomic(durable=True)
+def records_delete_by_administrator(*, organisation: Organisation | str, record_ids: Sequence[str], actor: str) -> int:
+    """A console administrator's deletion of several records at once: all of them or, on an error,
+    none. Returns how many were deleted (one already deleted, or not of the organisation, is not)."""
+    records = MemoryRecord.objects.for_organisation(organisation)
+    # In a fixed order, so that two deletions of overlapping records lock them the same way round.
+    return sum(_record_soft_delete_locked(records=records, record_id=record_id, actor=actor) for record_id in sorted(set(record_ids)))
+
+
+@transaction.atomic(durable=True)
 def _record_soft_delete(*, records: QuerySet[MemoryRecord], record_id: str, actor: str) -> None:
+    _record_soft_delete_locked(records=records, record_id=record_id, actor=actor)
+
+
+def _record_soft_delete_locked(*, records: QuerySet[MemoryRecord], record_id: str, actor: str) -> bool:
     locked = records.select_for_update(of=("self",)).select_related("index").filter(pk=record_id).first()
     if locked is None or locked.status == MemoryRecord.Status.DELETED:
-        return
+        return False
     locked.status = MemoryRecord.Status.DELETED
     _contradictions_clear(record=locked, actor=actor)
     locked._change_reason = change_reason(what="deleted", actor=actor)
@@ -633,6 +647,21 @@ def _record_soft_delete(*, records: QuerySet[MemoryRecord], record_id: str, acto
     audit_event_record(
         organisation=locked.organisation_id, actor=actor, action="memory.deleted", target=locked.id, details={"index_id": locked.index_id}
     )
+    return True
+
+
+@transaction.atomic(durable=True)
+def records_export_by_administrator(*, organisation: Organisation | str, record_ids: Sequence[str], actor: str) -> list[dict]:
+    """The chosen records of the organisation as export lines with their history (memory.exporting,
+    what `import_memory` reads back), audited as `memory.exported` naming them."""
+    records = list(MemoryRecord.objects.for_organisation(organisation).filter(pk__in=list(record_ids)).order_by("index_id", "id"))
+    lines = records_export_with_history(records)
+    organisation_id = organisation if isinstance(organisation, str) else organisation.id
+    audit_event_record(
+        organisation=organisation_id, actor=actor, action="memory.exported",
+        details={"records": len(records), "record_ids": [record.id for record in records]},
+    )
+    return lines
 
 
 def records_retrieved(*, key: ApiKey, records: Sequence[MemoryRecord]) -> None:

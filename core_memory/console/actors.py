@@ -6,11 +6,19 @@ import re
 from collections.abc import Iterable
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from core_memory.keys.models import ApiKey
 
 KEY_ID = re.compile(r"\bkey_[0-9a-z]+\b")
 CONSOLE_PREFIX = "console:"
+COMMAND_PREFIX = "command:"
+EXTRACTION_PREFIX = "extraction:"  # extraction writes as the key its switch runs under
+# The names Core's own work writes as, as the console calls them.
+CORE_ACTORS = {
+    "maintenance": gettext_lazy("maintenance (Core's own)"),
+    "createorg": gettext_lazy("the createorg command"),
+}
 
 
 def actor_labels(*, organisation_id: str, actors: Iterable[str | None]) -> dict[str | None, str]:
@@ -25,6 +33,10 @@ def actor_labels(*, organisation_id: str, actors: Iterable[str | None]) -> dict[
             return "—"
         if actor.startswith(CONSOLE_PREFIX):
             return _("administrator %(username)s") % {"username": actor.removeprefix(CONSOLE_PREFIX)}
+        if actor in CORE_ACTORS:
+            return str(CORE_ACTORS[actor])
+        if actor.startswith(COMMAND_PREFIX):
+            actor = _("the command %(command)s") % {"command": actor.removeprefix(COMMAND_PREFIX)}
 
         def key_name(match: re.Match) -> str:
             key_id = match.group(0)
@@ -32,6 +44,8 @@ def actor_labels(*, organisation_id: str, actors: Iterable[str | None]) -> dict[
                 return _("key “%(name)s”") % {"name": names[key_id]}
             return _("deleted key %(id)s") % {"id": key_id}
 
+        if actor.startswith(EXTRACTION_PREFIX):
+            return _("extraction, as %(key)s") % {"key": KEY_ID.sub(key_name, actor.removeprefix(EXTRACTION_PREFIX))}
         return KEY_ID.sub(key_name, actor)
 
     return {actor: label(actor) for actor in actors}

@@ -11,6 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core_memory.console.models import ConsoleAdministrator
 from core_memory.console.selectors import EVERY_ORGANISATION, administered_organisation_id, console_actor
+from core_memory.console.times import shown_time
 from core_memory.organisations.models import Organisation
 
 
@@ -146,11 +147,11 @@ class OrganisationScopedAdmin(admin.ModelAdmin):
     # --- columns our models leave without a translated name (Django would show "Created at") ---
     @admin.display(description=_("created at"), ordering="created_at")
     def created(self, obj):
-        return obj.created_at
+        return shown_time(obj.created_at)
 
     @admin.display(description=_("updated at"), ordering="updated_at")
     def updated(self, obj):
-        return obj.updated_at
+        return shown_time(obj.updated_at)
 
     # --- permissions: a staff user bound to no organisation administers nothing ---
     def _administers(self, request) -> bool:

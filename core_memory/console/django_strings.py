@@ -8,3 +8,11 @@ DJANGO_ADMIN_STRINGS = (
     gettext_noop("Change or view list link"),
     gettext_noop("Error:"),  # a form field's error, read out by screen readers
 )
+
+# Django's own "De record … is met succes gewijzigd" gives a record an article it does not have
+# in Dutch; ours names what changed without one.
+ADMIN_MESSAGES = (
+    gettext_noop("The {name} “{obj}” was added successfully."),
+    gettext_noop("The {name} “{obj}” was changed successfully."),
+    gettext_noop("The %(name)s “%(obj)s” was deleted successfully."),
+)

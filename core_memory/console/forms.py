@@ -20,6 +20,14 @@ from rest_framework import serializers
 from core_memory.base.validation import serializer_defaults
 from memory.models import TYPE_LABELS
 
+# What a setting's fixed values are called in a form (the API's values stay the stored ones).
+CHOICE_LABELS = {
+    "confidence": _("by confidence"),
+    "relevance": _("by relevance to the turn"),
+    "blend": _("both, blended"),
+    "with_person": _("conversations with a person"),
+    "all": _("every conversation"),
+}
 SEPARATOR = "__"
 OTHER_TYPES = "other_types"  # a per-type map's entry for the types without a field of their own
 
@@ -107,7 +115,7 @@ class SettingsFields:
         if isinstance(field, serializers.FloatField):
             return forms.FloatField(**common, **_limits(field))
         if isinstance(field, serializers.ChoiceField):
-            return forms.ChoiceField(choices=list(field.choices.items()), **common)
+            return forms.ChoiceField(choices=[(value, CHOICE_LABELS.get(value, label)) for value, label in field.choices.items()], **common)
         if isinstance(field, serializers.ListField):
             return forms.CharField(**{**common, "help_text": format_lazy("{} {}", _("Comma-separated."), help_text)})
         if isinstance(field, serializers.DictField):

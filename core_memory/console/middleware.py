@@ -15,10 +15,11 @@ import math
 
 from django.http import HttpResponse
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from core_memory.api.throttling import attempts_count, console_rate_limit_wait, held_for, hold_set
-from core_memory.console.selectors import administrator_rate_limit
+from core_memory.console.selectors import administered_organisation_id, administrator_rate_limit, organisation_zone
 
 logger = logging.getLogger(__name__)
 
@@ -83,3 +84,20 @@ class ConsoleProtectionMiddleware:
         response.setdefault("Cache-Control", "no-store")
         response.setdefault("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
         return response
+
+
+class ConsoleTimezoneMiddleware:
+    """Console pages show times in the administrator's organisation's time zone (with the zone in
+    every format, core_memory.formats); a superuser, who sees every organisation, reads UTC."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not request.path_info.startswith("/console/") or not getattr(request, "user", None) or not request.user.is_authenticated:
+            return self.get_response(request)
+        # Kept on the request: the console's admin classes read it there (OrganisationScopedAdmin).
+        request._console_organisation_id = administered_organisation_id(user=request.user)
+        zone = organisation_zone(organisation_id=request._console_organisation_id)
+        with timezone.override(zone):
+            return self.get_response(request)

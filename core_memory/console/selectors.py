@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import zoneinfo
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime, timedelta
 
 from django.utils import timezone
 
 from audit.selectors import audit_events_counted
 from core_memory.console.models import ConsoleAdministrator
+from core_memory.llm.metering import usage_month
+from core_memory.llm.models import TokenUsage
 from core_memory.organisations.models import Organisation
 from extraction.selectors import switch_status, switches_of_organisation
 from maintenance.models import Proposal
 from maintenance.selectors import proposal_list_for_organisation
 from memory.console import CONSOLE_READ
-from memory.selectors import records_counted
+from memory.selectors import records_counted, records_created_per_week
 
 EVERY_ORGANISATION = None
+GROWTH_WEEKS = 8  # the dashboard's growth chart: records created per week, this many weeks back
 
 
 def administered_organisation_id(*, user) -> str | None:
@@ -60,9 +63,31 @@ class SwitchHealth:
     index_id: str
     name: str
     state: str
-    failed_windows: int
-    queued_windows: int
+    windows: dict[str, int]
     error_code: str | None
+
+    @property
+    def failed_windows(self) -> int:
+        return self.windows.get("failed", 0)
+
+    @property
+    def queued_windows(self) -> int:
+        return self.windows.get("queued", 0)
+
+
+@dataclass
+class Bar:
+    """One bar of a dashboard chart: what it counts, how many, and its length in percent of the longest."""
+
+    key: object
+    value: int
+    percent: int
+
+
+def bars(values) -> list[Bar]:
+    values = list(values)
+    longest = max((value for _key, value in values), default=0) or 1
+    return [Bar(key=key, value=value, percent=round(100 * value / longest)) for key, value in values]
 
 
 @dataclass
@@ -75,6 +100,50 @@ class DashboardFigures:
     today_from: datetime
     switches: list[SwitchHealth] = field(default_factory=list)
     pending_proposals: int | None = None  # None: every organisation's view (a superuser), not counted
+    weeks: list[tuple[date, int]] = field(default_factory=list)  # records created per week, oldest first
+    tokens_used: int | None = None  # this month's; None: every organisation's view
+    token_limit: int | None = None
+
+    @property
+    def types(self) -> dict[str, int]:
+        """Active records per type over every index."""
+        totals: dict[str, int] = {}
+        for index in self.indexes:
+            for type_name, count in index.types.items():
+                totals[type_name] = totals.get(type_name, 0) + count
+        return dict(sorted(totals.items(), key=lambda item: -item[1]))
+
+    @property
+    def type_bars(self) -> list[Bar]:
+        return bars(self.types.items())
+
+    @property
+    def week_bars(self) -> list[Bar]:
+        return bars(self.weeks)
+
+    @property
+    def index_bars(self) -> list[Bar]:
+        return bars((index, index.records) for index in self.indexes)
+
+    @property
+    def windows(self) -> dict[str, int]:
+        """Extraction windows per state over every switch."""
+        totals = {"ready": 0, "queued": 0, "failed": 0, "parked": 0}
+        for switch in self.switches:
+            for state, count in switch.windows.items():
+                totals[state] = totals.get(state, 0) + count
+        return totals
+
+    @property
+    def token_warning(self) -> bool:
+        """Nine tenths of the monthly limit used: turns and extraction stop at the limit."""
+        return (self.token_percent or 0) >= 90
+
+    @property
+    def token_percent(self) -> int | None:
+        if self.tokens_used is None or not self.token_limit:
+            return None
+        return min(100, round(100 * self.tokens_used / self.token_limit))
 
     @property
     def records(self) -> int:
@@ -91,15 +160,21 @@ class DashboardFigures:
         }
 
 
-def _local_midnight(*, organisation_id: str | None) -> datetime:
-    """Today's start in the organisation's time zone (UTC for a superuser's every-organisation view)."""
+def organisation_zone(*, organisation_id: str | None) -> zoneinfo.ZoneInfo:
+    """The organisation's time zone; UTC for a superuser's every-organisation view (None) or a
+    user who administers nothing ("")."""
     zone_name = "UTC"
-    if organisation_id is not None:
+    if organisation_id:
         zone_name = Organisation.objects.filter(pk=organisation_id).values_list("timezone", flat=True).first() or "UTC"
     try:
-        zone = zoneinfo.ZoneInfo(zone_name)
+        return zoneinfo.ZoneInfo(zone_name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        zone = zoneinfo.ZoneInfo("UTC")
+        return zoneinfo.ZoneInfo("UTC")
+
+
+def _local_midnight(*, organisation_id: str | None) -> datetime:
+    """Today's start in the organisation's time zone (UTC for a superuser's every-organisation view)."""
+    zone = organisation_zone(organisation_id=organisation_id)
     return timezone.localtime(timezone.now(), zone).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
@@ -123,17 +198,26 @@ def dashboard_figures(*, organisation_id: str | None) -> DashboardFigures:
                 index_id=switch.index_id,
                 name=switch.index.name,
                 state=status.state,
-                failed_windows=status.windows["failed"],
-                queued_windows=status.windows["queued"],
+                windows=dict(status.windows),
                 error_code=status.error_code,
             )
         )
-    pending = None
+    pending = tokens_used = token_limit = None
     if organisation_id is not None:
         pending = proposal_list_for_organisation(organisation=organisation_id, status=Proposal.Status.PENDING).count()
+        tokens_used = TokenUsage.objects.for_organisation(organisation_id).month_total(month=usage_month())
+        token_limit = Organisation.objects.filter(pk=organisation_id).values_list("monthly_token_limit", flat=True).first()
+    zone = organisation_zone(organisation_id=organisation_id)
+    this_week = today_from - timedelta(days=today_from.weekday())
+    first_week = this_week - timedelta(weeks=GROWTH_WEEKS - 1)
+    created = {week.date(): count for week, count in records_created_per_week(organisation_id=organisation_id, since=first_week, zone=zone)}
+    weeks = [(week.date(), created.get(week.date(), 0)) for week in (first_week + timedelta(weeks=n) for n in range(GROWTH_WEEKS))]
     return DashboardFigures(
         switches=switches,
         pending_proposals=pending,
+        weeks=weeks,
+        tokens_used=tokens_used,
+        token_limit=token_limit,
         indexes=list(indexes.values()),
         contested=sum(index.contested for index in indexes.values()),
         reads_today=audit_events_counted(organisation_id=organisation_id, action=CONSOLE_READ, since=today_from),

@@ -11,7 +11,8 @@ organisations and an administrator gets a 404 for another organisation's person.
 """
 from __future__ import annotations
 
-import json
+from datetime import timezone as dt_timezone
+
 
 from django import forms
 from django.contrib import admin, messages
@@ -20,6 +21,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
@@ -47,12 +49,25 @@ SECTION_TITLES = {
     "past_sessions": _("Episodes (past sessions)"),
 }
 
+# What an erasure's receipt counts (core_memory.flows.erasure.person_erase), as the console names it.
+RECEIPT_LABELS = {
+    "records": _("records"),
+    "episodes": _("episodes"),
+    "lessons": _("lessons"),
+    "proposals": _("proposals"),
+    "threads": _("conversations"),
+    "thread_placeholders": _("threads whose placeholders' real values went"),
+    "extraction_windows": _("extraction windows"),
+    "maintenance_jobs": _("maintenance jobs"),
+    "subject_tokens": _("subject tokens"),
+}
+
 
 class RulesForm(forms.Form):
     helper_model_may_read = forms.BooleanField(
-        label=_("The helper model may read her conversations and records"),
+        label=_("The helper model may read this person's conversations and records"),
         required=False,
-        help_text=_("Off: nothing of hers is sent to the organisation's helper model (store lessons, analyses)."),
+        help_text=_("Off: nothing of this person's is sent to the organisation's helper model (store lessons, analyses)."),
     )
 
 
@@ -194,7 +209,7 @@ class PersonAdmin(OrganisationScopedAdmin):
             actor=self.actor(request),
             helper_model_may_read=form.cleaned_data["helper_model_may_read"],
         )
-        messages.success(request, _("Her rules are saved."))
+        messages.success(request, _("The rules are saved."))
         return HttpResponseRedirect(self.urls_of(organisation.id, subject)["page"])
 
     # --- export --------------------------------------------------------------------------------------
@@ -206,7 +221,9 @@ class PersonAdmin(OrganisationScopedAdmin):
             raise PermissionDenied
         organisation = self.person_organisation(request, organisation_id)
         subject = unquote(subject)
-        document = person_export(organisation=organisation, subject=subject, actor=self.actor(request))
+        # The API's document to the letter, its times in UTC, whatever zone the console shows.
+        with timezone.override(dt_timezone.utc):
+            document = person_export(organisation=organisation, subject=subject, actor=self.actor(request))
         record_ids = [record["id"] for part in ("records", "episodes", "lessons") for record in document.get(part) or []]
         console_read_audit(
             actor=self.actor(request),
@@ -235,8 +252,8 @@ class PersonAdmin(OrganisationScopedAdmin):
                 request,
                 title=_("Person %(subject)s is erased") % {"subject": subject},
                 subject=subject,
-                receipt_json=json.dumps(receipt, ensure_ascii=False, indent=2, sort_keys=True),
                 receipt=receipt,
+                receipt_rows=[(RECEIPT_LABELS.get(name, name), count) for name, count in receipt["erased"].items()],
                 persons_url=reverse(f"{self.admin_site.name}:persons_person_changelist"),
             )
             return TemplateResponse(request, "admin/persons/person/erase_receipt.html", context)

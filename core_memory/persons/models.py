@@ -9,7 +9,7 @@ class Person(models.Model):
 
     organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="persons")
     subject = models.CharField(_("subject"), max_length=255)
-    helper_model_may_read = models.BooleanField(_("the helper model may read her records"), default=True)
+    helper_model_may_read = models.BooleanField(_("the helper model may read this person's records"), default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -18,16 +18,19 @@ from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.db.models import Exists, OuterRef, Q, Subquery
 from django.utils.html import format_html
+from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
 
 from core_memory.console.actors import actor_labels
 from core_memory.console.admin import ReadOnlyScopedAdmin, person_url
+from core_memory.console.times import shown_time
 from core_memory.threads.models import Item, Response, Thread
 from core_memory.threads.selectors import MEMORY_TOOL, thread_items, thread_responses
 from memory.console import console_read_audit
 from memory.models import MemoryRecord, type_label
-from memory.selectors import records_by_id
+from memory.selectors import records_as_of, records_by_id
 from stores.models import KnowledgeIndex
 
 # A thread page shows at most this many items; a longer thread says so.
@@ -68,6 +71,14 @@ class ResponseTrace:
     dropped_by_count: list[tuple[str, int]]
     tools: list[ToolRun]
     items: list[Item]
+    then: dict = field(default_factory=dict)  # record id → what the record was when the response ran
+
+    def record_ids(self) -> list[str]:
+        return [
+            *(record_id for _section, ids in self.injected for record_id in ids),
+            *(record_id for record_id, _section, _reason in self.dropped),
+            *(record_id for tool in self.tools for record_id in tool.record_ids),
+        ]
 
 
 def _parsed(content):
@@ -95,13 +106,56 @@ def _calls_of_gone_indexes(items: list[Item], *, index_ids: set[str]) -> set[str
     }
 
 
+def message_text(content) -> str:
+    """A message's words, whether stored as a string or as the Responses API's content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        return str(content.get("text") or "")
+    if isinstance(content, list):
+        return " ".join(message_text(part) for part in content if part)
+    return ""
+
+
 @admin.register(Thread)
 class ThreadAdmin(ReadOnlyScopedAdmin):
-    list_display = ("id", "person", "key_id", "item_count", "last_item_at", "created")
-    search_fields = ("=id", "=subject")
-    search_help_text = _("A thread id or a person, exactly.")
-    ordering = ("-id",)
+    list_display = ("thread_id", "person", "agent_names", "preview", "item_count", "last_item")
+    list_display_links = ("thread_id",)
+    search_fields = ("=id",)  # shows the search box; get_search_results searches
+    search_help_text = _("A thread id, a person (part of the name), or words of its messages. What is searched is audited.")
+    ordering = ("-last_item_at", "-id")
     show_full_result_count = False
+
+    def get_queryset(self, request):
+        # Items of the listed threads only, which are of her organisation: the subquery is tied to them.
+        last_message = Item.objects.unscoped().filter(thread=OuterRef("pk"), kind=Item.Kind.MESSAGE).order_by("-position").values("content")[:1]
+        return super().get_queryset(request).annotate(last_message=Subquery(last_message)).prefetch_related("agents")
+
+    def get_search_results(self, request, queryset, search_term):
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        in_messages = Item.objects.unscoped().filter(thread=OuterRef("pk"), kind=Item.Kind.MESSAGE, content__icontains=term)
+        return queryset.filter(Q(id=term) | Q(subject__icontains=term) | Exists(in_messages)), False
+
+    @admin.display(description=_("thread"), ordering="id")
+    def thread_id(self, thread: Thread) -> str:
+        return thread.id
+
+    @admin.display(description=_("agents"))
+    def agent_names(self, thread: Thread) -> str:
+        return ", ".join(agent.name for agent in thread.agents.all()) or "—"
+
+    @admin.display(description=_("last message"))
+    def preview(self, thread: Thread):
+        text = message_text(thread.last_message)
+        if not text:
+            return "—"
+        return format_html('<span class="truncated" title="{}">{}</span>', Truncator(text).chars(1000), Truncator(text).chars(200))
+
+    @admin.display(description=_("last item at"), ordering="last_item_at")
+    def last_item(self, thread: Thread) -> str:
+        return shown_time(thread.last_item_at, short=True)
 
     # --- permissions: a thread is part of the memory she reads (R-10.1) ---------------------------
     def has_view_permission(self, request, obj=None):
@@ -148,13 +202,17 @@ class ThreadAdmin(ReadOnlyScopedAdmin):
                 item.content_text = _pretty(_parsed(item.content)) if item.kind != Item.Kind.MESSAGE else _pretty(item.content)
         responses = list(thread_responses(thread=thread))
         traces = self.traces(thread=thread, responses=responses, items=items, gone=gone)
-        record_ids = [
-            *(record_id for trace in traces for _section, ids in trace.injected for record_id in ids),
-            *(record_id for trace in traces for record_id, _section, _reason in trace.dropped),
-            *(record_id for trace in traces for tool in trace.tools for record_id in tool.record_ids),
-        ]
+        record_ids = [record_id for trace in traces for record_id in trace.record_ids()]
         records = records_by_id(organisation_id=thread.organisation_id, record_ids=record_ids)
         records = {record_id: record for record_id, record in records.items() if record.index_id in index_ids}
+        # What the model saw: each record shown as it was when its response ran, beside today's state.
+        for trace in traces:
+            shown = [record_id for record_id in trace.record_ids() if record_id in records]
+            versions = records_as_of(organisation_id=thread.organisation_id, record_ids=shown, at=trace.response.created_at)
+            trace.then = {
+                record_id: {"text": version.text, "contested": version.contested, "status": version.get_status_display()}
+                for record_id, version in versions.items()
+            }
         answered = {item.id for trace in traces for item in trace.items}
         context = {
             **self.admin_site.each_context(request),

@@ -69,3 +69,16 @@ def test_the_audit_log_counts_events(console, tenant):
     page = console.get("/console/audit/auditevent/").content.decode()
 
     assert f"\n{events} gebeurtenissen\n" in page
+
+
+def test_the_audit_list_names_each_actor_and_an_events_details_read_as_indented_json(console, tenant):
+    """Issue 24: no raw key ids in the list; an event's page shows its details readably."""
+    event = audit_event_record(organisation=tenant.organisation, actor=tenant.key.id, action="key.updated", target="key_x", details={"naam": "a"})
+    audit_event_record(organisation=tenant.organisation, actor="maintenance", action="memory.contested", target="mem_x")
+
+    page = console.get("/console/audit/auditevent/").content.decode()
+    detail = console.get(f"/console/audit/auditevent/{event.id}/change/").content.decode()
+
+    assert "sleutel “owner”" in page and "onderhoud (van Core zelf)" in page
+    assert f'field-actor_shown">{tenant.key.id}' not in page
+    assert '<pre class="audit-details">{\n  &quot;naam&quot;: &quot;a&quot;\n}</pre>' in detail

@@ -82,3 +82,64 @@ def test_the_home_page_shows_each_switchs_health(console, tenant, switch):
     figures = console.get("/console/").context["dashboard"]
 
     assert [(entry.name, entry.state, entry.failed_windows) for entry in figures.switches] == [("memory", "active", 0)]
+
+
+def switch_form(console, index_id: str) -> dict:
+    """The switch page's settings form as the browser would post it, unchanged."""
+    form = console.get(switch_url(index_id)).context["settings_form"]
+    data = {}
+    for name, field in form.fields.items():
+        value = form.initial.get(name, field.initial)
+        if isinstance(value, bool):
+            if value:
+                data[name] = "on"
+        elif value is not None:
+            data[name] = value
+    return data
+
+
+def test_the_switch_is_turned_off_and_its_instructions_changed_after_a_confirmation_audited(console, tenant, switch):
+    """Issue 24: the console sets the switch through the API's serializer and service, after a page
+    that shows what changes; nothing is written before it is confirmed."""
+    data = switch_form(console, tenant.index.id)
+    data.pop("switch__enabled")
+    data["switch__instructions"] = "Let op verhuizingen."
+
+    confirm = console.post(switch_url(tenant.index.id, "set"), data)
+
+    assert confirm.status_code == 200
+    assert ("aan", "uit") in [(before, after) for _label, before, after in confirm.context["changes"]]
+    assert ExtractionSwitch.objects.get(pk=tenant.index.id).enabled is True
+    assert not AuditEvent.objects.filter(action="extraction.switch_set", actor="console:anna").exists()
+
+    done = console.post(switch_url(tenant.index.id, "set"), {**data, "confirmed": "1"}, follow=True)
+
+    stored = ExtractionSwitch.objects.get(pk=tenant.index.id)
+    assert (stored.enabled, stored.instructions, stored.model) == (False, "Let op verhuizingen.", "fake-chat")
+    assert done.context["status"].state == "off"
+    event = AuditEvent.objects.filter(action="extraction.switch_set").latest("id")
+    assert (event.actor, event.target) == ("console:anna", tenant.index.id)
+
+
+def test_a_setting_the_api_refuses_is_refused_on_its_field_and_nothing_is_written(console, tenant, switch):
+    """Issue 24: the API's validation — a schedule of 0 minutes — names the field in the form."""
+    data = {**switch_form(console, tenant.index.id), "switch__schedule_minutes": "0", "confirmed": "1"}
+    events = AuditEvent.objects.filter(action="extraction.switch_set").count()
+
+    response = console.post(switch_url(tenant.index.id, "set"), data)
+
+    assert response.status_code == 200
+    assert "switch__schedule_minutes" in response.context["settings_form"].errors
+    assert ExtractionSwitch.objects.get(pk=tenant.index.id).schedule_minutes == 60
+    assert AuditEvent.objects.filter(action="extraction.switch_set").count() == events
+
+
+def test_the_switch_list_shows_each_switchs_state_and_most_common_error(console, tenant, switch, fake_model, run_extraction):
+    conversation(organisation=tenant.organisation, key=tenant.key, messages=["Ik heet Anna.", "Hallo Anna."])
+    fake_model.default = completion("dit is geen JSON")
+    run_extraction()
+
+    page = console.get("/console/extraction/extractionswitch/").content.decode()
+
+    assert 'class="state-badge state-active">actief<' in page
+    assert ">invalid_model_output</code>" in page

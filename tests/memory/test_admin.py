@@ -66,7 +66,7 @@ def test_effective_confidence_reads_by_default_with_the_organisations_shortest_h
         "De effectieve betrouwbaarheid is gelezen met geen verval: de effectieve betrouwbaarheid is de opgeslagen "
         "betrouwbaarheid; geen type neemt af."
     )
-    least_effective_first = console.get(RECORDS, {"decay_key": decaying_key.id, "o": "3"})  # the confidence column
+    least_effective_first = console.get(RECORDS, {"decay_key": decaying_key.id, "o": "4"})  # the confidence column, after the selection box
     assert listed_ids(least_effective_first) == [record.id, fresh.id]
     opened_from_the_list = console.get(record_url(record), {"_changelist_filters": "decay_key=-"})
     assert opened_from_the_list.context["original"].effective_confidence == 1.0
@@ -424,3 +424,40 @@ def test_a_records_provenance_links_its_thread_under_the_person(console, tenant,
     page = console.get(RECORDS).content.decode()
 
     assert f'<small class="provenance"><a href="/console/threads/thread/{quote(thread.id)}/change/">gesprek</a> · 2 berichten</small>' in page
+
+
+def test_selected_records_are_deleted_together_after_a_page_that_lists_them(console, tenant, write, other_write):
+    """Issue 24: bulk delete through the memory service — each deletion versioned and audited —
+    after a confirmation that itself is an audited read; another organisation's record is untouched."""
+    first, second, kept = write("Een", subject="anna"), write("Twee", subject="anna"), write("Drie", subject="anna")
+    foreign = other_write("Van een ander")
+    chosen = {"action": "delete_records", "_selected_action": [first.id, second.id, foreign.id]}
+
+    confirm = console.post("/console/memory/memoryrecord/", chosen)
+
+    assert confirm.status_code == 200
+    assert [record.id for record in confirm.context["records"]] == sorted([first.id, second.id])
+    assert MemoryRecord.objects.filter(status="deleted").count() == 0
+    assert AuditEvent.objects.filter(action="memory.console_read", details__page="bulk-delete_records").count() == 1
+
+    console.post("/console/memory/memoryrecord/", {**chosen, "post": "yes"})
+
+    statuses = dict(MemoryRecord.objects.unscoped().values_list("id", "status"))
+    assert (statuses[first.id], statuses[second.id], statuses[kept.id], statuses[foreign.id]) == ("deleted", "deleted", "active", "active")
+    deleted = AuditEvent.objects.filter(action="memory.deleted", actor="console:anna").values_list("target", flat=True)
+    assert sorted(deleted) == sorted([first.id, second.id])
+
+
+def test_selected_records_are_exported_as_import_lines_with_history_audited(console, tenant, write):
+    """Issue 24: bulk export gives the lines import_memory reads back, audited as memory.exported."""
+    first, second = write("Een", subject="anna"), write("Twee", subject="bert")
+    chosen = {"action": "export_records", "_selected_action": [first.id, second.id]}
+
+    assert console.post("/console/memory/memoryrecord/", chosen).status_code == 200
+    response = console.post("/console/memory/memoryrecord/", {**chosen, "post": "yes"})
+
+    assert response["Content-Type"].startswith("application/x-ndjson")
+    lines = [json.loads(line) for line in response.content.decode().splitlines()]
+    assert [(line["id"], line["text"], len(line["history"])) for line in lines] == [(first.id, "Een", 1), (second.id, "Twee", 1)]
+    event = AuditEvent.objects.get(action="memory.exported")
+    assert (event.actor, event.details["record_ids"]) == ("console:anna", [first.id, second.id])

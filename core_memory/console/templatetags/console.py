@@ -1,6 +1,7 @@
 """Template filters the console's pages share."""
 from django import template
 
+from extraction.models import ExtractionWindow
 from extraction.selectors import STATE_LABELS
 from memory.models import type_label as memory_type_label
 
@@ -15,10 +16,16 @@ def type_label(type_name: str) -> str:
 
 @register.filter
 def get_item(mapping: dict, key):
-    return mapping.get(key)
+    return mapping.get(key) if isinstance(mapping, dict) else None
 
 
 @register.filter
 def switch_state(state: str) -> str:
     """An extraction switch's state as the console names it, translated (extraction.selectors.STATE_LABELS)."""
     return STATE_LABELS.get(state, state)
+
+
+@register.filter
+def window_state(state: str) -> str:
+    """An extraction window's status as the console names it, translated."""
+    return ExtractionWindow.Status(state).label if state in ExtractionWindow.Status.values else state

@@ -4,6 +4,8 @@ from __future__ import annotations
 import pytest
 
 from audit.models import AuditEvent
+from core_memory.llm.metering import token_usage_record
+from core_memory.llm.protocol import TokenCount
 from tests.core_memory.console.world import contest
 from tests.factories import console_client, make_index, staff_without_organisation
 
@@ -30,7 +32,7 @@ def test_the_home_page_counts_records_per_index_and_type_contested_and_reads_tod
     ]
     assert (figures.records, figures.contested, figures.reads_today) == (4, 2, 1)
     page = response.content.decode()
-    assert "Geheugen in één oogopslag" in page and "voorkeur: 1" in page
+    assert "Geheugen in één oogopslag" in page and '<span class="chart-label">voorkeur</span>' in page
     assert other_tenant.index.id not in page
     event = AuditEvent.objects.filter(action="memory.console_read").latest("id")
     assert (event.actor, event.details["page"], event.details["shown"]["contested"]) == ("console:anna", "dashboard", 2)
@@ -49,3 +51,18 @@ def test_a_staff_user_of_no_organisation_gets_no_dashboard(tenant, write):
 
     assert response.context["dashboard"] is None
     assert not AuditEvent.objects.filter(action="memory.console_read").exists()
+
+
+def test_the_home_page_charts_growth_per_week_and_tokens_against_the_monthly_limit(console, tenant, write):
+    """Issue 24: records made per week in the organisation's zone, this month's tokens against its limit."""
+    tenant.organisation.monthly_token_limit = 1000
+    tenant.organisation.save(update_fields=["monthly_token_limit"])
+    token_usage_record(organisation=tenant.organisation, usage=TokenCount(input_tokens=200, output_tokens=50, total_tokens=250))
+    write("Anna drinkt koffie", subject="anna")
+    write("Anna drinkt thee", subject="anna")
+
+    figures = console.get("/console/").context["dashboard"]
+
+    assert len(figures.weeks) == 8 and [count for _week, count in figures.weeks] == [0, 0, 0, 0, 0, 0, 0, 2]
+    assert figures.weeks[-1][0].weekday() == 0  # weeks start on Monday
+    assert (figures.tokens_used, figures.token_limit, figures.token_percent) == (250, 1000, 25)

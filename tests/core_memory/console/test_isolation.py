@@ -160,6 +160,7 @@ def _is_victims_object(url: str, canaries: set[str]) -> bool:
     return any(canary in path or canary.replace("_", "_5F") in path for canary in canaries)
 
 
+@pytest.mark.timeout(600)  # every console page, walked; minutes on a busy machine
 def test_no_console_page_shows_or_changes_another_organisations_data(console, tenant, other_tenant, attackers, superuser_objects, fake_model):
     """R-10.3, R-12.1, issue 11: every page the victim's administrator sees, asked for and posted
     to by every attacker."""
@@ -241,6 +242,7 @@ def is_superusers(url: str) -> bool:
     return resolve(urlsplit(url).path).url_name.startswith(SUPERUSERS_ONLY)
 
 
+@pytest.mark.timeout(600)  # every console page, walked; minutes on a busy machine
 def test_every_console_url_is_in_the_matrix(console, tenant, superuser_objects, fake_model):
     """A console page added later is in the matrix without an entry: her walk reaches it, or it is
     asked for as a page not hers; only UNREQUESTED names stay out, each with why."""

@@ -85,6 +85,7 @@ def walk(client, start: str = "/console/") -> list[str]:
     return visited
 
 
+@pytest.mark.timeout(600)  # every console page, walked; minutes on a busy machine
 def test_every_console_page_is_dutch_throughout(console, tenant, fake_model, untranslated):
     """R-10.4: every label, type, action and message through Django's i18n, Dutch committed."""
     world = build_world(tenant, fake_model)

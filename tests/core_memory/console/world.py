@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from django.db import transaction
 from django.utils import timezone
 
 from core_memory.keys.services import subject_token_create
@@ -14,7 +15,12 @@ from core_memory.persons.services import person_update
 from core_memory.threads.models import Response
 from maintenance.models import Proposal, ProposalSource
 from memory.models import MemoryRecord
-from memory.services import record_delete_by_administrator, record_update_by_administrator, record_write
+from memory.services import (
+    record_delete_by_administrator,
+    record_update_by_administrator,
+    record_write,
+    records_contradiction_mark_within,
+)
 from tests.factories import client_for, make_key, resolved_for
 
 
@@ -32,9 +38,9 @@ class World:
 
 
 def contest(first: MemoryRecord, second: MemoryRecord) -> None:
-    """As maintenance marks a contradiction (R-9.2): both contested, pointing at each other."""
-    first.contradicts.add(second)
-    MemoryRecord.objects.unscoped().filter(pk__in=[first.pk, second.pk]).update(contested=True)
+    """Maintenance marks a contradiction (R-9.2): both contested, pointing at each other, each with a version."""
+    with transaction.atomic():
+        records_contradiction_mark_within(organisation=first.organisation_id, pairs=[(first.pk, second.pk)], actor="maintenance")
 
 
 def propose(index, records: list[MemoryRecord]) -> Proposal:

@@ -8,7 +8,7 @@ from django.contrib.admin.utils import quote
 from audit.models import AuditEvent
 from core_memory.threads.services import thread_create
 from memory.models import MemoryRecord
-from tests.core_memory.console.world import build_world, response_of
+from tests.core_memory.console.world import build_world, contest, response_of
 from tests.factories import console_client, staff_without_organisation
 from tests.memory.conftest import record_url
 
@@ -101,3 +101,36 @@ def test_a_tool_of_an_index_deleted_since_shows_nothing_of_what_it_read(console,
     assert world.coffee.text not in response.content.decode()
     (tool,) = response.context["traces"][0].tools
     assert (tool.arguments, tool.result, tool.record_ids) == ("—", None, [])
+
+
+def test_the_thread_list_shows_person_agents_last_message_and_finds_by_person_and_words(console, tenant, fake_model):
+    """Issue 24: threads by person and content, not by exact id alone; the search is in the list's audited read."""
+    world = build_world(tenant, fake_model)
+    thread_create(organisation=tenant.organisation, key=tenant.key, subject="bert")
+
+    listed = console.get("/console/threads/thread/")
+    by_person = console.get("/console/threads/thread/", {"q": "ann"})
+    by_words = console.get("/console/threads/thread/", {"q": "koffie zwart"})
+
+    page = listed.content.decode()
+    assert "Anna drinkt haar koffie zwart." in page  # the last message, previewed
+    assert [thread.id for thread in by_person.context["cl"].result_list] == [world.thread_id]
+    assert [thread.id for thread in by_words.context["cl"].result_list] == [world.thread_id]
+    searched = AuditEvent.objects.filter(action="memory.console_read", details__page="threads").values_list("details__search", flat=True)
+    assert "koffie zwart" in list(searched)
+
+
+def test_the_trace_shows_each_record_as_the_response_saw_it_with_todays_state_beside_it(console, tenant, fake_model, write):
+    """Issue 24: a record contested after the turn shows as the model saw it — not contested —
+    and, marked as today's, contested now."""
+    world = build_world(tenant, fake_model)
+    injected = [record_id for record_id, _section in response_of(world).memory_detail["injected"]]
+    calm = next(record for record in MemoryRecord.objects.filter(pk__in=injected).order_by("id") if not record.contested)
+    contest(calm, write("Het tegendeel", subject=calm.subject))
+
+    page = console.get(thread_url(world.thread_id)).content.decode()
+
+    line = page[page.index(f">{calm.id}</a>"):]
+    line = line[: line.index("</li>")]
+    assert "then-contested" not in line
+    assert '<span class="badge-then">vandaag</span> <span class="badge-contested">betwist</span>' in line

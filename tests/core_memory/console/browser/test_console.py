@@ -74,7 +74,7 @@ def test_export_everything_about_her_as_a_file(signed_in: Page, world):
     page.goto(page.url.rstrip("/") + f"/persons/person/{world.tenant.organisation.id}/anna/")
 
     with page.expect_download() as waiting:
-        page.get_by_role("link", name="Exporteer alles over haar (JSON)").click()
+        page.get_by_role("link", name="Exporteer alles over deze persoon (JSON)").click()
     download = waiting.value
 
     assert download.suggested_filename == f"core-geheugen-{world.tenant.organisation.id}-anna.json"
@@ -87,7 +87,7 @@ def test_export_everything_about_her_as_a_file(signed_in: Page, world):
 def test_apply_a_proposal_after_reading_the_records_it_rests_on(signed_in: Page, world):
     """R-9.5: from the home page's count of waiting proposals to a shared record."""
     page = signed_in
-    page.get_by_role("link", name="1", exact=True).click()  # "Voorstellen die op een besluit wachten: 1"
+    page.locator("#dashboard a.tile", has_text="Voorstellen die op een besluit wachten").click()
     page.get_by_role("link", name=world.proposal.text).click()
 
     sources = page.locator("#proposal-sources")
@@ -109,15 +109,15 @@ def test_in_english_erase_a_person_after_seeing_what_will_go(signed_in: Page, wo
 
     page.locator("tr.model-person th a").click()
     page.get_by_role("link", name="anna", exact=True).click()
-    page.get_by_role("link", name="Erase her").click()
+    page.get_by_role("link", name="Erase this person").click()
 
     counts = page.locator("#erase-counts")
     expect(counts).to_contain_text("10 records (behaviour: 1, commitment: 1, episode: 1, fact: 4, lesson: 1, preference: 2)")
-    expect(counts).to_contain_text("her stored rules")
-    page.get_by_role("button", name="Yes, erase her").click()
+    expect(counts).to_contain_text("the stored rules")
+    page.get_by_role("button", name="Yes, erase this person").click()
 
     expect(page.locator("#erase-receipt-summary")).to_contain_text("anna is erased")
-    expect(page.locator("#erase-receipt")).to_contain_text('"records": 8')  # episodes and lessons apart
+    expect(page.locator("#erase-receipt")).to_contain_text("Records8Episodes1Lessons1")  # episodes and lessons apart
     assert not MemoryRecord.objects.filter(subject="anna").exists()
     assert not Person.objects.filter(subject="anna").exists()
     assert AuditEvent.objects.filter(action="person.erased", target="anna", actor="console:anna").count() == 1
