@@ -662,6 +662,22 @@ def test_continuing_another_keys_thread_sends_the_model_nothing_of_an_index_the_
     assert A1_TEXT not in sent and tenant.index.id not in sent
 
 
+@pytest.mark.parametrize("address", ["/v1/responses/{id}", "/openai/v1/responses/{id}"])
+def test_a_narrow_key_reads_another_keys_turn_back_without_the_index_it_may_not_read(tenant, thread_of_another_key, address):
+    """R-4.2: reading a turn back (Core's route and the OpenAI-compatible one) shows the narrow key
+    nothing of the A1 search the turn ran; the owner still reads it (the check can see)."""
+    thread_id, _narrow, secret = thread_of_another_key
+    response_id = Thread.objects.for_organisation(tenant.organisation.id).get(id=thread_id).responses.get().id
+
+    narrow = client_for(secret, subject="zoe").get(address.format(id=response_id))
+    owner = tenant.client(subject="zoe").get(address.format(id=response_id))
+
+    assert narrow.status_code == 200 and owner.status_code == 200, (narrow.content, owner.content)
+    assert A1_TEXT not in narrow.content.decode() and tenant.index.id not in narrow.content.decode()
+    if address.startswith("/v1/"):
+        assert A1_TEXT in owner.content.decode()
+
+
 def test_a_narrow_keys_export_of_her_holds_nothing_of_an_index_it_may_not_read(tenant, thread_of_another_key):
     thread_id, _narrow, secret = thread_of_another_key
 

@@ -25,7 +25,7 @@ from core_memory.base.validation import StrictSerializer
 from core_memory.flows.turns.services import turn_plan, turn_run
 from core_memory.llm.registry import models_offered
 from core_memory.openai_compat import wire
-from core_memory.threads.selectors import response_get_available, response_output, thread_tool_calls
+from core_memory.threads.selectors import response_get_available, response_output_as_key_reads, thread_tool_calls
 
 RESPONSE_ID_HEADER = "X-Core-Response-Id"
 THREAD_ID_HEADER = "X-Core-Thread-Id"
@@ -399,7 +399,7 @@ class ResponseDetailApi(OpenAIApi):
         response = response_get_available(
             key=self.key, response_id=response_id, subject=self.request_subject(), param="response_id"
         )
-        answer = Response(wire.responses_body(response, response_output(response=response)))
+        answer = Response(wire.responses_body(response, response_output_as_key_reads(key=self.key, response=response)))
         answer[RESPONSE_ID_HEADER], answer[THREAD_ID_HEADER] = response.id, response.thread_id
         return answer
 

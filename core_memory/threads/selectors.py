@@ -124,6 +124,12 @@ def thread_tool_calls(*, thread_id: str, organisation_id: str) -> dict[str, str]
 MEMORY_TOOL = re.compile(r"^memory__(?P<index_id>.+)__(?:search|write)$")
 
 
+def response_output_as_key_reads(*, key: ApiKey, response: Response) -> list[Item]:
+    """A turn's output read back by `key`: what `items_as_key_reads` withholds is left out, as
+    a turn continuing the thread leaves it out of what the model is sent."""
+    return [item for item in items_as_key_reads(key=key, items=response_output(response=response)) if not getattr(item, "withheld", False)]
+
+
 def items_as_key_reads(*, key: ApiKey, items: list[Item]) -> list[Item]:
     """`items` as `key` may read them now: a call or result of a memory tool whose index the key
     may not read now (another key's thread, or a policy narrowed since) is withheld — its

@@ -14,7 +14,7 @@ from core_memory.base.validation import StrictSerializer, TimeZoneField
 from core_memory.flows.turns.services import turn_plan, turn_run
 from core_memory.threads.apis import ItemOutputSerializer
 from core_memory.threads.models import Item
-from core_memory.threads.selectors import response_get_available, response_output
+from core_memory.threads.selectors import response_get_available, response_output_as_key_reads
 from core_memory.threads.services import ItemDraft
 from memory.tools.catalogue import memory_tools_list
 
@@ -228,7 +228,7 @@ class ResponseDetailApi(CoreApi):
         response = response_get_available(
             key=self.key, response_id=response_id, subject=self.request_subject(), param="response_id"
         )
-        return Response(self.OutputSerializer(response, context={"output": response_output(response=response)}).data)
+        return Response(self.OutputSerializer(response, context={"output": response_output_as_key_reads(key=self.key, response=response)}).data)
 
 
 class ToolListApi(CoreApi):
