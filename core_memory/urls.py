@@ -20,14 +20,14 @@ def _redirect_to(url: str):
 
 urlpatterns = [
     # A browser pointed at the server lands in the console.
-    path("", _redirect_to("/console/")),
+    path("", _redirect_to("/console/"), name="home"),
     path("healthz", healthz, name="healthz"),
     # A load balancer's probe may add the slash: it is answered, not redirected.
-    path("healthz/", healthz),
+    path("healthz/", healthz, name="healthz-slash"),
     # The documents' addresses have no trailing slash, as the API's; with one they redirect.
-    path("v1/schema/", _redirect_to("/v1/schema")),
-    path("v1/docs/", _redirect_to("/v1/docs")),
-    path("v1/redoc/", _redirect_to("/v1/redoc")),
+    path("v1/schema/", _redirect_to("/v1/schema"), name="schema-slash"),
+    path("v1/docs/", _redirect_to("/v1/docs"), name="docs-slash"),
+    path("v1/redoc/", _redirect_to("/v1/redoc"), name="redoc-slash"),
     path("console/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
     path("v1/schema", ApiDocumentApi.as_view(), name="schema"),

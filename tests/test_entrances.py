@@ -20,7 +20,8 @@ from tests.factories import client_for, make_key
 
 # Public on purpose, by URL name.
 PUBLIC = {
-    "healthz",  # the load balancer's probe: no credential, shows only up/down
+    "healthz", "healthz-slash",  # the load balancer's probe: no credential, shows only up/down
+    "home", "schema-slash", "docs-slash", "redoc-slash",  # redirects to the console and to the documents
     "schema", "docs", "redoc",  # the API's document and its pages: describe the API, show no data
     "admin:login",  # the console's login: before there is a session (its own guessing limit: console middleware)
     "admin:logout",  # ends a session; without one it sends to the login
