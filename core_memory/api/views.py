@@ -7,7 +7,7 @@ every id in a request goes through a scoped accessor that answers 404 for
 from __future__ import annotations
 
 from django.utils.translation import gettext as _
-from rest_framework.exceptions import MethodNotAllowed
+from rest_framework.exceptions import APIException, MethodNotAllowed
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -174,8 +174,11 @@ class CoreApi(APIView):
         """The persons the request spoke for or named (erasure removes her stored answers)."""
         request = self.request
         spoken_for = self.principal.token_subject or request.META.get(SUBJECT_HEADER)
-        # Parsed already: only a successful answer is stored, and its body parsed.
-        named = idempotency.persons_named(request.data)
+        # An answer to a body that could not be parsed (a 415, a 400) is stored too: it names nobody.
+        try:
+            named = idempotency.persons_named(request.data)
+        except APIException:
+            named = set()
         return {*getattr(self, "idempotency_persons", ()), *named, *([spoken_for] if spoken_for else [])}
 
 

@@ -175,3 +175,14 @@ def test_a_request_that_fails_unexpectedly_releases_its_idempotency_key(tenant, 
 
     assert retry.status_code == 201
     assert IdempotentRequest.objects.filter(idempotency_key="retry-1", state="completed").count() == 1
+
+
+def test_a_body_of_a_type_the_api_does_not_read_is_a_415_with_an_idempotency_key_too(tenant):
+    """R-2.3: never a 500. The fuzz step found one: with an Idempotency-Key, storing the 415
+    asked the unreadable body which persons it named, and that raised again."""
+    client = tenant.client(subject="anna")
+
+    answer = client.post("/v1/memory", data='{"text": "x"}', content_type="text/plain", HTTP_IDEMPOTENCY_KEY="plain")
+    retry = client.post("/v1/memory", data='{"text": "x"}', content_type="text/plain", HTTP_IDEMPOTENCY_KEY="plain")
+
+    assert (answer.status_code, retry.status_code) == (415, 415)
