@@ -5,7 +5,6 @@ from rest_framework.response import Response
 
 from core_memory.api.pagination import IdCursorPagination, paginated_response
 from core_memory.api.views import CoreApi
-from core_memory.base.errors import InvalidRequest
 from core_memory.base.validation import StrictSerializer
 from extraction.apis import switch_answer
 from extraction.selectors import switch_find
@@ -102,7 +101,8 @@ class IndexDetailApi(CoreApi):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         if not serializer.validated_data:
-            raise InvalidRequest("Send name or embeddings.", param=None)
+            # Nothing to change is no error for a PATCH: the index as it is.
+            return Response(IndexOutputSerializer(index).data)
         index, switched_on = index_update(index=index, actor=self.principal.actor, changes=dict(serializer.validated_data))
         if switched_on:
             # After the commit (the task must see the switch), and a broker that is down loses
