@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import pytest
@@ -21,6 +22,16 @@ from tests.factories import (
     resolved_for,
 )
 from tests.fake_model import FakeChatModel
+
+
+def pytest_configure(config):
+    """Parallel workers (pytest-xdist) share one Redis: each counts its rate limits under its own
+    prefix, as their test databases (test_core_gw0, ...) reuse the same ids."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        from django.conf import settings
+
+        settings.CORE_RATE_LIMIT_PREFIX = f"{settings.CORE_RATE_LIMIT_PREFIX}:{worker}"
 
 
 def pytest_collection_modifyitems(config, items):

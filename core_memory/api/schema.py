@@ -104,6 +104,21 @@ class CoreAutoSchema(AutoSchema):
             mapped["additionalProperties"] = False
         return mapped
 
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        mapped = super()._map_serializer_field(field, direction, bypass_extensions)
+        if (
+            direction == "request"
+            and isinstance(field, serializers.CharField)
+            and not field.allow_blank
+            and field.trim_whitespace
+            and mapped.get("type") == "string"
+            and "pattern" not in mapped
+        ):
+            # The field is trimmed before it is read, so a value of only whitespace is blank
+            # (a 400): it must hold one character that is not whitespace.
+            mapped["pattern"] = r"\S"
+        return mapped
+
     def _method_function(self):
         return getattr(self.view, self.method.lower(), None)
 
