@@ -1,8 +1,8 @@
-"""The audit log in the console: read-only for everyone, superusers included (R-10.3, R-11.1).
+"""The audit log in the console: read-only for everyone, superusers included.
 
 Filters by action, actor and target (typed in), a date hierarchy; an event's page names its
 organisation, says who the actor is (a key by its name), and links the records a console
-read showed (R-10.2)."""
+read showed."""
 import json
 
 from django.contrib import admin
@@ -75,7 +75,7 @@ class AuditEventAdmin(ReadOnlyScopedAdmin):
 
     @admin.display(description=_("records shown"))
     def records_shown(self, event: AuditEvent):
-        """The records a console read showed, each linked (R-10.2)."""
+        """The records a console read showed, each linked."""
         record_ids = (event.details or {}).get("record_ids") if event.action == CONSOLE_READ else None
         if not record_ids:
             return "—"

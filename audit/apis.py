@@ -7,7 +7,7 @@ from core_memory.base.validation import OffsetDateTimeField
 
 
 class AuditEventListApi(CoreApi):
-    """`GET /v1/audit?action=&after=&before=` (R-11.3): the caller's organisation only."""
+    """`GET /v1/audit?action=&after=&before=`: the caller's organisation only."""
 
     required_capabilities = ("management",)
     pagination_class = IdCursorPagination

@@ -1,4 +1,4 @@
-"""Checking the audit log's hash chains (R-11.1: tamper-evident).
+"""Checking the audit log's hash chains (tamper-evident).
 
 PostgreSQL chains and dates each event as it is inserted (audit/migrations/0003_hash_chain.py,
 0004_time_and_scrubbing.py): its `sequence` counts up from 1 per organisation, `at` is the

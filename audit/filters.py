@@ -4,7 +4,7 @@ from audit.models import AuditEvent
 
 
 class AuditEventFilter(django_filters.FilterSet):
-    """`action` exact; `after`/`before` bound `at` exclusively (R-11.3)."""
+    """`action` exact; `after`/`before` bound `at` exclusively."""
 
     action = django_filters.CharFilter(field_name="action")
     after = django_filters.IsoDateTimeFilter(field_name="at", lookup_expr="gt")

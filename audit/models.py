@@ -7,7 +7,7 @@ from core_memory.base.tenancy import TenantQuerySet
 
 
 class AuditEvent(models.Model):
-    """Append-only (R-11.1) and tamper-evident. The database refuses UPDATE, DELETE and
+    """Append-only and tamper-evident. The database refuses UPDATE, DELETE and
     TRUNCATE (migrations 0002-0004); only the retention purge deletes and the erasure's scrub
     blanks a target or a detail, each through a function that runs as its own role. Each
     event is a link of its organisation's hash chain: `sequence` counts up from 1, `hash`

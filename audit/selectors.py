@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def audit_event_list(*, organisation: Organisation, filters: dict | None = None) -> QuerySet[AuditEvent]:
-    """The organisation's events, newest first, narrowed by validated `filters` (R-11.3)."""
+    """The organisation's events, newest first, narrowed by validated `filters`."""
     events = AuditEvent.objects.for_organisation(organisation)
     return AuditEventFilter(filters or {}, queryset=events).qs
 

@@ -44,7 +44,7 @@ def audit_event_record(*, organisation: Organisation | str, actor: str, action: 
 
 @transaction.atomic(durable=True)
 def audit_retention_purge(*, now=None) -> int:
-    """Delete each organisation's events older than its `audit_retention_days` (R-11.1).
+    """Delete each organisation's events older than its `audit_retention_days`.
 
     The database does it: `audit_retention_purge()` runs as the role `core_audit_purge`, the
     only one the append-only trigger lets delete, and removes only expired events at the start

@@ -11,13 +11,13 @@ BEAT_SCHEDULE = {
         "schedule": crontab(minute=5),
     },
     # Every minute: plan the extraction switches that are due (each runs every
-    # `schedule_minutes`, R-8.1) and hand out windows left behind by a dead worker.
+    # `schedule_minutes`) and hand out windows left behind by a dead worker.
     "extraction-dispatch": {
         "task": "extraction.tasks.extraction_dispatch_task",
         "schedule": crontab(),
     },
     # Every minute: plan the stores whose maintenance is due (each every
-    # CORE_MAINTENANCE_MINUTES, R-9.1) and hand out jobs left behind by a dead worker.
+    # CORE_MAINTENANCE_MINUTES) and hand out jobs left behind by a dead worker.
     "maintenance-dispatch": {
         "task": "maintenance.tasks.maintenance_dispatch_task",
         "schedule": crontab(),

@@ -55,7 +55,7 @@ def is_running() -> bool:
 def shared_buffers() -> str:
     """PostgreSQL's page cache for this machine: an eighth of its memory, between PostgreSQL's
     default of 128 MB and 1 GB. At the default a store of a million records (1.6 GB with its
-    indexes) is read from the operating system's cache page by page (issue 12)."""
+    indexes) is read from the operating system's cache page by page."""
     try:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):

@@ -174,7 +174,7 @@ if CORE_HTTPS:
         SILENCED_SYSTEM_CHECKS = ["security.W021"]
     CSRF_TRUSTED_ORIGINS = [f"https://{host}" for host in ALLOWED_HOSTS if host != "*"]
 
-# The largest request body the API reads (R-2.3: larger is a 413 with the JSON error body).
+# The largest request body the API reads (larger is a 413 with the JSON error body).
 CORE_MAX_REQUEST_BYTES = env.int("CORE_MAX_REQUEST_BYTES", default=2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = CORE_MAX_REQUEST_BYTES
 
@@ -298,14 +298,14 @@ CORE_EMBEDDING_THREADS = env.int("CORE_EMBEDDING_THREADS", default=1)
 if CORE_EMBEDDING_THREADS < 1:
     raise ImproperlyConfigured("CORE_EMBEDDING_THREADS must be 1 or more")
 CORE_MODEL_TIMEOUT_SECONDS = env.float("CORE_MODEL_TIMEOUT_SECONDS", default=60.0)
-# Extraction (SPEC §8): at most this many items per window; a window's task is killed after
+# Extraction: at most this many items per window; a window's task is killed after
 # CORE_EXTRACTION_WINDOW_SECONDS, and its claim lasts as long, so a window whose worker died
 # is handed out again once that time has passed (README "Extraction").
 CORE_EXTRACTION_WINDOW_ITEMS = env.int("CORE_EXTRACTION_WINDOW_ITEMS", default=100)
 CORE_EXTRACTION_WINDOW_SECONDS = env.int("CORE_EXTRACTION_WINDOW_SECONDS", default=300)
 if CORE_EXTRACTION_WINDOW_ITEMS < 1 or CORE_EXTRACTION_WINDOW_SECONDS < 1:
     raise ImproperlyConfigured("CORE_EXTRACTION_WINDOW_ITEMS and CORE_EXTRACTION_WINDOW_SECONDS must be positive")
-# Maintenance (SPEC §9): each store is looked after every CORE_MAINTENANCE_MINUTES; a job's
+# Maintenance: each store is looked after every CORE_MAINTENANCE_MINUTES; a job's
 # task is killed after CORE_MAINTENANCE_JOB_SECONDS and its claim lasts as long (README "Maintenance").
 CORE_MAINTENANCE_MINUTES = env.int("CORE_MAINTENANCE_MINUTES", default=60)
 CORE_MAINTENANCE_JOB_SECONDS = env.int("CORE_MAINTENANCE_JOB_SECONDS", default=300)

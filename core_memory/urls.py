@@ -49,7 +49,7 @@ urlpatterns = [
     path("openai/v1/", include("core_memory.openai_compat.urls")),
 ]
 
-# API addresses answer errors as JSON; the console keeps Django's pages.
+# API addresses answer errors as JSON; the console keeps Django's pages.
 handler400 = "core_memory.api.exceptions.bad_request"
 handler404 = "core_memory.api.exceptions.not_found"
 handler500 = "core_memory.api.exceptions.server_error"

@@ -1,10 +1,10 @@
-"""Extraction switches in the console (R-10.3, R-8.5, R-8.6; issue 13 item 5): each store's switch,
+"""Extraction switches in the console: each store's switch,
 its state and what it means, its windows by status, its last run, the most common error with a
 plain explanation and the windows that failed; setting it — on or off, model, instructions, types,
 schedule, filters — as one of the organisation's keys, validated by the API's serializer
 (`SwitchSerializer`) and set by the API's service (`extraction_switch_set`, which audits it), after
 a page that shows what will change; and re-sending it as it is (which mends a deleted connector and
-re-queues windows that failed for the key, R-8.6).
+re-queues windows that failed for the key).
 """
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ class ExtractionSwitchAdmin(OrganisationScopedAdmin):
         return False  # a switch is set through the API (PUT …/extraction)
 
     def has_delete_permission(self, request, obj=None):
-        return False  # switched off through the API; deleting the connector stops it (R-8.7)
+        return False  # switched off through the API; deleting the connector stops it
 
     def get_urls(self):
         wrap = self.admin_site.admin_view
@@ -154,7 +154,7 @@ class ExtractionSwitchAdmin(OrganisationScopedAdmin):
         return format_html('<code title="{}">{}</code>', error_explanation(code), code)
 
     def usable_authors(self, switch: ExtractionSwitch) -> list[ApiKey]:
-        """Her keys that may set this switch (R-8.1): usable, `threads` and `memory`, the write right."""
+        """Her keys that may set this switch: usable, `threads` and `memory`, the write right."""
         keys = ApiKey.objects.for_organisation(switch.organisation_id).usable().order_by("name")
         return [
             key for key in keys
@@ -212,7 +212,7 @@ class ExtractionSwitchAdmin(OrganisationScopedAdmin):
         return TemplateResponse(request, "admin/extraction/extractionswitch/switch_page.html", context)
 
     def resend_view(self, request, object_id):
-        """POST: the switch as it is, sent again as the chosen key (R-8.6: mends a deleted
+        """POST: the switch as it is, sent again as the chosen key (mends a deleted
         connector and a lost author; re-queues the windows that failed for the key)."""
         switch = self.get_object(request, unquote(object_id))
         if request.method != "POST" or not self.has_change_permission(request, switch):

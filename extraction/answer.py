@@ -1,4 +1,4 @@
-"""Reading a `core_extraction` answer (R-13.1) into Core's values.
+"""Reading a `core_extraction` answer into Core's values.
 
 The shape is checked whole before anything is written: a value of the wrong kind, an
 unknown `op`, a record without the text its `op` needs, a confidence outside 0..1 — any of
@@ -70,7 +70,7 @@ def _record(path: str, value: dict) -> RecordNote:
         target_id=target_id,
         type=answer_value(value, "type", "string", path=path, required=changes),
         text=_text(value, "text", path=path, required=changes),
-        # R-5.1's default: a record the model gives no confidence is as sure as one written by hand.
+        # A record the model gives no confidence is as sure as one written by hand.
         confidence=1.0 if confidence is None else float(confidence),
         item_ids=answer_strings(value, "item_ids", path=path),
     )

@@ -1,5 +1,5 @@
-"""`GET/PUT /v1/memory/stores/{index_id}/extraction` (R-8.1–R-8.6) and
-`GET/DELETE /v1/connectors/{id}` (R-8.7)."""
+"""`GET/PUT /v1/memory/stores/{index_id}/extraction` and
+`GET/DELETE /v1/connectors/{id}`."""
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
@@ -37,7 +37,7 @@ class SwitchFiltersSerializer(serializers.Serializer):
 
 
 class SwitchOutputSerializer(serializers.Serializer):
-    """A switch as R-8.5 shows it; its status (`state`, `last_run`, `windows`, `error_code`)
+    """A switch as `GET` shows it; its status (`state`, `last_run`, `windows`, `error_code`)
     comes in the context, read once by `switch_status`."""
 
     index_id = serializers.CharField()
@@ -96,7 +96,7 @@ class SwitchOutputSerializer(serializers.Serializer):
 
 
 def switch_answer(switch: ExtractionSwitch) -> dict:
-    """The switch as the API shows it, here and in the store's answer (R-4.3, R-8.5)."""
+    """The switch as the API shows it, here and in the store's answer."""
     return SwitchOutputSerializer(switch, context={"status": switch_status(switch=switch)}).data
 
 
@@ -104,7 +104,7 @@ class ExtractionSwitchApi(CoreApi):
     """`GET` (the switch and how it is doing) and `PUT` (set it) on a store's extraction switch.
 
     Reading needs `memory` and the policy's read right; setting needs `threads` (also to
-    switch it off), `memory` and the write right (R-2.7, R-8.1).
+    switch it off), `memory` and the write right.
     """
 
     required_capabilities = {"GET": ("knowledge", "memory"), "PUT": ("knowledge", "memory", "threads")}
@@ -157,7 +157,7 @@ class ConnectorOutputSerializer(serializers.Serializer):
 
 
 class ConnectorDetailApi(CoreApi):
-    """`GET` and `DELETE /v1/connectors/{id}` (R-8.7): deleting stops the switch reading
+    """`GET` and `DELETE /v1/connectors/{id}`: deleting stops the switch reading
     (`objects_missing`, mended by re-sending the switch); it needs `knowledge` and the write
     right on the index, not `threads`."""
 

@@ -1,6 +1,6 @@
-"""An extraction switch's shape (R-8.1), validated for the API and the console alike.
+"""An extraction switch's shape, validated for the API and the console alike.
 
-Shapes and wrong types are 400s naming the field (R-2.3); the rules of R-8.2 that need
+Shapes and wrong types are 400s naming the field; the rules that need
 the organisation's rows (offered models, agents, keys) are the service's 422s.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What Core, not the model, says about a session's episode (R-8.10, R-13.1): its times,
+"""What Core, not the model, says about a session's episode: its times,
 items, responses, agent and tools, and what decided its result."""
 from __future__ import annotations
 
@@ -57,5 +57,5 @@ def episode_structured(*, thread_id: str, items: Sequence[Item], responses: Sequ
         ],
     }
     if note.intent is None:
-        del structured["intent"]  # R-8.10: omitted when unclear
+        del structured["intent"]  # Omitted when unclear
     return structured

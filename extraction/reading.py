@@ -1,4 +1,4 @@
-"""What an extraction model is shown for one window (R-8.3, R-8.4, R-13.1).
+"""What an extraction model is shown for one window.
 
 The request shows the window's readable items with their ids — never reasoning, never
 sealed items, each tool call and tool result as a passage of at most 300 characters — and
@@ -25,7 +25,7 @@ MAX_LESSONS_PER_SESSION = 3
 
 
 def item_is_read(item: Item) -> bool:
-    """Reasoning and sealed items are never read (R-8.3)."""
+    """Reasoning and sealed items are never read."""
     return item.kind != Item.Kind.REASONING and not item.sealed
 
 
@@ -37,7 +37,7 @@ def item_text(item: Item) -> str:
 
 
 def passage(item: Item, text: str) -> str:
-    """A tool call or result is read as a passage of at most 300 characters (R-8.3); a message whole."""
+    """A tool call or result is read as a passage of at most 300 characters; a message whole."""
     if item.kind in (Item.Kind.TOOL_CALL, Item.Kind.TOOL_RESULT):
         return text[:TOOL_PASSAGE_CHARACTERS]
     return text
@@ -52,7 +52,7 @@ class Shown:
 
 
 def extraction_schema(*, types: Sequence[str], episodes: bool, lessons: bool) -> dict:
-    """The strict JSON schema of `core_extraction` for this switch (R-13.1); `episodes` and
+    """The strict JSON schema of `core_extraction` for this switch; `episodes` and
     `lessons` are asked for only when the switch has them on."""
     record = strict_object(
         {

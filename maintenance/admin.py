@@ -1,7 +1,7 @@
-"""Proposals in the console (R-9.5, R-9.7, R-10.3; issue 13 item 5): the queue of suggestions to
+"""Proposals in the console: the queue of suggestions to
 share a person's fact, each with the records it rests on, applied or rejected through
 `proposal_apply_by_administrator` / `proposal_reject_by_administrator` (audited there). Reading the
-queue or a proposal is a console read (R-10.2). Who may read her organisation's records may read
+queue or a proposal is a console read. Who may read her organisation's records may read
 its proposals; who may correct records may decide them.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ class ProposalAdmin(ReadOnlyScopedAdmin):
     ordering = ("-id",)
     show_full_result_count = False
 
-    # --- permissions: part of the memory she reads and corrects (R-10.1) --------------------------
+    # --- permissions: part of the memory she reads and corrects --------------------------
     def has_view_permission(self, request, obj=None):
         return self._administers(request) and request.user.has_perm("memory.view_memoryrecord")
 
@@ -67,7 +67,7 @@ class ProposalAdmin(ReadOnlyScopedAdmin):
     def resting_on(self, proposal: Proposal) -> int:
         return len(proposal.sources.all())
 
-    # --- reads are audited (R-10.2) -------------------------------------------------------------
+    # --- reads are audited -------------------------------------------------------------
     def changelist_view(self, request, extra_context=None):
         response = super().changelist_view(request, extra_context)
         changelist = response.context_data.get("cl") if getattr(response, "context_data", None) else None

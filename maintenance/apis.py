@@ -1,4 +1,4 @@
-"""The proposal routes (R-9.5, R-2.7): `management` and `memory` (with `knowledge`, which memory needs)."""
+"""The proposal routes: `management` and `memory` (with `knowledge`, which memory needs)."""
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
@@ -60,7 +60,7 @@ class _ProposalApi(CoreApi):
 
 
 class ProposalListApi(_ProposalApi):
-    """`GET /v1/memory/proposals` (R-9.5)."""
+    """`GET /v1/memory/proposals`."""
 
     pagination_class = IdCursorPagination
 
@@ -94,7 +94,7 @@ class _ProposalDecisionApi(_ProposalApi):
 
 
 class ProposalApplyApi(_ProposalDecisionApi):
-    """`POST /v1/memory/proposals/{id}/apply` (R-9.5, R-9.7)."""
+    """`POST /v1/memory/proposals/{id}/apply`."""
 
     decide = staticmethod(proposal_apply)
 
@@ -118,7 +118,7 @@ class ProposalApplyApi(_ProposalDecisionApi):
 
 
 class ProposalRejectApi(_ProposalDecisionApi):
-    """`POST /v1/memory/proposals/{id}/reject` (R-9.5, R-9.7)."""
+    """`POST /v1/memory/proposals/{id}/reject`."""
 
     decide = staticmethod(proposal_reject)
 

@@ -1,4 +1,4 @@
-"""What maintenance asks the helper model, and how it reads the answers (R-13.2–R-13.4).
+"""What maintenance asks the helper model, and how it reads the answers.
 
 Three answer shapes, each sent as a strict json_schema (core_memory.llm.structured):
 
@@ -23,7 +23,7 @@ from core_memory.llm.structured import InvalidModelOutput, answer_strings, answe
 CONTRADICTIONS = "core_contradictions"
 STORE_LESSON = "core_store_lesson"
 PROMOTION = "core_promotion"
-# A store lesson is "one short sentence" (R-9.3); a longer answer is not of the shape.
+# A store lesson is "one short sentence"; a longer answer is not of the shape.
 MAX_LESSON_CHARACTERS = 500
 
 
@@ -34,7 +34,7 @@ def _messages(prompt: str, data: dict) -> list[dict]:
     ]
 
 
-# --- core_contradictions (R-9.2, R-13.3) ---
+# --- core_contradictions ---
 
 CONTRADICTIONS_SCHEMA = strict_object(
     {"contradictions": {"type": "array", "items": {"type": "array", "items": {"type": "string"}}}}
@@ -72,7 +72,7 @@ def contradictions_read(data: dict) -> list[tuple[str, str]]:
     return found
 
 
-# --- core_store_lesson (R-9.3, R-13.2) ---
+# --- core_store_lesson ---
 
 STORE_LESSON_SCHEMA = strict_object({"lesson": {"type": "string"}})
 
@@ -102,7 +102,7 @@ def store_lesson_read(data: dict) -> str:
     return lesson
 
 
-# --- core_promotion (R-9.4, R-13.4) ---
+# --- core_promotion ---
 
 PROMOTION_SCHEMA = strict_object({"general": {"type": "array", "items": {"type": "string"}}})
 

@@ -1,4 +1,4 @@
-"""Contact details in Dutch and English text: addresses, telephone numbers and links (R-9.4).
+"""Contact details in Dutch and English text: addresses, telephone numbers and links.
 
 A text holding any of them is never proposed as a shared record, so this errs on the side of
 finding: a false find costs one proposal that is not made, a miss would publish a person's

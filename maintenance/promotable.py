@@ -1,11 +1,11 @@
-"""What may become a shared record (R-9.4, R-9.6): the rules every proposal passes, whichever
+"""What may become a shared record: the rules every proposal passes, whichever
 analysis found it. Core checks them itself; the analysis model's judgement comes on top.
 
 A record is never proposed when
 - its type is about the person or written by Core: `preference`, `commitment`, `behaviour`
-  (her own rules), `episode` and `lesson` (R-9.6); other types (`fact`, and a store's own
+  (her own rules), `episode` and `lesson`; other types (`fact`, and a store's own
   types) may be;
-- it is contested (R-9.2): two persons' memories disagree about it;
+- it is contested: two persons' memories disagree about it;
 - it holds an address, a telephone number or a link (`maintenance.contacts`), or any other
   personal data `core_memory.pii` finds (e-mail, IBAN, card, BSN, IP address);
 - it is about a person (`about_a_person`): it names a person who holds it, speaks of someone in

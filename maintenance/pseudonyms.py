@@ -1,4 +1,4 @@
-"""Pseudonymising what a store lesson's request shows (R-9.3, docs/decisions.md "Maintenance").
+"""Pseudonymising what a store lesson's request shows (docs/decisions.md "Maintenance").
 
 "Pseudonymised" means: every mention of the person as Core knows her — her subject, in any
 case, as a whole word — becomes `<PERSON_1>`, and every piece of personal data

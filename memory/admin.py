@@ -1,4 +1,4 @@
-"""The console's Geheugen section (R-10.1, R-10.2, R-5.4): an administrator's view of her
+"""The console's Geheugen section: an administrator's view of her
 organisation's records across every index, with their history.
 
 Reads are audited: the list, a record page, its history page and its delete confirmation
@@ -7,7 +7,7 @@ shown (memory.console), before the page renders — a failed audit write shows n
 Corrections and deletions go through memory.services (`record_update`, `record_delete`),
 so history versions and the `memory.updated` / `memory.deleted` events are the API's.
 
-Effective confidence (R-5.9) depends on the reading key's half-lives, and the console
+Effective confidence depends on the reading key's half-lives, and the console
 reads with no key. By default it reads with the organisation's default half-lives (per
 type the shortest any of her usable keys sets, memory.selectors.organisation_default_half_lives),
 stated above the list; the "decay as read by" filter reads as one given key instead, or
@@ -203,7 +203,7 @@ class MemoryRecordForm(forms.ModelForm):
 
 
 @admin.register(MemoryRecord)
-class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
+class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft
     """Records of her organisation's live indexes, every status (filter on status to narrow).
 
     Only what an administrator may correct is editable — text, metadata, confidence and,
@@ -333,7 +333,7 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
         return response
 
     def get_search_results(self, request, queryset, search_term):
-        """The API list's `q` (R-5.6) over the stored Dutch+English vector, not icontains."""
+        """The API list's `q` over the stored Dutch+English vector, not icontains."""
         if not search_term.strip():
             return queryset, False
         query = text_query(search_term, match_all=True)
@@ -398,7 +398,7 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
 
     @admin.display(description=_("contested"), ordering="contested")
     def contested_badge(self, record: MemoryRecord):
-        """A warning, not a tick: maintenance found a record this one contradicts (R-9.2)."""
+        """A warning, not a tick: maintenance found a record this one contradicts."""
         if not record.contested:
             return EMPTY
         contradicted = [other.pk for other in record.contradicts.all()]
@@ -453,7 +453,7 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
         return self.versions_table(record, limit=RECORD_PAGE_VERSIONS)
 
     def versions_table(self, record: MemoryRecord, *, limit: int | None = None):
-        """Stored versions, newest first (R-5.4): when, what kind of change, who (a key by its
+        """Stored versions, newest first: when, what kind of change, who (a key by its
         name, an administrator as such), and what changed against the version before it —
         text, confidence and metadata highlighted — with the correction links it had then."""
         commitment = record.type == COMMITMENT
@@ -587,7 +587,7 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
     def delete_model(self, request, obj):
         record_delete_by_administrator(organisation=obj.organisation_id, record_id=obj.pk, actor=self.actor(request))
 
-    # --- every read is audited (R-10.2) ----------------------------------------------------------
+    # --- every read is audited ----------------------------------------------------------
     def audit_read(self, request, *, page: str, records, record: MemoryRecord | None = None, details: dict | None = None):
         console_read_audit(
             actor=self.actor(request),
@@ -621,7 +621,7 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft (R-5.8)
         return response
 
     def history_view(self, request, object_id, extra_context=None):
-        """The versions of a record (R-5.4), in place of the admin's own action log."""
+        """The versions of a record, in place of the admin's own action log."""
         record = self.get_object(request, unquote(object_id))
         if not self.has_view_or_change_permission(request, record):
             raise PermissionDenied

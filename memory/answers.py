@@ -1,5 +1,5 @@
-"""What a write answers (R-5.5): the same JSON for `POST /v1/memory` and the write tool
-(R-6.5), so it lives with the records, not with either interface."""
+"""What a write answers: the same JSON for `POST /v1/memory` and the write tool
+, so it lives with the records, not with either interface."""
 from __future__ import annotations
 
 from rest_framework.fields import DateTimeField
@@ -8,7 +8,7 @@ from memory.services import RecordWriteResult
 
 
 def record_write_answer(result: RecordWriteResult) -> dict:
-    """The R-5.5 answer to a write; also the write tool's result (R-6.5)."""
+    """The answer to a write; also the write tool's result."""
     record = result.record
     return {
         "memory_id": record.id,

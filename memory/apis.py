@@ -1,4 +1,4 @@
-"""The record routes (SPEC §5): one view per resource, methods mapped to capabilities."""
+"""The record routes: one view per resource, methods mapped to capabilities."""
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -27,11 +27,11 @@ from memory.selectors import (
 from memory.services import record_delete, record_update, record_write, records_retrieved
 from stores.selectors import index_get_available
 
-# `memory` needs `knowledge` (R-2.7): a key is checked for both.
+# `memory` needs `knowledge`: a key is checked for both.
 MEMORY_CAPABILITIES = ("knowledge", "memory")
 METADATA_PREFIX = "metadata."
 EFFECTIVE_CONFIDENCE_DIGITS = 4
-# R-5.5: 201 when a record was created or corrected, 200 when one was confirmed.
+# 201 when a record was created or corrected, 200 when one was confirmed.
 WRITE_STATUS_CODES = {"created": 201, "corrected": 201, "confirmed": 200}
 
 
@@ -42,7 +42,7 @@ class ProvenanceSerializer(serializers.Serializer):
 
 
 class RecordFieldsSerializer(serializers.Serializer):
-    """The stored fields of R-5.6's record shape that every historical version has too
+    """The stored fields of the API's record shape that every historical version has too
     (not the retrieval count: a retrieval is no change, history leaves it out)."""
 
     id = serializers.CharField()
@@ -69,7 +69,7 @@ class RecordFieldsSerializer(serializers.Serializer):
 
 
 class RecordOutputSerializer(RecordFieldsSerializer):
-    """The record shape of R-5.6 (querysets carry the `effective_confidence` annotation)."""
+    """The record shape every record route answers (querysets carry the `effective_confidence` annotation)."""
 
     retrieval_count = serializers.IntegerField()
     effective_confidence = serializers.SerializerMethodField()
@@ -79,7 +79,7 @@ class RecordOutputSerializer(RecordFieldsSerializer):
 
 
 class WriteAnswerSerializer(serializers.Serializer):
-    """R-5.5's answer to a write, also the write tool's result (R-6.5)."""
+    """The answer to a write, also the write tool's result."""
 
     memory_id = serializers.CharField()
     status = serializers.ChoiceField(choices=["created", "confirmed", "corrected"])
@@ -95,7 +95,7 @@ INDEX_NOT_FOUND = "No such index for this key (also: another organisation's, del
 
 
 class MemoryListCreateApi(CoreApi):
-    """`POST /v1/memory` (R-5.1–R-5.5) and `GET /v1/memory` (R-5.6)."""
+    """`POST /v1/memory` and `GET /v1/memory`."""
 
     required_capabilities = MEMORY_CAPABILITIES
     query_parameter_prefixes = (METADATA_PREFIX,)
@@ -197,7 +197,7 @@ class MemoryListCreateApi(CoreApi):
 
 
 class MemoryDetailApi(CoreApi):
-    """`GET`, `PATCH` (R-5.7) and `DELETE` (R-5.8) `/v1/memory/{id}`."""
+    """`GET`, `PATCH` and `DELETE` `/v1/memory/{id}`."""
 
     required_capabilities = MEMORY_CAPABILITIES
 
@@ -239,7 +239,7 @@ class MemoryDetailApi(CoreApi):
             key=self.key, record_id=record_id, subject=self.request_subject(), actor=self.principal.actor, changes=serializer.validated_data
         )
         if not self.key.may_read(updated.index_id):
-            # Writing is not reading (R-5.2): a key that may only write is not shown the record.
+            # Writing is not reading: a key that may only write is not shown the record.
             return Response(status=status.HTTP_204_NO_CONTENT)
         changed = record_get_available(key=self.key, record_id=record_id, subject=None, right="read")
         return Response(self.OutputSerializer(changed).data)
@@ -261,7 +261,7 @@ class HistoryPagination(IdCursorPagination):
 
 
 class MemoryHistoryApi(CoreApi):
-    """`GET /v1/memory/{id}/history`: every version, newest first (R-5.4)."""
+    """`GET /v1/memory/{id}/history`: every version, newest first."""
 
     required_capabilities = MEMORY_CAPABILITIES
     pagination_class = HistoryPagination
@@ -298,7 +298,7 @@ class MemoryHistoryApi(CoreApi):
 
 
 class MemorySearchApi(CoreApi):
-    """`POST /v1/memory/search` (R-5.10): needs the read right only."""
+    """`POST /v1/memory/search`: needs the read right only."""
 
     required_capabilities = MEMORY_CAPABILITIES
 
@@ -399,7 +399,7 @@ class ImportFailureSerializer(serializers.Serializer):
 
 
 class MemoryImportApi(CoreApi):
-    """`POST /v1/memory/import` (issue 14): JSON Lines of records into one index, all or nothing."""
+    """`POST /v1/memory/import`: JSON Lines of records into one index, all or nothing."""
 
     required_capabilities = MEMORY_CAPABILITIES
     parser_classes = [JsonLinesParser, JsonlParser]

@@ -1,4 +1,4 @@
-"""What the console records about reading memory (R-10.2).
+"""What the console records about reading memory.
 
 A read of records in the console is itself audited: who looked (`console:<username>`)
 and what was shown. The console's admin pages (memory.admin) call this before they

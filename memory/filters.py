@@ -1,4 +1,4 @@
-"""The record list's filters (R-5.6), applied to a queryset annotated with
+"""The record list's filters, applied to a queryset annotated with
 `effective_confidence`; the API validates the values first (memory.apis)."""
 import django_filters
 from django.db.models.fields.json import KeyTextTransform
@@ -8,9 +8,9 @@ from memory.search import text_query
 
 
 class MemoryRecordFilter(django_filters.FilterSet):
-    """`type` any of the given; `min_confidence` on the effective value (R-5.9);
+    """`type` any of the given; `min_confidence` on the effective value;
     `after`/`before` bound `created_at` exclusively; `metadata` every key/value; `q` full
-    text, every word (the search route, R-5.10, ranks by some of them instead)."""
+    text, every word (the search route, ranks by some of them instead)."""
 
     status = django_filters.CharFilter(field_name="status")
     type = django_filters.Filter(method="filter_types")

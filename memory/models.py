@@ -17,7 +17,7 @@ from stores.models import KnowledgeIndex
 SEARCH_CONFIGS = ("dutch", "english")
 
 
-# What the console calls the types Core knows (SPEC §0); a switch's own types show as they are named.
+# What the console calls the types Core knows; a switch's own types show as they are named.
 TYPE_LABELS = {
     "fact": _("fact"),
     "preference": _("preference"),
@@ -70,7 +70,7 @@ class MemoryRecordQuerySet(TenantQuerySet):
         return super().unscoped().defer("search_vector")
 
     def for_key(self, key):
-        """Records the key may address (R-4.2): in an index available to it, not deleted.
+        """Records the key may address: in an index available to it, not deleted.
         A record is exactly as absent as its index."""
         return (
             self.for_organisation(key.organisation_id)
@@ -80,18 +80,18 @@ class MemoryRecordQuerySet(TenantQuerySet):
 
 
 class MemoryRecord(models.Model):
-    """One remembered thing (SPEC §5).
+    """One remembered thing.
 
-    `changed_at` is the decay clock (R-5.9): set on creation, PATCH and confirmation.
+    `changed_at` is the decay clock: set on creation, PATCH and confirmation.
     `updated_at` is maintenance's clock: it moves with every save that changes what the record
     says or how it stands (written, confirmed, edited, ended, deleted); maintenance's own marks
     (`contested`, saved with `update_fields` that leave it out) and retrievals leave it alone,
-    so a run reads only what others changed since the last one (issue 9).
+    so a run reads only what others changed since the last one.
     `contradicts` is a symmetrical many-to-many to the records maintenance found to
-    contradict this one (R-9.2); `contested` is true while it has any. Ending, deleting or
+    contradict this one; `contested` is true while it has any. Ending, deleting or
     re-wording either record clears the pair (memory.services).
     Every change goes through `save()` so django-simple-history keeps each version
-    (R-5.4); the historical row's `history_change_reason` is "<what> by <actor>".
+   ; the historical row's `history_change_reason` is "<what> by <actor>".
     """
 
     class Status(models.TextChoices):
@@ -108,7 +108,7 @@ class MemoryRecord(models.Model):
 
     id = PrefixedIdField("mem")
     # No index of their own (nor Django's `_like` twins): the composite indexes below lead with
-    # them. Every index costs each write, and each retrieval count (R-7.10), an entry.
+    # them. Every index costs each write, and each retrieval count, an entry.
     organisation = models.ForeignKey(
         "organisations.Organisation", on_delete=models.CASCADE, related_name="memory_records", db_index=False
     )
@@ -154,7 +154,7 @@ class MemoryRecord(models.Model):
 
     objects = MemoryRecordQuerySet.as_manager()
 
-    # A retrieval is not a change: the count rises with F() outside any version (R-7.10).
+    # A retrieval is not a change: the count rises with F() outside any version.
     history = HistoricalRecords(
         excluded_fields=["search_vector", "normalised_text", "retrieval_count", "import_source"],
         get_user=history_user,
@@ -172,7 +172,7 @@ class MemoryRecord(models.Model):
                 fields=["index", "subject", "type", "-id"], name="memory_active", condition=Q(status="active")
             ),
             models.Index(fields=["index", "-id"], name="memory_index_id"),
-            # The injection walk and the default list order (R-7.7) when the reading key sets no
+            # The injection walk and the default list order when the reading key sets no
             # half-lives: the top of a person's records without sorting them all. `type` and
             # `organisation` ride along so that counting what `limit` left out (`dropped_by_count`)
             # reads the index alone.
@@ -184,14 +184,14 @@ class MemoryRecord(models.Model):
             ),
             # The same for the shared records. PostgreSQL orders by an index only after columns
             # it knows to be constant, and `subject IS NULL` does not make `subject` one: the
-            # shared records need indexes of their own, without the column (R-12.5).
+            # shared records need indexes of their own, without the column.
             models.Index(
                 fields=["index", "-confidence", "-retrieval_count", "id"],
                 name="memory_shared_ranked",
                 condition=Q(status="active", subject__isnull=True),
                 include=["type", "organisation"],
             ),
-            # [commitments]: open ones, soonest due first (R-7.5.1), hers and the shared ones.
+            # [commitments]: open ones, soonest due first, hers and the shared ones.
             models.Index(
                 fields=["index", "subject", "due_at", "-confidence", "-retrieval_count", "id"],
                 name="memory_open_commitments",
@@ -202,7 +202,7 @@ class MemoryRecord(models.Model):
                 name="memory_shared_commitments",
                 condition=Q(status="active", type="commitment", done=False, subject__isnull=True),
             ),
-            # [behaviour]: her rules, newest first (R-7.5.2).
+            # [behaviour]: her rules, newest first.
             models.Index(
                 fields=["index", "subject", "type", "-created_at"], name="memory_newest", condition=Q(status="active")
             ),
@@ -215,7 +215,7 @@ class MemoryRecord(models.Model):
             # Full text within a scope (btree_gin): a person's search reads the entries of her
             # own records only (GIN skips through the rest of a frequent word's postings), and
             # the shared records have their own, smaller index, so neither reads every record of
-            # the table that holds a common word (R-5.10, R-12.5). Leaving out `subject` or
+            # the table that holds a common word. Leaving out `subject` or
             # `index`, the list's `q` and the console search use the first one too.
             GinIndex(fields=["index", "subject", "search_vector"], name="memory_search_scoped"),
             GinIndex(
@@ -223,10 +223,10 @@ class MemoryRecord(models.Model):
                 name="memory_search_shared",
                 condition=Q(status="active", subject__isnull=True),
             ),
-            # Maintenance reads what changed since its last run (R-9.1, issue 9): records are
+            # Maintenance reads what changed since its last run: records are
             # found by when they last changed, never by scanning the store.
             models.Index(fields=["index", "updated_at"], name="memory_index_updated"),
-            # Promotion (R-9.4): the persons whose memories hold the same fact in the same way.
+            # Promotion: the persons whose memories hold the same fact in the same way.
             # A digest, since a text may be longer than a btree entry holds.
             models.Index(
                 F("index"),
@@ -260,7 +260,7 @@ class MemoryRecord(models.Model):
 
 
 class RecordEmbedding(models.Model):
-    """The vector of an active record's text in an index with `embeddings: true` (R-4.1, R-5.10).
+    """The vector of an active record's text in an index with `embeddings: true`.
 
     Only where PostgreSQL has pgvector: migration memory.0007 (and `manage.py embed_records`)
     create the table when the `vector` extension exists, and leave it out otherwise, so a

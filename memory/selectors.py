@@ -1,4 +1,4 @@
-"""Reading records: scoping, decay, filters and search (SPEC §5)."""
+"""Reading records: scoping, decay, filters and search."""
 from __future__ import annotations
 
 import math
@@ -28,8 +28,8 @@ from stores.selectors import policy_right_check
 DEFAULT_TYPES = ("fact", "preference", "commitment", "behaviour")
 # Written only by Core (extraction and maintenance), never through the write route or tool.
 CORE_WRITTEN_TYPES = ("episode", "lesson")
-# Records of one happening (a session, R-8.10): each stands on its own and is never confirmed
-# by another in the same words (R-5.4 is about what is true, not about what happened).
+# Records of one happening (a session): each stands on its own and is never confirmed
+# by another in the same words (confirming is about what is true, not about what happened).
 EVENT_TYPES = ("episode",)
 SEARCH_DEFAULT_LIMIT = 10
 SEARCH_MAX_LIMIT = 50
@@ -40,7 +40,7 @@ TIE_BREAKERS = ("-effective_confidence", "-retrieval_count", "id")
 
 
 def store_known_types(*, index: KnowledgeIndex) -> list[str]:
-    """The types a store accepts (R-5.3): its extraction switch's `types` when it has
+    """The types a store accepts: its extraction switch's `types` when it has
     a switch (kept on the store by extraction), otherwise the four defaults. The store read
     with the index (stores.selectors.index_find_available) answers without a query."""
     if KnowledgeIndex.store.is_cached(index):
@@ -60,7 +60,7 @@ def key_half_lives(*, key: ApiKey) -> dict[str, float]:
 
 
 def organisation_default_half_lives(*, organisation_id: str) -> dict[str, float]:
-    """The console's default reading of effective confidence (R-5.9, R-10.1): per type, the
+    """The console's default reading of effective confidence: per type, the
     shortest half-life any usable key of the organisation sets — the record as the most
     forgetful of her assistants reads it. Empty when no key sets one (no decay)."""
     shortest: dict[str, float] = {}
@@ -84,7 +84,7 @@ _LEAST_HALVINGS_TO_ZERO = 1000.0
 
 
 def effective_confidence_expression(*, half_life_days: dict[str, float], now: datetime | None = None):
-    """`confidence * 0.5 ^ (age_days / half_life)` for the types that have a half-life (R-5.9).
+    """`confidence * 0.5 ^ (age_days / half_life)` for the types that have a half-life.
 
     A SQL expression (annotate it as `effective_confidence`), so filtering and ordering
     on the effective value happen in PostgreSQL. Age counts from `changed_at`. A value
@@ -121,7 +121,7 @@ def records_with_decay(queryset: QuerySet[MemoryRecord], *, key: ApiKey, now: da
 def records_in_scope(
     *, key: ApiKey, index: KnowledgeIndex, subject: str | None, all_subjects: bool = False, shared: bool = True
 ) -> QuerySet[MemoryRecord]:
-    """Not-deleted records of the index a request may see (R-5.6).
+    """Not-deleted records of the index a request may see.
 
     `index` must have been read for this key (`KnowledgeIndex.objects.for_key`); anything
     else is a bug. A person sees hers and the shared ones (only hers with `shared=False`,
@@ -156,7 +156,7 @@ def record_list(
     filters: dict,
     now: datetime | None = None,
 ) -> QuerySet[MemoryRecord]:
-    """The R-5.6 list: `filters` holds the validated query parameters (memory.filters)."""
+    """The record list: `filters` holds the validated query parameters (memory.filters)."""
     records = records_with_decay(records_in_scope(key=key, index=index, subject=subject, all_subjects=True), key=key, now=now)
     return MemoryRecordFilter({**filters, "status": filters.get("status") or MemoryRecord.Status.ACTIVE}, queryset=records).qs
 
@@ -174,8 +174,8 @@ def record_get_available(
     """A record the request may address, annotated with its effective confidence; else 404.
 
     404 when it does not exist, is deleted, belongs to another organisation, lives in an
-    index unavailable to the key (R-4.2), or — for a request naming a person — is another
-    person's (or, with `own_only`, a shared one: R-5.8). `right="read"` answers 403 when
+    index unavailable to the key, or — for a request naming a person — is another
+    person's (or, with `own_only`, a shared one). `right="read"` answers 403 when
     the policy names the index for writing only.
     """
     record = records_with_decay(MemoryRecord.objects.for_key(key).select_related("index"), key=key, now=now).filter(pk=record_id).first()
@@ -188,7 +188,7 @@ def record_get_available(
 
 
 def record_history(*, record: MemoryRecord) -> QuerySet:
-    """Every stored version of the record, newest first (R-5.4)."""
+    """Every stored version of the record, newest first."""
     return record.history.all()
 
 
@@ -207,7 +207,7 @@ def record_search(
     now: datetime | None = None,
     exhaustive: bool = False,
 ) -> list[tuple[MemoryRecord, float]]:
-    """Active records most relevant to `query`, best first, each with its score 0..1 (R-5.10).
+    """Active records most relevant to `query`, best first, each with its score 0..1.
 
     Candidates are the best `SEARCH_DEPTH` by full text and, when the index embeds
     (memory.embedding.storage.index_embeds), the `SEARCH_DEPTH` nearest by meaning, of her own
@@ -217,7 +217,7 @@ def record_search(
     `limit`: the query's lexemes, then one query that reads the candidates with both their
     scores — when the index embeds, the full-text candidates first, while the question is being
     embedded on the engine's thread. One query embedding. A read only: the caller counts the
-    retrieval (memory.services.records_retrieved, R-5.10).
+    retrieval (memory.services.records_retrieved).
 
     `exhaustive` compares every vector of the scope (no HNSW graph): the answer the graph's
     candidates must give, which the speed bench compares them with.
@@ -439,7 +439,7 @@ def record_subjects(*, organisation_id: str | None, search: str = ""):
     return records.values_list("organisation_id", "subject").order_by()
 
 
-# The person page's sections, in the injection block's order (R-7.5); lessons are injected
+# The person page's sections, in the injection block's order; lessons are injected
 # under about_this_person and shown apart.
 PERSON_SECTIONS = ("commitments", "behaviour", "about_this_person", "lessons", "past_sessions")
 
@@ -448,7 +448,7 @@ def person_records_in_sections(
     *, organisation_id: str, subject: str, half_life_days: dict[str, float], limit: int, now: datetime | None = None
 ) -> dict[str, list[MemoryRecord]]:
     """Her active records in live indexes, section by section in the order injection ranks them
-    (R-7.5, R-7.7: commitments soonest due first; behaviour newest first; the rest by effective
+    (commitments soonest due first; behaviour newest first; the rest by effective
     confidence, retrieval count, id; episodes newest first), at most `limit + 1` per section so a
     caller can tell there are more. One query per section."""
     mine = (
@@ -468,7 +468,7 @@ def person_records_in_sections(
 
 
 def person_records_counted(*, organisation_id: str, subject: str) -> dict[str, int]:
-    """Every record of hers, whatever its status, per type: what erasing her removes (R-3.4)."""
+    """Every record of hers, whatever its status, per type: what erasing her removes."""
     rows = (
         MemoryRecord.objects.for_organisation(organisation_id)
         .filter(subject=subject)

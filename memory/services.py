@@ -1,5 +1,5 @@
 """Writing records: write (create, confirm, correct), update, delete, count retrievals,
-erase (SPEC §5).
+erase.
 
 Every change goes through `save()` so django-simple-history keeps the version; the
 version's `history_change_reason` says what happened and who did it
@@ -54,7 +54,7 @@ _WHITESPACE = re.compile(r"\s+")
 
 
 def text_normalise(text: str) -> str:
-    """Case, whitespace and final punctuation folded (R-5.4)."""
+    """Case, whitespace and final punctuation folded."""
     folded = _WHITESPACE.sub(" ", text.casefold()).strip()
     return folded.rstrip(_FINAL_PUNCTUATION + " ")
 
@@ -64,7 +64,7 @@ def change_reason(*, what: str, actor: str) -> str:
 
 
 def _embedding_schedule(*, index: KnowledgeIndex, record_id: str) -> None:
-    """The record's vector is made after the write commits (R-4.1): its latency never pays for
+    """The record's vector is made after the write commits: its latency never pays for
     it. `robust`: a broker that is down loses the vector (search falls back to full text for
     that record until `manage.py embed_records` runs), never the write."""
     if index_embeds(index):
@@ -79,15 +79,15 @@ class RecordWriteResult:
 
 def record_write_authorise(*, key: ApiKey, index: KnowledgeIndex, actor: str, param: str | None = "index_id") -> None:
     """403 and a committed `memory.write_denied` audit event when the key's policy does not
-    allow writing the index (R-5.2). `index` was read for this key (its availability,
-    R-4.2, is `KnowledgeIndex.objects.for_key`); anything else is a bug."""
+    allow writing the index. `index` was read for this key (its availability
+    is `KnowledgeIndex.objects.for_key`); anything else is a bug."""
     if not index.resolved_for(key):
         raise ImproperlyScoped(f"index {index.pk} was not read for key {key.pk}")
     _write_right_check(key=key, index_id=index.id, actor=actor, param=param)
 
 
 def _write_right_check(*, key: ApiKey, index_id: str, actor: str, param: str | None) -> None:
-    """R-5.2 for an index already known to be available to the key."""
+    """The write right, for an index already known to be available to the key."""
     if key.may_write(index_id):
         return
     # Its own transaction: the denial is recorded although the request fails (unless a
@@ -145,7 +145,7 @@ def _end(*, record: MemoryRecord, replaced_by: MemoryRecord, actor: str) -> None
 
 def _contradictions_clear(*, record: MemoryRecord, actor: str) -> None:
     """The record is corrected, deleted or re-worded: what maintenance found it to contradict
-    no longer stands against it (R-9.2). Its links go and its mark with them (the caller saves
+    no longer stands against it. Its links go and its mark with them (the caller saves
     the record); a record it contradicted keeps its mark only while it contradicts another.
     The partner's version says who cleared it; its `updated_at` stays (a mark is no change of
     what it says, so the next maintenance run does not look at it again for this)."""
@@ -162,7 +162,7 @@ def _contradictions_clear(*, record: MemoryRecord, actor: str) -> None:
 
 
 def records_contradiction_mark_within(*, organisation: Organisation | str, pairs: Sequence[tuple[str, str]], actor: str) -> int:
-    """Maintenance found each pair to contradict each other (R-9.2): both records are marked
+    """Maintenance found each pair to contradict each other: both records are marked
     `contested` and linked to each other, inside the caller's transaction. A pair of which a
     record is no longer active, or of two records already linked, is left alone. Returns the
     number of pairs newly linked. Each newly marked record gets a version ("contested by …");
@@ -248,10 +248,10 @@ def record_write(
     structured: dict | None = None,
     now: datetime | None = None,
 ) -> RecordWriteResult:
-    """Create, confirm or correct a record (R-5.1–R-5.5), in its own transaction.
+    """Create, confirm or correct a record, in its own transaction.
 
     The key's write right is checked first, outside it, so that a denial's
-    `memory.write_denied` event is kept although the write fails (R-5.2). A caller that
+    `memory.write_denied` event is kept although the write fails. A caller that
     owns a transaction of its own (an extraction window) calls `record_write_within`.
     """
     record_write_authorise(key=key, index=index, actor=actor)
@@ -293,14 +293,14 @@ def record_write_within(
     structured: dict | None = None,
     now: datetime | None = None,
 ) -> RecordWriteResult:
-    """Create, confirm or correct a record (R-5.1–R-5.5).
+    """Create, confirm or correct a record.
 
     Same normalised text as an active record of the same index, person and type →
     that record is confirmed (200); an episode never is (`EVENT_TYPES`). With `replaces` →
     the named record ends and the new one is created (status "corrected"). Race-free: a concurrent identical write
     hits the partial unique constraint and confirms the record that won.
-    The type rules of R-5.3 bind the API and the write tool; extraction, promotion and
-    maintenance write Core's own types (episode, lesson) and their switch's types.
+    The type rules (a store's known types, none that only Core writes) bind the API and the
+    write tool; extraction, promotion and maintenance write Core's own types (episode, lesson) and their switch's types.
     Confirming leaves the stored confidence and metadata as they were.
     Inside the caller's transaction: everything it writes commits or rolls back with it.
     """
@@ -430,8 +430,8 @@ def record_write_by_core_within(
     structured: dict | None = None,
     now: datetime | None = None,
 ) -> RecordWriteResult:
-    """A record Core writes on no key's behalf — maintenance's store lessons (R-9.3), a
-    proposal applied by an administrator (R-9.5) — with the rules of `record_write_within`
+    """A record Core writes on no key's behalf — maintenance's store lessons, a
+    proposal applied by an administrator — with the rules of `record_write_within`
     (confirm, constraints, history) inside the caller's transaction. The index is the
     organisation's live one (404 otherwise); whoever calls this has checked the rights of
     whoever asked (a key's write right, an administrator's organisation)."""
@@ -544,8 +544,8 @@ def _record_write_checked(
 def record_update(
     *, key: ApiKey, record_id: str, subject: str | None, actor: str, changes: dict, now: datetime | None = None
 ) -> MemoryRecord:
-    """PATCH (R-5.7) by a key: a record it may address (404 otherwise; for a request naming a
-    person only her own, R-5.8), in an index it may write (403 and `memory.write_denied`).
+    """PATCH by a key: a record it may address (404 otherwise; for a request naming a
+    person only her own), in an index it may write (403 and `memory.write_denied`).
     Whitelisted fields; any change restarts the decay age. Audited."""
     record = record_get_available(key=key, record_id=record_id, subject=subject, own_only=True)
     _write_right_check(key=key, index_id=record.index_id, actor=actor, param=None)
@@ -555,7 +555,7 @@ def record_update(
 def record_update_by_administrator(
     *, organisation: Organisation | str, record_id: str, actor: str, changes: dict, now: datetime | None = None
 ) -> MemoryRecord:
-    """A console administrator's correction of a record of her organisation (R-10.1)."""
+    """A console administrator's correction of a record of her organisation."""
     records = MemoryRecord.objects.for_organisation(organisation).exclude(status=MemoryRecord.Status.DELETED)
     return _record_change(records=records, record_id=record_id, actor=actor, changes=changes, now=now)
 
@@ -608,7 +608,7 @@ def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: st
 
 
 def record_delete(*, key: ApiKey, record_id: str, subject: str | None, actor: str) -> None:
-    """DELETE (R-5.8) by a key, with the rights of `record_update`: a soft delete, so its
+    """DELETE by a key, with the rights of `record_update`: a soft delete, so its
     history stays readable to auditors while the record is invisible everywhere. A record
     it ended stays ended. Audited."""
     record = record_get_available(key=key, record_id=record_id, subject=subject, own_only=True)
@@ -617,7 +617,7 @@ def record_delete(*, key: ApiKey, record_id: str, subject: str | None, actor: st
 
 
 def record_delete_by_administrator(*, organisation: Organisation | str, record_id: str, actor: str) -> None:
-    """A console administrator's deletion of a record of her organisation (R-10.1)."""
+    """A console administrator's deletion of a record of her organisation."""
     _record_soft_delete(records=MemoryRecord.objects.for_organisation(organisation), record_id=record_id, actor=actor)
 
 
@@ -665,11 +665,11 @@ def records_export_by_administrator(*, organisation: Organisation | str, record_
 
 
 def records_retrieved(*, key: ApiKey, records: Sequence[MemoryRecord]) -> None:
-    """The records were shown — search hits (R-5.10), an injection block's lines (R-7.10):
+    """The records were shown — search hits, an injection block's lines:
     each one's `retrieval_count` rises by one, in SQL with F() so that concurrent readers
     never lose a count, and on the given objects so an answer shows the raised count.
     No history version: a retrieval changes nothing a version records. A count lost in a crash of
-    the database server harms nobody, so its commit does not wait for the disk (R-12.5)."""
+    the database server harms nobody, so its commit does not wait for the disk."""
     if not records:
         return
     with lazily_committed():
@@ -682,7 +682,7 @@ def records_retrieved(*, key: ApiKey, records: Sequence[MemoryRecord]) -> None:
 
 @transaction.atomic
 def person_records_erase(*, organisation: Organisation | str, subject: str) -> dict[str, int]:
-    """Hard-deletes every record of the person, with every historical version (R-3.4), and
+    """Hard-deletes every record of the person, with every historical version, and
     whatever rests on them alone (their contradiction links; maintenance's notes about them
     go by their foreign keys).
 

@@ -1,4 +1,4 @@
-"""Memory's Celery tasks: a record's vector, after the write that made it committed (R-4.1),
+"""Memory's Celery tasks: a record's vector, after the write that made it committed,
 and every vector of an index that has just switched embeddings on."""
 from celery import shared_task
 from django.db import InterfaceError, OperationalError

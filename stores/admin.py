@@ -1,8 +1,8 @@
-"""Indexes and their memory stores in the console (R-10.3), written through stores.services.
+"""Indexes and their memory stores in the console, written through stores.services.
 
 A store's sections are a form of plain settings (core_memory.console.forms), each with its
 help and default, validated by the same serializers as `PATCH /v1/memory/stores/{id}`; a
-section whose settings changed is sent whole (R-4.3). Stores are titled by their index's name."""
+section whose settings changed is sent whole. Stores are titled by their index's name."""
 from __future__ import annotations
 
 from django import forms
@@ -73,7 +73,7 @@ class KnowledgeIndexForm(forms.ModelForm):
 
 
 @admin.register(KnowledgeIndex)
-class KnowledgeIndexAdmin(SoftDeleteScopedAdmin):  # deleting marks the index deleted (R-4.1)
+class KnowledgeIndexAdmin(SoftDeleteScopedAdmin):  # deleting marks the index deleted
     form = KnowledgeIndexForm
     list_display = ("name", "id", "pipeline", "embeddings", "conversation", "created")
     search_fields = ("name", "id")
@@ -83,7 +83,7 @@ class KnowledgeIndexAdmin(SoftDeleteScopedAdmin):  # deleting marks the index de
         return super().get_queryset(request).live()
 
     def has_change_permission(self, request, obj=None):
-        return False  # an index is created and deleted, never edited (R-4.1)
+        return False  # an index is created and deleted, never edited
 
     def save_model(self, request, obj, form, change):
         index = index_create(
@@ -158,7 +158,7 @@ MemoryStoreForm = type(
 
 @admin.register(MemoryStore)
 class MemoryStoreAdmin(OrganisationScopedAdmin):
-    """Every section of a store; a section saved replaces it whole (R-4.3). Promotion
+    """Every section of a store; a section saved replaces it whole. Promotion
     is open to administrators of an organisation with `improvements`."""
 
     form = MemoryStoreForm

@@ -24,7 +24,7 @@ class IndexOutputSerializer(serializers.Serializer):
 
 
 class IndexListCreateApi(CoreApi):
-    """`GET /v1/indexes` and `POST /v1/indexes` (R-4.1)."""
+    """`GET /v1/indexes` and `POST /v1/indexes`."""
 
     required_capabilities = ("knowledge",)
     organisation_wide_methods = ("POST",)
@@ -68,7 +68,7 @@ class IndexListCreateApi(CoreApi):
 
 
 class IndexDetailApi(CoreApi):
-    """`GET`, `PATCH` and `DELETE /v1/indexes/{id}` (R-4.1); changing and deleting need the write right."""
+    """`GET`, `PATCH` and `DELETE /v1/indexes/{id}`; changing and deleting need the write right."""
 
     required_capabilities = ("knowledge",)
     organisation_wide_methods = ("PATCH", "DELETE")
@@ -122,7 +122,7 @@ class IndexDetailApi(CoreApi):
 
 
 class StoreDetailApi(CoreApi):
-    """`GET` and `PATCH /v1/memory/stores/{index_id}` (R-4.3): both answer the whole store.
+    """`GET` and `PATCH /v1/memory/stores/{index_id}`: both answer the whole store.
 
     Reading needs the policy's read right, changing it the write right.
     """
@@ -152,7 +152,7 @@ class StoreDetailApi(CoreApi):
             }
         )
         def get_extraction(self, store) -> dict | None:
-            # R-8.5's switch, as its own route shows it.
+            # The extraction switch, as its own route shows it.
             switch = switch_find(index=store.index)
             return switch_answer(switch) if switch is not None else None
 

@@ -1,4 +1,4 @@
-"""A memory store's sections, validated to their documented shape (R-4.3).
+"""A memory store's sections, validated to their documented shape.
 
 Validation fills every default: sending a section replaces it whole, so a field
 left out returns to its default. The API and the console validate through here.
@@ -44,7 +44,7 @@ class LessonsSectionSerializer(StrictSerializer):
 
 
 class LabelsField(serializers.DictField):
-    """Label name to label value, both strings; they become metadata of promoted records (R-9.5)."""
+    """Label name to label value, both strings; they become metadata of promoted records."""
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
@@ -84,7 +84,7 @@ class StoreSectionsSerializer(StrictSerializer):
 
 
 def section_defaults(name: str) -> dict:
-    """A section as it is before anything is sent (R-4.3): its serializer's defaults. Read
+    """A section as it is before anything is sent: its serializer's defaults. Read
     once per process (building the serializers took ~3% of a turn, which reads the block's
     defaults each time); each caller gets its own copy to change."""
     return copy.deepcopy(_section_defaults(name))

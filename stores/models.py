@@ -19,7 +19,7 @@ class KnowledgeIndexQuerySet(TenantQuerySet):
         return self.filter(deleted_at__isnull=True)
 
     def for_key(self, key: ApiKey):
-        """The indexes available to the key (R-4.2): not deleted, of its organisation and named
+        """The indexes available to the key: not deleted, of its organisation and named
         by its policy (for reading or writing). The one place that rule is written.
 
         Each row read this way remembers the key it was read for (`resolved_for`), so code
@@ -93,7 +93,7 @@ class MemoryStoreQuerySet(TenantQuerySet):
 
 
 class MemoryStore(models.Model):
-    """The memory settings of one index (R-4.3); each section is replaced whole."""
+    """The memory settings of one index; each section is replaced whole."""
 
     index = models.OneToOneField(KnowledgeIndex, on_delete=models.CASCADE, primary_key=True, related_name="store")
     injection = models.JSONField(_("injection"), default=default_injection)
@@ -101,7 +101,7 @@ class MemoryStore(models.Model):
     promotion = models.JSONField(_("promotion"), default=default_promotion)
     maintenance = models.JSONField(_("maintenance"), default=default_maintenance)
     # The store's record types when it has an extraction switch: the switch's `types`
-    # (R-5.3), copied here by the switch's service so that memory, below extraction, reads
+    #, copied here by the switch's service so that memory, below extraction, reads
     # them. Null: no switch, the four default types.
     known_types = models.JSONField(_("known types"), null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -1,5 +1,5 @@
 """Scoped access to indexes: "missing", "deleted", "another organisation's" and
-"not in your policy" are the same 404 (R-2.5, R-4.2). The rule itself is
+"not in your policy" are the same 404. The rule itself is
 `KnowledgeIndex.objects.for_key`."""
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def index_list_available(*, key: ApiKey) -> QuerySet[KnowledgeIndex]:
 
 
 def index_find_available(*, key: ApiKey, index_id) -> KnowledgeIndex | None:
-    """The index if it is available to the key (R-4.2), else None; read with its store.
+    """The index if it is available to the key, else None; read with its store.
 
     A key stamped with its organisation's configuration version (by authentication,
     docs/decisions.md "Caches") finds the index and store this process read at that same
@@ -64,10 +64,10 @@ def _request_copy(index: KnowledgeIndex) -> KnowledgeIndex:
 
 
 def index_get_available(*, key: ApiKey, index_id: str, param: str | None = None, right: str | None = None) -> KnowledgeIndex:
-    """The index if it is available to the key (R-4.2), else 404.
+    """The index if it is available to the key, else 404.
 
     With `right` ("read" or "write"), an available index the policy names only for
-    the other right is a 403 (R-5.2: read and write are separate).
+    the other right is a 403 (read and write are separate rights).
     """
     index = index_find_available(key=key, index_id=index_id)
     if index is None:
@@ -77,7 +77,7 @@ def index_get_available(*, key: ApiKey, index_id: str, param: str | None = None,
 
 
 def policy_right_check(*, key: ApiKey, index_id: str, right: str | None, param: str | None = None) -> None:
-    """403 when the key's policy names the index, but not for `right` (R-5.2)."""
+    """403 when the key's policy names the index, but not for `right`."""
     if right == "write" and not key.may_write(index_id):
         raise PermissionDenied("This key's policy does not allow writing this index.", param=param)
     if right == "read" and not key.may_read(index_id):

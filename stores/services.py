@@ -15,7 +15,7 @@ from stores.models import KnowledgeIndex, MemoryStore
 def index_embeddings_check(*, embeddings: bool) -> None:
     """An index that embeds, on a server that cannot keep vectors, is a 422 on `embeddings`:
     it would stop the next start-up (memory.embedding.storage). With CORE_EMBEDDINGS=off it
-    is accepted and searched by full text (R-4.1)."""
+    is accepted and searched by full text."""
     if embeddings and embeddings_enabled() and not pgvector_installed():
         message = gettext("An index with embeddings cannot be created: %(reason)s") % {"reason": gettext(PGVECTOR_MISSING)}
         raise Unprocessable(message, param="embeddings")
@@ -25,7 +25,7 @@ def index_embeddings_check(*, embeddings: bool) -> None:
 def index_create(
     *, organisation: Organisation, actor: str, name: str, embeddings: bool = False, conversation: bool = False
 ) -> KnowledgeIndex:
-    """An index with `pipeline: memory` and its store with every section at its default (R-4.1)."""
+    """An index with `pipeline: memory` and its store with every section at its default."""
     index_embeddings_check(embeddings=embeddings)
     index = KnowledgeIndex.objects.create(organisation=organisation, name=name, embeddings=embeddings, conversation=conversation)
     MemoryStore.objects.create(index=index)
@@ -55,7 +55,7 @@ def index_update(*, index: KnowledgeIndex, actor: str, changes: dict) -> tuple[K
 
 @transaction.atomic(durable=True)
 def index_delete(*, index: KnowledgeIndex, actor: str) -> None:
-    """Marks the index deleted: it and everything in it are unavailable at once (R-4.1)."""
+    """Marks the index deleted: it and everything in it are unavailable at once."""
     updated = (
         KnowledgeIndex.objects.for_organisation(index.organisation_id).live().filter(pk=index.pk).update(deleted_at=timezone.now())
     )
@@ -64,7 +64,7 @@ def index_delete(*, index: KnowledgeIndex, actor: str) -> None:
 
 
 def store_sections_validate(*, organisation: Organisation, sections: dict, may_promote: bool) -> dict:
-    """The sections sent, complete; raises ValidationError (shape) or PermissionDenied (promotion, R-4.3).
+    """The sections sent, complete; raises ValidationError (shape) or PermissionDenied (promotion).
 
     `promotion` needs `may_promote` (a key with `management` and `memory`, or a console
     administrator) and an organisation with the capability `improvements`.
@@ -83,7 +83,7 @@ def store_sections_validate(*, organisation: Organisation, sections: dict, may_p
 
 @transaction.atomic(durable=True)
 def store_update(*, store: MemoryStore, sections: dict, actor: str, may_promote: bool) -> MemoryStore:
-    """Replace each section sent, whole: a field left out returns to its default (R-4.3).
+    """Replace each section sent, whole: a field left out returns to its default.
 
     Refused sections (store_sections_validate) write nothing, not even the other sections sent with them.
     """

@@ -1,6 +1,6 @@
 from django.db import migrations
 
-# R-11.1: nothing in the application can update or delete an audit event. The
+# Nothing in the application can update or delete an audit event. The
 # database enforces it too; only the retention purge (audit.services) may delete,
 # by setting a transaction-local flag that this trigger checks.
 FORWARD = """

@@ -1,4 +1,4 @@
-"""The audit log made tamper-evident and its purge closed to sessions (issue 11, R-11.1).
+"""The audit log made tamper-evident and its purge closed to sessions.
 
 - Every event becomes a link of its organisation's hash chain, filled in by a BEFORE INSERT
   trigger so that no way of inserting skips it; existing events are chained in id order.

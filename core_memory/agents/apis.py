@@ -42,7 +42,7 @@ class AgentVersionInputSerializer(StrictSerializer):
 
 
 class AgentListCreateApi(CoreApi):
-    """`GET /v1/agents` and `POST /v1/agents` (R-7.3)."""
+    """`GET /v1/agents` and `POST /v1/agents`."""
 
     organisation_wide_methods = ("POST",)
     pagination_class = IdCursorPagination
@@ -80,7 +80,7 @@ class AgentListCreateApi(CoreApi):
 
 
 class AgentDetailApi(CoreApi):
-    """`GET /v1/agents/{id}` and `DELETE /v1/agents/{id}` (R-7.3)."""
+    """`GET /v1/agents/{id}` and `DELETE /v1/agents/{id}`."""
 
     organisation_wide_methods = ("DELETE",)
     OutputSerializer = AgentOutputSerializer
@@ -105,7 +105,7 @@ class AgentDetailApi(CoreApi):
 
 
 class AgentVersionCreateApi(CoreApi):
-    """`POST /v1/agents/{id}/versions` (R-7.3): answers the agent at its new version."""
+    """`POST /v1/agents/{id}/versions`: answers the agent at its new version."""
 
     organisation_wide_methods = ("POST",)
 

@@ -11,7 +11,7 @@ class AgentQuerySet(TenantQuerySet):
 
 
 class Agent(models.Model):
-    """A named assistant of one organisation (R-7.3). Deleting marks it, so threads keep naming it."""
+    """A named assistant of one organisation. Deleting marks it, so threads keep naming it."""
 
     id = PrefixedIdField("agt")
     organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="agents")
@@ -42,13 +42,13 @@ class AgentVersionQuerySet(TenantQuerySet):
 
 
 class AgentVersion(models.Model):
-    """One saved configuration of an agent; a turn runs the latest (R-7.3, R-7.4)."""
+    """One saved configuration of an agent; a turn runs the latest."""
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="versions")
     version = models.PositiveIntegerField(_("version"))
     model = models.CharField(_("model"), max_length=200)
     instructions = models.TextField(_("instructions"), blank=True, default="")
-    # The shape of a key's memory.injection; null: the key's block governs (R-7.4).
+    # The shape of a key's memory.injection; null: the key's block governs.
     memory_injection = models.JSONField(_("memory injection"), null=True, blank=True)
     created_by = models.CharField(_("created by"), max_length=40)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -1,4 +1,4 @@
-"""Scoped reads of agents: missing, deleted and another organisation's are one 404 (R-2.5)."""
+"""Scoped reads of agents: missing, deleted and another organisation's are one 404."""
 from __future__ import annotations
 
 from django.db.models import F, Prefetch, QuerySet

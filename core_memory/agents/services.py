@@ -1,4 +1,4 @@
-"""Agent writes (R-7.3), each in its own transaction with its audit event."""
+"""Agent writes, each in its own transaction with its audit event."""
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
@@ -15,7 +15,7 @@ from stores.selectors import index_get_available
 
 def agent_memory_injection_check(*, key: ApiKey, memory_injection: dict | None) -> dict | None:
     """422 on `memory_injection.index_id` unless the block's index is one of the organisation's
-    that the saving key's own policy names (R-7.3). The block's shape is validated by the caller
+    that the saving key's own policy names. The block's shape is validated by the caller
     with `InjectionConfigSerializer`, which fills every default."""
     if memory_injection is None:
         return None
@@ -71,7 +71,7 @@ def agent_create(
 def agent_version_create(
     *, agent: Agent, key: ApiKey, actor: str, model: str, instructions: str = "", memory_injection: dict | None = None
 ) -> Agent:
-    """A new, complete version; turns run it from now on (R-7.3, R-7.4)."""
+    """A new, complete version; turns run it from now on."""
     locked = Agent.objects.for_organisation(agent.organisation_id).live().select_for_update().filter(pk=agent.pk).first()
     if locked is None:
         raise NotFound("No such agent.")

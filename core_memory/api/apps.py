@@ -6,7 +6,7 @@ from django.utils.translation import gettext_lazy as _
 # Python's default of 1000 frames leaves a JSON body some 900 levels deep readable or not
 # depending on how deep the caller's stack already is (`python -m pytest` versus `pytest`,
 # a worker versus the web process). With room to spare the answer no longer depends on
-# that: such a body is read, and the services refuse it by their own rules; a body
+# that: such a body is read, and the services refuse it by their own rules; a body
 # past this room is refused by core_memory.api.parsers. Decoding a level costs a few hundred
 # bytes of C stack: 4000 levels stay well inside a thread's stack.
 RECURSION_LIMIT = 4000

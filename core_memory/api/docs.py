@@ -31,11 +31,11 @@ class _OnlyThisServer:
 
 
 class ApiDocumentApi(SpectacularAPIView):
-    """The OpenAPI 3 document of `/v1/` (R-1.5)."""
+    """The OpenAPI 3 document of `/v1/`."""
 
 
 class SwaggerPage(_OnlyThisServer, SpectacularSwaggerView):
-    """Swagger UI over the document, with "try it out" against this server (R-1.5)."""
+    """Swagger UI over the document, with "try it out" against this server."""
 
     title = "Core Geheugen API"
 

@@ -1,4 +1,4 @@
-"""One DRF exception handler: every error becomes SPEC R-2.3's body.
+"""One DRF exception handler: every error becomes the one JSON error body, `{"error": {...}}`.
 
 `{"error": {"type": "...", "message": "...", "param": "<field path or null>"}}`
 """
@@ -118,7 +118,7 @@ def api_error_response(request, *, status_code: int, message: str, param: str | 
 
 def bad_request(request, exception=None):
     """`handler400`: a request Django itself refuses (a body over its size limit, a malformed
-    header) answers an API client in R-2.3's body too."""
+    header) answers an API client in the JSON error body too."""
     if is_api_request(request):
         if isinstance(exception, RequestDataTooBig):
             return api_error_response(request, status_code=413, message="The request body is too large.")
@@ -127,14 +127,14 @@ def bad_request(request, exception=None):
 
 
 def not_found(request, exception=None):
-    """`handler404`: an address under /v1/ that names no route answers R-2.3's body too."""
+    """`handler404`: an address under /v1/ that names no route answers the JSON error body too."""
     if is_api_request(request):
         return api_error_response(request, status_code=404, message="No such route.")
     return defaults.page_not_found(request, exception)
 
 
 def server_error(request):
-    """`handler500`: an API client gets R-2.3's body for a bug as well (the bug is logged)."""
+    """`handler500`: an API client gets the JSON error body for a bug as well (the bug is logged)."""
     if is_api_request(request):
         return api_error_response(request, status_code=500, message="Internal error.")
     return defaults.server_error(request)

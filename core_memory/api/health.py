@@ -1,4 +1,4 @@
-"""`/healthz`: the database and the broker are reachable (R-1.5)."""
+"""`/healthz`: the database and the broker are reachable."""
 from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse

@@ -1,4 +1,4 @@
-"""`Idempotency-Key` on every mutating route (R-2.6).
+"""`Idempotency-Key` on every mutating route.
 
 The first request with a key claims a row (a unique constraint decides races);
 a successful answer is stored on it and replayed for a retry with the same body.
@@ -9,7 +9,7 @@ another body, or while the first is still running, is refused.
 connection until its answer is stored or its claim released. A request that died with
 its claim (its worker killed, the database crashed under it) took its connection, and so
 the lock, with it: the retry finds the claim unlocked, takes it over and runs, instead of
-a 409 until the claim expired a day later (issue 11).
+a 409 until the claim expired a day later.
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class IdempotencyMismatch(ApplicationError):
 def request_fingerprint(*, method: str, path: str, body: bytes, person: str | None = None) -> str:
     """The request as the replay must match it. The person (a subject token's, or the
     X-Core-Subject header) is part of it: one key speaks for many persons, and one
-    person's answer must never be replayed to another (R-12.1)."""
+    person's answer must never be replayed to another."""
     try:
         canonical = json.dumps(json.loads(body or b"null"), sort_keys=True, separators=(",", ":")).encode()
     except (ValueError, RecursionError):

@@ -20,7 +20,7 @@ RETRY_AFTER_SECONDS = 5
 
 
 class ApiInEnglishMiddleware:
-    """The API speaks English whatever the browser asks; the console is Dutch by default (R-10.4).
+    """The API speaks English whatever the browser asks; the console is Dutch by default.
 
     Error messages are part of the API contract that clients log and match on, so
     they do not change with `Accept-Language`.
@@ -79,7 +79,7 @@ def _path_as_sent(request) -> str | None:
 
 class ApiRequestSizeMiddleware:
     """A body over `CORE_MAX_REQUEST_BYTES` is a 413 before anything reads it, at every address
-    Django serves (`/mcp` checks its own, core_memory.mcp.http): an API client gets R-2.3's JSON
+    Django serves (`/mcp` checks its own, core_memory.mcp.http): an API client gets the JSON error body
     body (Django's own check would answer its HTML 400), the console a line of text."""
 
     def __init__(self, get_response):
@@ -103,7 +103,7 @@ def _content_length(request) -> int:
 
 class ServiceUnavailableMiddleware:
     """The database or the broker unreachable (or PostgreSQL cancelling a statement) is a 503
-    with `Retry-After`, for the API in R-2.3's body, not a 500. Whatever the request began was
+    with `Retry-After`, for the API in the JSON error body, not a 500. Whatever the request began was
     in a transaction that did not commit, so a retry starts from nothing. Django drops a
     connection that failed and opens a new one on the next request: no restart is needed."""
 

@@ -3,7 +3,7 @@ from django.db import models
 
 
 class IdempotentRequestQuerySet(models.QuerySet):
-    """A key's remembered answers; another key's are never replayed (R-2.6, R-12.1)."""
+    """A key's remembered answers; another key's are never replayed."""
 
     def for_key(self, key_id: str):
         return self.filter(key_id=key_id)
@@ -13,7 +13,7 @@ class IdempotentRequestQuerySet(models.QuerySet):
 
 
 class IdempotentRequest(models.Model):
-    """The first answer to a mutating request sent with an `Idempotency-Key` (R-2.6)."""
+    """The first answer to a mutating request sent with an `Idempotency-Key`."""
 
     class State(models.TextChoices):
         IN_PROGRESS = "in_progress"

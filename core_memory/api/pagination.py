@@ -1,4 +1,4 @@
-"""Cursor pagination with SPEC R-2.4's shape: `{"data": [...], "next_cursor": "…"|null}`."""
+"""Cursor pagination in the API's list shape: `{"data": [...], "next_cursor": "…"|null}`."""
 import binascii
 from base64 import urlsafe_b64decode, urlsafe_b64encode
 from urllib.parse import parse_qs, urlparse
@@ -72,7 +72,7 @@ class IdCursorPagination(CursorPagination):
             # base64 as "the first page" and a client would loop for ever.
             raise NotFound(self.invalid_cursor_message)
         if cursor is not None and not self._position_is_valid(cursor.position):
-            # A forged position reaches SQL: NUL in text, or a number the column cannot hold (R-12.3).
+            # A forged position reaches SQL: NUL in text, or a number the column cannot hold.
             raise NotFound(self.invalid_cursor_message)
         return cursor
 
@@ -116,7 +116,7 @@ def paginated_response(*, queryset, request, view, serializer_class, pagination_
 
 
 def sequence_paginated_response(*, items: list, request) -> Response:
-    """R-2.4's list for a short list built in memory (the models, the tools): `limit` and an
+    """The API's list shape for a short list built in memory (the models, the tools): `limit` and an
     opaque `cursor` as every list has them, the cursor holding the next item's offset."""
     limit = limit_from(request.query_params)
     offset = _sequence_offset(request.query_params.get("cursor"), length=len(items))

@@ -1,5 +1,5 @@
 """The API's JSON parser: a body holding what PostgreSQL cannot store is a 400 naming
-the field, on every route, before anything is claimed or written (R-12.3)."""
+the field, on every route, before anything is claimed or written."""
 from __future__ import annotations
 
 from rest_framework.parsers import JSONParser

@@ -4,7 +4,7 @@ from core_memory.base.errors import PermissionDenied
 
 
 class HasCapabilities(BasePermission):
-    """The view's `required_capabilities` (a tuple, or a dict of method → tuple), R-2.7."""
+    """The view's `required_capabilities` (a tuple, or a dict of method → tuple)."""
 
     def has_permission(self, request, view) -> bool:
         principal = request.user

@@ -5,11 +5,11 @@ to the truth):
   answer; a view with a `pagination_class` answers a page of them on GET, with `limit` and
   `cursor`; a `FilterSerializer` gives a GET's query parameters;
 - a method's docstring is the operation's words: its first line the summary, the rest the
-  description (a view's class docstring is for developers and names requirement ids);
-- every operation documents the R-2.3 error answers it can give, the `X-Core-Subject` header
+  description (a view's class docstring is for developers: it names the routes the view serves);
+- every operation documents the error answers it can give, the `X-Core-Subject` header
   and, when it changes something, `Idempotency-Key`; the bearer credential is the security
   scheme;
-- status codes and bodies other than "200 with the OutputSerializer" (a 201, R-5.5's 200/201,
+- status codes and bodies other than "200 with the OutputSerializer" (a 201, a write's 200/201,
   a list envelope) are stated with `extend_schema(responses=...)` on the method.
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ class ErrorDetailSerializer(serializers.Serializer):
 
 
 class ErrorSerializer(serializers.Serializer):
-    """R-2.3's error body."""
+    """The error body every API error answers: `{"error": {...}}`."""
 
     error = ErrorDetailSerializer()
 
@@ -73,7 +73,7 @@ def error_responses(*codes: int, **words: str) -> dict:
 
 def list_envelope(name: str, item: type[serializers.Serializer] | serializers.Serializer, *, cursor: bool = True):
     """The answer `{"data": [...], "next_cursor": null}` of a list that is not paginated
-    (R-2.4's shape; all of it fits in one answer)."""
+    (all of it fits in one answer)."""
     fields = {"data": item(many=True) if isinstance(item, type) else item}
     if cursor:
         fields["next_cursor"] = serializers.CharField(allow_null=True, help_text="The cursor of the next page (`limit`), or null.")
@@ -175,7 +175,7 @@ class CoreAutoSchema(AutoSchema):
                 "X-Core-Subject",
                 {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"\S"},
                 OpenApiParameter.HEADER,
-                description="The person this request is for (R-2.2), an opaque string of at most 255 characters. "
+                description="The person this request is for, an opaque string of at most 255 characters. "
                 "A subject token already names its person: another value here is a 403.",
             )
         ]

@@ -1,4 +1,4 @@
-"""Per-key rate limits on a shared store (issue 11).
+"""Per-key rate limits on a shared store.
 
 Each key may make its organisation's `rate_limit_per_minute` requests per minute (else
 CORE_RATE_LIMIT_PER_MINUTE); beyond it the answer is a 429 with `Retry-After`. The counts

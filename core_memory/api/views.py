@@ -2,7 +2,7 @@
 
 Subclasses declare `required_capabilities`; tenancy comes from the credential and
 every id in a request goes through a scoped accessor that answers 404 for
-"missing" and "not yours" alike (R-2.5).
+"missing" and "not yours" alike.
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class CoreApi(APIView):
         return self.principal.organisation
 
     def request_subject(self, *, body_user=None, body_param: str = "user") -> str | None:
-        """The request's person (R-2.2): token, else X-Core-Subject, else the body's `user`."""
+        """The request's person: token, else X-Core-Subject, else the body's `user`."""
         header = self.request.META.get(SUBJECT_HEADER)
         token_subject = self.principal.token_subject
         if token_subject is not None:
@@ -89,13 +89,13 @@ class CoreApi(APIView):
 
     def path_person(self, subject: str, *, param: str = "subject") -> str:
         """The person a route's path names (`/v1/persons/{subject}…`), checked: a request for one
-        person — her subject token or her `X-Core-Subject` — acts only for her (R-2.2)."""
+        person — her subject token or her `X-Core-Subject` — acts only for her."""
         validate_subject(subject, param=param)
         if self.request_subject(body_user=subject, body_param=param) != subject:
             raise PermissionDenied(_("A request for one person cannot act for another."), param="X-Core-Subject")
         return subject
 
-    # Idempotency wraps the handler once the caller is known (R-2.6).
+    # Idempotency wraps the handler once the caller is known.
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         self._idempotency_row = None
@@ -106,7 +106,7 @@ class CoreApi(APIView):
             raise MethodNotAllowed(request.method)
         _refuse_unstorable(path_parameters=kwargs, query_parameters=request.query_params)
         self._refuse_unknown_query_parameters(request)
-        # R-2.2 on every route, not only those that ask for the person: the person header is
+        # Who the request is for is checked on every route, not only those that ask for the person: the person header is
         # checked, and a subject token may not name another.
         self.request_subject()
         idempotency_key = request.META.get(idempotency.HEADER)
@@ -198,7 +198,7 @@ def _stream_then_complete(content, *, row, status_code: int, final_answer, perso
 
 def _refuse_unstorable(*, path_parameters: dict, query_parameters) -> None:
     """A NUL in an id of the path, or in a query parameter's name or value, is a 400 naming it
-    (R-12.3): a name reaches SQL too (`metadata.<name>` filters)."""
+   : a name reaches SQL too (`metadata.<name>` filters)."""
     named = [(name, [value]) for name, value in path_parameters.items()] + list(query_parameters.lists())
     for name, values in named:
         found = unstorable_value([name, values])
@@ -207,7 +207,7 @@ def _refuse_unstorable(*, path_parameters: dict, query_parameters) -> None:
 
 
 class _Replay(Exception):
-    """Carries a stored answer out of `initial` past the handler (R-2.6)."""
+    """Carries a stored answer out of `initial` past the handler."""
 
     def __init__(self, response: Response):
         super().__init__("idempotent replay")

@@ -1,4 +1,4 @@
-"""The one domain error base. Services raise these; the API renders them (SPEC R-2.3)."""
+"""The one domain error base. Services raise these; the API renders them."""
 from __future__ import annotations
 
 

@@ -1,4 +1,4 @@
-"""What PostgreSQL cannot store (R-12.3), found before it reaches a query.
+"""What PostgreSQL cannot store, found before it reaches a query.
 
 PostgreSQL refuses a NUL character in `text` and `jsonb`, a lone surrogate cannot be
 encoded at all, and `jsonb` has no infinity; each would be a 500. The API's parser
@@ -27,7 +27,7 @@ LATEST_TIME = datetime(9999, 12, 30, tzinfo=timezone.utc)
 # them exhausts Python's stack.
 MAX_JSON_DEPTH = 32
 # Metadata labels a record or a thread; it is bounded like a record's text (20,000 characters)
-# so that a client cannot park megabytes in it (issue 11).
+# so that a client cannot park megabytes in it.
 MAX_METADATA_BYTES = 16 * 1024
 MAX_METADATA_KEYS = 100
 
@@ -64,7 +64,7 @@ def unstorable_value(value, path: str = "") -> tuple[str, str] | None:
 
 
 def storable_check(value, *, param: str) -> None:
-    """Refuses what PostgreSQL would refuse with a 500 (R-12.3), for callers whose values
+    """Refuses what PostgreSQL would refuse with a 500, for callers whose values
     did not come through the API's parser (the write tool, extraction, thread imports):
     what `unstorable_value` finds, and JSON nested deeper than MAX_JSON_DEPTH.
     `param` is the value's path; a nested value's path is `param.key` or `param[i]`."""

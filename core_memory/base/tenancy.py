@@ -1,4 +1,4 @@
-"""Tenancy in the structure (R-2.5, R-12.1).
+"""Tenancy in the structure.
 
 Every model that belongs to an organisation gets its rows through one of three doors
 on its manager, so that a query without a scope cannot be written by accident:

@@ -89,7 +89,7 @@ def json_type_error(field: serializers.Field, value):
 
 
 class OffsetDateTimeField(serializers.DateTimeField):
-    """ISO 8601 with an explicit offset; a naive time is refused (R-2.4, R-5.10)."""
+    """ISO 8601 with an explicit offset; a naive time is refused."""
 
     default_error_messages = {
         "naive": "Give the time in ISO 8601 with an offset, e.g. 2026-11-30T09:00:00+01:00.",

@@ -1,5 +1,5 @@
 """Who did something, as the console names them: a key by its name, an administrator as such —
-never a raw id alone (issue 13: history and audit pages)."""
+never a raw id alone."""
 from __future__ import annotations
 
 import re

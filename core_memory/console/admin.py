@@ -52,7 +52,7 @@ class OrganisationScopedAdmin(admin.ModelAdmin):
     through each model's own scoped entry (`for_organisation`, core_memory.base.tenancy).
 
     Superusers see every organisation. Another organisation's object is a 404
-    (R-2.5, R-12.1), never a redirect that would admit it exists.
+   , never a redirect that would admit it exists.
     """
 
     # --- scope ------------------------------------------------------------
@@ -196,7 +196,7 @@ class ReadOnlyScopedAdmin(OrganisationScopedAdmin):
 
 @admin.register(ConsoleAdministrator)
 class ConsoleAdministratorAdmin(admin.ModelAdmin):
-    """Superusers bind users to organisations (as `createadmin` does, R-1.3); administrators
+    """Superusers bind users to organisations (as `createadmin` does); administrators
     hold no permission on this model (core_memory.console.services.CONSOLE_APP_LABELS)."""
 
     list_display = ("user", "organisation", "created_at")

@@ -1,4 +1,4 @@
-"""Settings as forms (issue 13, item 4): a configuration's DRF serializer — the one the API
+"""Settings as forms: a configuration's DRF serializer — the one the API
 validates with — turned into plain form fields, one per setting, with its label, help text,
 limits and default shown; JSON only where the shape is free (metadata, labels).
 

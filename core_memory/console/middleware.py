@@ -1,4 +1,4 @@
-"""The console's protections (issue 11): security headers on every console page, and a login
+"""The console's protections: security headers on every console page, and a login
 that slows down guessing without locking the rightful user out. After `LOGIN_FAILURES_PER_NAME`
 failed logins for one name from one address (or `LOGIN_FAILURES_PER_ADDRESS` for any names)
 within `LOGIN_WINDOW_SECONDS`, each further failure holds that name and address (or that

@@ -6,7 +6,7 @@ from core_memory.base.tenancy import TenantQuerySet
 
 
 class ConsoleAdministrator(models.Model):
-    """Binds a console user to the one organisation she administers (R-10.3)."""
+    """Binds a console user to the one organisation she administers."""
 
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="console_administrator", verbose_name=_("user")

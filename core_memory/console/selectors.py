@@ -1,4 +1,4 @@
-"""Who a console user is, which organisation she administers (R-10.3), and what the console's
+"""Who a console user is, which organisation she administers, and what the console's
 home page shows her."""
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def administrator_rate_limit(*, user) -> int | None:
 
 
 def console_actor(*, user) -> str:
-    """The audit actor of a console action (R-11.1: "key id or console user")."""
+    """The audit actor of a console action ("key id or console user")."""
     return f"console:{user.get_username()}"
 
 
@@ -92,7 +92,7 @@ def bars(values) -> list[Bar]:
 
 @dataclass
 class DashboardFigures:
-    """The console home's figures (issue 13, item 7)."""
+    """The console home's figures."""
 
     indexes: list[IndexFigures]
     contested: int
@@ -150,7 +150,7 @@ class DashboardFigures:
         return sum(index.records for index in self.indexes)
 
     def summary(self) -> dict:
-        """What the page showed, for its `memory.console_read` event (R-10.2)."""
+        """What the page showed, for its `memory.console_read` event."""
         return {
             "records": {index.index_id: index.types for index in self.indexes},
             "contested": self.contested,

@@ -23,7 +23,7 @@ class ConsoleSite(admin.AdminSite):
     enable_nav_sidebar = False
 
     def index(self, request, extra_context=None):
-        """The app list and the dashboard (issue 13, item 7); a read, so audited (R-10.2)."""
+        """The app list and the dashboard; a read, so audited."""
         organisation_id = administered_organisation_id(user=request.user)
         figures = dashboard_figures(organisation_id=organisation_id) if organisation_id != "" else None
         if figures is not None:

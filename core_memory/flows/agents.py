@@ -1,4 +1,4 @@
-"""Deleting an agent (R-7.3): refused with 409 while an extraction switch names it in
+"""Deleting an agent: refused with 409 while an extraction switch names it in
 `filters.agent_ids`. The check reads extraction, which stands above agents, so it lives here."""
 from __future__ import annotations
 

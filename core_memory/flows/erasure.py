@@ -1,4 +1,4 @@
-"""Erasing a person (R-3.4, R-9.8): everything Core holds about her, in every layer, in one
+"""Erasing a person: everything Core holds about her, in every layer, in one
 transaction, with a receipt of what went (docs/decisions.md "Erasing a person")."""
 from __future__ import annotations
 
@@ -31,10 +31,10 @@ from memory.services import person_records_erase
 @transaction.atomic(durable=True)
 def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dict:
     """Erases a person: her records with every version (episodes and lessons counted apart),
-    every proposal resting only on her records (R-9.8), maintenance's jobs about her, her
+    every proposal resting only on her records, maintenance's jobs about her, her
     threads with their items and responses — counting first their extraction windows and the
-    real values behind their placeholders (R-8.8) — her subject tokens and her rules. Audited
-    as `person.erased` with the receipt (R-3.4, R-11.2). What else holds her data goes too: the
+    real values behind their placeholders — her subject tokens and her rules. Audited
+    as `person.erased` with the receipt. What else holds her data goes too: the
     console's action log about her records and threads, the interfaces' stored answers about her
     (core_memory.base.erasure), and her name, the targets naming her and the search terms about
     her in the audit's other events, scrubbed so that its chains still verify. Erasing a person

@@ -123,7 +123,7 @@ def _subject_tokens(*, organisation_id: str, subject: str, key: ApiKey | None) -
 
 
 def _proposals(*, organisation_id: str, subject: str, key: ApiKey | None) -> list[dict]:
-    """The proposals resting on her records (R-9.4), each with her records among its sources
+    """The proposals resting on her records, each with her records among its sources
     (not another person's: those are theirs)."""
     readable = _readable_index_ids(key)
     return [

@@ -1,4 +1,4 @@
-"""Onboarding (R-1.3, `createorg`): an organisation and its owner key, made together."""
+"""Onboarding (`createorg`): an organisation and its owner key, made together."""
 from __future__ import annotations
 
 from django.db import transaction
@@ -10,7 +10,7 @@ from core_memory.organisations.models import Organisation
 
 @transaction.atomic(durable=True)
 def organisation_create(*, name: str, timezone: str = "UTC", capabilities: list[str] | None = None) -> tuple[Organisation, ApiKey, str]:
-    """An organisation and its first key: every capability, every index (R-1.3).
+    """An organisation and its first key: every capability, every index.
 
     Returns (organisation, key, secret); the secret is never stored.
     """

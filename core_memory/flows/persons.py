@@ -1,4 +1,4 @@
-"""The persons Core knows, read across the layers that name them (R-3.4): the console's person
+"""The persons Core knows, read across the layers that name them: the console's person
 list. Reads only. (What erasing one would remove is `core_memory.flows.erasure.person_erasure_preview`.)"""
 from __future__ import annotations
 

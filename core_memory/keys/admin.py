@@ -1,4 +1,4 @@
-"""Keys in the console (R-10.3): capabilities, policy and memory configuration,
+"""Keys in the console: capabilities, policy and memory configuration,
 written through core_memory.keys.services like the API's key routes. The memory
 configuration is a form of plain settings (core_memory.console.forms), validated by the
 same serializer as the API's (`memory_config_normalise`)."""

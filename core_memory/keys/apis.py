@@ -22,7 +22,7 @@ class PolicySerializer(StrictSerializer):
 
 
 class KeyOutputSerializer(serializers.Serializer):
-    """A key as every answer shows it: never its secret (R-3.2)."""
+    """A key as every answer shows it: never its secret."""
 
     id = serializers.CharField()
     name = serializers.CharField()
@@ -46,7 +46,7 @@ class KeyInputSerializer(StrictSerializer):
 
 
 class KeyListCreateApi(CoreApi):
-    """`GET/POST /v1/tenants/{org_id}/keys` (R-3.2); POST answers the secret, once."""
+    """`GET/POST /v1/tenants/{org_id}/keys`; POST answers the secret, once."""
 
     required_capabilities = ("management",)
     pagination_class = IdCursorPagination
@@ -103,7 +103,7 @@ class KeyListCreateApi(CoreApi):
 
 
 class KeyDetailApi(CoreApi):
-    """`GET/PATCH/DELETE /v1/tenants/{org_id}/keys/{key_id}` (R-3.2); DELETE revokes."""
+    """`GET/PATCH/DELETE /v1/tenants/{org_id}/keys/{key_id}`; DELETE revokes."""
 
     required_capabilities = ("management",)
     OutputSerializer = KeyOutputSerializer
@@ -150,7 +150,7 @@ class KeyDetailApi(CoreApi):
 
 
 class SubjectTokenCreateApi(CoreApi):
-    """`POST /v1/subject-tokens` (R-3.3): a token acting as this key for one person."""
+    """`POST /v1/subject-tokens`: a token acting as this key for one person."""
 
     idempotency_secret_fields = ("token",)
 

@@ -1,4 +1,4 @@
-"""Bearer authentication with a key secret or a subject token (R-2.1).
+"""Bearer authentication with a key secret or a subject token.
 
 One query per request reads the credential's key and organisation, only when usable now
 (not revoked, not expired, the token not erased), together with the organisation's
@@ -43,7 +43,7 @@ class Principal:
 
     def has_capability(self, capability: str) -> bool:
         """The key's capability; a subject token never has `management`: managing the
-        organisation is not one person's (core_memory.api.permissions, R-3.3)."""
+        organisation is not one person's (core_memory.api.permissions)."""
         if capability == "management" and self.token_subject is not None:
             return False
         return self.key.has_capability(capability)

@@ -1,6 +1,6 @@
-"""The key's `memory` configuration, validated to its documented shape (R-3.2).
+"""The key's `memory` configuration, validated to its documented shape.
 
-The same `injection` shape is an agent version's `memory_injection` (R-7.3).
+The same `injection` shape is an agent version's `memory_injection`.
 Validation fills every default, so stored configurations are always complete.
 """
 import re
@@ -65,12 +65,12 @@ class MemoryConfigSerializer(StrictSerializer):
 
 
 def injection_block_defaults() -> dict:
-    """An injection block's defaults (R-3.2, R-7.3), for blocks stored before a field existed."""
+    """An injection block's defaults, for blocks stored before a field existed."""
     return serializer_defaults(InjectionConfigSerializer)
 
 
 def memory_config_defaults() -> dict:
-    """A key's `memory` configuration when nothing is set (R-3.2)."""
+    """A key's `memory` configuration when nothing is set."""
     return serializer_defaults(MemoryConfigSerializer)
 
 

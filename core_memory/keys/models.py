@@ -97,7 +97,7 @@ class SubjectTokenQuerySet(TenantQuerySet):
 
 
 class SubjectToken(models.Model):
-    """A bearer token acting as its key, limited to one person (R-3.3)."""
+    """A bearer token acting as its key, limited to one person."""
 
     id = PrefixedIdField("stk")
     key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="subject_tokens")
@@ -110,7 +110,7 @@ class SubjectToken(models.Model):
 
 
 class KeyTrailEntry(models.Model):
-    """The organisation's key audit trail (R-3.5): survives the key's deletion."""
+    """The organisation's key audit trail: survives the key's deletion."""
 
     class Event(models.TextChoices):
         CREATED = "created", _("created")

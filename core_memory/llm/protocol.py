@@ -1,4 +1,4 @@
-"""What every chat model provider speaks to Core (R-3.6, R-13.5): messages in, one
+"""What every chat model provider speaks to Core: messages in, one
 `ChatCompletion` out, and every failure to get an answer a `ProviderError` with a stable
 code, so callers turn it into a failed turn or a failed unit of work, never a 500."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Chat model providers (R-3.6): the registry of protocols, and `chat_completion`, the one
+"""Chat model providers: the registry of protocols, and `chat_completion`, the one
 entry point callers use. It picks the provider named by the model's `CORE_MODELS` entry,
 calls it, and meters the tokens for the organisation and month (core_memory.llm.metering).
 """

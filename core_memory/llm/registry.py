@@ -1,4 +1,4 @@
-"""The chat models on offer (R-3.6): configured in CORE_MODELS, offered per organisation."""
+"""The chat models on offer: configured in CORE_MODELS, offered per organisation."""
 from __future__ import annotations
 
 import copy
@@ -21,7 +21,7 @@ def _offered_model(*, organisation: Organisation, model_id: str) -> dict | None:
 
 
 def model_get(*, organisation: Organisation, model_id: str, param: str = "model") -> dict:
-    """The offered model `model_id`, else 422 naming `param` (R-3.6)."""
+    """The offered model `model_id`, else 422 naming `param`."""
     model = _offered_model(organisation=organisation, model_id=model_id)
     if model is None:
         raise Unprocessable(f"The model {model_id!r} is not offered to this organisation.", param=param)
@@ -31,7 +31,7 @@ def model_get(*, organisation: Organisation, model_id: str, param: str = "model"
 def helper_model_get(*, organisation: Organisation) -> dict | None:
     """The model for background helper calls (lessons, promotion analyses): the
     organisation's `helper_model`, else CORE_HELPER_MODEL; None when neither names a
-    model offered to the organisation (R-3.1, R-1.2)."""
+    model offered to the organisation."""
     model_id = organisation.helper_model or settings.CORE_HELPER_MODEL
     if not model_id:
         return None

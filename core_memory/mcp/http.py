@@ -4,7 +4,7 @@ a2wsgi, stateless and answering JSON, so any worker of any instance can answer a
 
 The same gate as every other entrance, here in the worker's own thread before the protocol
 runs: a body over `CORE_MAX_REQUEST_BYTES` is a 413; a missing, unknown or insufficient
-credential is an HTTP 401/403 with R-2.3's body (what MCP clients expect); and each request
+credential is an HTTP 401/403 with the API's JSON error body (what MCP clients expect); and each request
 counts against the key's rate limit as an API request does — over it, a 429 with `Retry-After`
 and a JSON-RPC error. The protocol's handshake (`initialize`, `ping`, notifications) is not
 counted: a client sends it on every connection, and it reads nothing. The event loop, its thread and the SDK's session manager start with the first

@@ -9,7 +9,7 @@ the same trust envelope. The low-level server is used because the list differs p
 
 The caller: a bearer key secret or subject token (`Authorization` over HTTP; the
 `CORE_MCP_TOKEN` variable over stdio), and her person from the subject token, else
-`X-Core-Subject` (`CORE_MCP_SUBJECT` over stdio) — as R-2.1 and R-2.2 say for the API. Each
+`X-Core-Subject` (`CORE_MCP_SUBJECT` over stdio) — as on the API. Each
 request resolves it anew, so a revoked key stops at once.
 
 Handlers run on an event loop; the ORM runs in asgiref's one sync thread
@@ -37,7 +37,7 @@ from memory.tools.catalogue import TRUST_ENVELOPE_NOTE, memory_tools_list
 
 TOKEN_VARIABLE = "CORE_MCP_TOKEN"
 SUBJECT_VARIABLE = "CORE_MCP_SUBJECT"
-# `memory` needs `knowledge` (R-2.7), as on the API's memory routes.
+# `memory` needs `knowledge`, as on the API's memory routes.
 REQUIRED_CAPABILITIES = ("knowledge", "memory")
 INSTRUCTIONS = (
     "Core Geheugen: the memory of the person this connection is for and of her organisation. Search it before "
@@ -58,7 +58,7 @@ class McpCaller:
 
 
 def mcp_caller(*, authorization: str | None, subject_header: str | None) -> McpCaller:
-    """Who calls and for whom (R-2.1, R-2.2); 401, 403 or 400 as `ApplicationError`s."""
+    """Who calls and for whom; 401, 403 or 400 as `ApplicationError`s."""
     scheme, _, secret = (authorization or "").strip().partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
         raise Unauthenticated("Use 'Authorization: Bearer <secret>' with a key secret or a subject token.")
@@ -106,7 +106,7 @@ def _tools_of(*, request) -> list[types.Tool]:
 
 
 def _call(*, request, name: str, arguments: dict) -> tuple[str, bool, bool]:
-    """The tool result's text (R-6.4, R-6.5), whether it is a refusal, and whether the key
+    """The tool result's text, whether it is a refusal, and whether the key
     has the trust envelope."""
     caller = _caller_of(request)
     key = caller.principal.key
@@ -134,7 +134,7 @@ async def _call_tool(ctx, params) -> types.CallToolResult:
         raise MCPError(types.INVALID_REQUEST, error.message) from None
     content = [types.TextContent(text=text)]
     if trust_envelope:
-        # As in a turn's tool message (R-6.4): the model is told the content is data.
+        # As in a turn's tool message: the model is told the content is data.
         content.insert(0, types.TextContent(text=TRUST_ENVELOPE_NOTE))
     return types.CallToolResult(content=content, is_error=refused)
 

@@ -1,5 +1,5 @@
 """The administrator's own organisation, shown read-only; its settings change through
-`PATCH /v1/tenants/{org}` (R-3.1), organisations are made with `createorg` (R-1.3)."""
+`PATCH /v1/tenants/{org}`, organisations are made with `createorg`."""
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 

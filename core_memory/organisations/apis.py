@@ -30,7 +30,7 @@ class OrganisationOutputSerializer(serializers.Serializer):
 
 
 class OrganisationDetailApi(CoreApi):
-    """`GET/PATCH /v1/tenants/{org_id}` (R-3.1): only the caller's own organisation."""
+    """`GET/PATCH /v1/tenants/{org_id}`: only the caller's own organisation."""
 
     required_capabilities = ("management",)
     OutputSerializer = OrganisationOutputSerializer

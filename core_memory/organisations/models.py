@@ -8,7 +8,7 @@ ORGANISATION_CAPABILITIES = ("improvements",)
 
 
 def configured_model_ids() -> list[str]:
-    """The ids of CORE_MODELS, in their configured order (R-3.6)."""
+    """The ids of CORE_MODELS, in their configured order."""
     return [model["id"] for model in settings.CORE_MODELS]
 
 
@@ -21,7 +21,7 @@ class Organisation(models.Model):
     name = models.CharField(_("name"), max_length=200)
     timezone = models.CharField(_("time zone"), max_length=64, default="UTC")
     capabilities = models.JSONField(_("capabilities"), default=list, blank=True)
-    # null: every model in CORE_MODELS is offered (R-3.1).
+    # null: every model in CORE_MODELS is offered.
     offered_models = models.JSONField(_("offered models"), null=True, blank=True)
     helper_model = models.CharField(_("helper model"), max_length=200, null=True, blank=True)
     monthly_token_limit = models.BigIntegerField(_("monthly token limit"), null=True, blank=True)

@@ -5,7 +5,7 @@ from core_memory.organisations.models import Organisation
 
 
 def organisation_get_own(*, organisation: Organisation, organisation_id: str) -> Organisation:
-    """The caller's own organisation by id; any other id, existing or not, is a 404 (R-2.5)."""
+    """The caller's own organisation by id; any other id, existing or not, is a 404."""
     if organisation_id != organisation.id:
         raise NotFound("No such organisation.")
     return Organisation.objects.get(pk=organisation.pk)

@@ -21,7 +21,7 @@ UPDATABLE_FIELDS = (
 
 @transaction.atomic(durable=True)
 def organisation_update(*, organisation: Organisation, actor: str, changes: dict) -> Organisation:
-    """Replaces the given settings (R-3.1); audited as `organisation.updated`.
+    """Replaces the given settings; audited as `organisation.updated`.
 
     `offered_models` (null: every model of CORE_MODELS) may name only configured models,
     and a PATCH of either must leave the helper model, when set, offered. Raises Unprocessable

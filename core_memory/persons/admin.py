@@ -1,10 +1,10 @@
-"""Persons in the console (issue 13, item 3): the persons Core knows in her organisation, and a
+"""Persons in the console: the persons Core knows in her organisation, and a
 page per person — her records by section as injection sees them, her episodes and lessons, her
 threads, her rules (editable), and two actions: export everything Core holds about her (the
 API's document, core_memory.flows.export), and erase her (a confirmation page with the counts
 that will go, then the receipt).
 
-Every page is a read and writes `memory.console_read` (R-10.2); rules change through
+Every page is a read and writes `memory.console_read`; rules change through
 `person_update` and erasure through `core_memory.flows.erasure.person_erase`, each audited.
 A person's address is her organisation and her subject, so a superuser's pages work across
 organisations and an administrator gets a 404 for another organisation's person.
@@ -76,7 +76,7 @@ class PersonAdmin(OrganisationScopedAdmin):
     """No model form: the list and the pages are the console's own views over Core's persons."""
 
     def has_add_permission(self, request):
-        return False  # persons exist once named (R-3.4)
+        return False  # persons exist once named
 
     def get_urls(self):
         wrap = self.admin_site.admin_view
@@ -90,7 +90,7 @@ class PersonAdmin(OrganisationScopedAdmin):
 
     # --- who and which organisation ------------------------------------------------------------
     def person_organisation(self, request, organisation_id: str) -> Organisation:
-        """The person's organisation when she may administer it; 404 otherwise (R-2.5)."""
+        """The person's organisation when she may administer it; 404 otherwise."""
         organisation = self.scope(Organisation.objects.all(), request).filter(pk=organisation_id).first()
         if organisation is None:
             raise Http404(_("No such person."))
@@ -240,7 +240,7 @@ class PersonAdmin(OrganisationScopedAdmin):
 
     # --- erasure -------------------------------------------------------------------------------------
     def erase_view(self, request, organisation_id: str, subject: str):
-        """GET: what erasing her will remove; POST: erase her and show the receipt (R-3.4, R-9.7)."""
+        """GET: what erasing her will remove; POST: erase her and show the receipt."""
         if not self.has_delete_permission(request):
             raise PermissionDenied
         organisation = self.person_organisation(request, organisation_id)

@@ -15,7 +15,7 @@ class PersonOutputSerializer(serializers.Serializer):
 
 
 class PersonApi(CoreApi):
-    """`PATCH /v1/persons/{subject}` (memory) sets her rules; `DELETE` (management) erases her (R-3.4)."""
+    """`PATCH /v1/persons/{subject}` (memory) sets her rules; `DELETE` (management) erases her."""
 
     required_capabilities = {"PATCH": ("memory",), "DELETE": ("management",)}
     OutputSerializer = PersonOutputSerializer
@@ -71,7 +71,7 @@ class PersonApi(CoreApi):
 
 
 class PersonExportApi(CoreApi):
-    """`GET /v1/persons/{subject}/export` (issue 14): everything Core holds about her (GDPR access)."""
+    """`GET /v1/persons/{subject}/export`: everything Core holds about her (GDPR access)."""
 
     required_capabilities = ("management",)
 

@@ -5,7 +5,7 @@ from core_memory.base.tenancy import TenantQuerySet
 
 
 class Person(models.Model):
-    """A person (subject) of one organisation and her rules (R-3.4); exists once named."""
+    """A person (subject) of one organisation and her rules; exists once named."""
 
     organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="persons")
     subject = models.CharField(_("subject"), max_length=255)

@@ -1,4 +1,4 @@
-"""Reading persons and their rules (R-3.4)."""
+"""Reading persons and their rules."""
 from __future__ import annotations
 
 from core_memory.persons.models import Person

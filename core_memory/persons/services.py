@@ -1,4 +1,4 @@
-"""Person writes (R-3.4): persons exist once named, with their rules. Erasing one spans
+"""Person writes: persons exist once named, with their rules. Erasing one spans
 every layer and is a flow (core_memory.flows.erasure)."""
 from __future__ import annotations
 

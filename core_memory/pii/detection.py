@@ -1,4 +1,4 @@
-"""Finding personal data in text, offline (R-8.8).
+"""Finding personal data in text, offline.
 
 `findings_in(text)` returns the spans of seven kinds of personal data, each validated
 where a check exists:

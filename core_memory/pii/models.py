@@ -5,7 +5,7 @@ from core_memory.base.tenancy import TenantQuerySet
 
 
 class ThreadPlaceholders(models.Model):
-    """The real values behind a thread's placeholders (R-8.8), so that every turn and every
+    """The real values behind a thread's placeholders, so that every turn and every
     extraction window of the thread numbers a value the same way and gets it back.
 
     It holds the values themselves: it is personal data, erased with the thread's person

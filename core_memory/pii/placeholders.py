@@ -1,4 +1,4 @@
-"""Placeholders for one thread's personal data, and putting the real values back (R-8.8).
+"""Placeholders for one thread's personal data, and putting the real values back.
 
 Pure functions over a `Placeholders` value; storing it is `core_memory.pii.services`.
 
@@ -51,7 +51,7 @@ _LOOKS_LIKE_A_PLACEHOLDER = re.compile(r"(?:<|&lt;|\\<)\s*([A-Za-z][A-Za-z_]*?)_
 
 class RedactionError(Exception):
     """Personal data could not be found in a text, so it must not be sent anywhere: a turn
-    fails and an extraction window fails with this `code` (R-8.8)."""
+    fails and an extraction window fails with this `code`."""
 
     code = "pii_redaction_failed"
 

@@ -1,4 +1,4 @@
-"""Reading a thread's placeholders, and how a thread may be read (R-8.8)."""
+"""Reading a thread's placeholders, and how a thread may be read."""
 from __future__ import annotations
 
 from enum import StrEnum
@@ -24,7 +24,7 @@ def thread_placeholders(*, thread: Thread) -> Placeholders:
 
 
 def thread_read_mode(*, thread: Thread) -> ReadMode:
-    """R-8.8. A thread a redacting key wrote into (`Thread.redacting_key_wrote_at`) is
+    """A thread a redacting key wrote into (`Thread.redacting_key_wrote_at`) is
     redacted, whatever its key is now. An older, unmarked thread is judged by what is left
     of it: one in which Core redacted a value is never read; one in which nothing was
     found is redacted while its key exists and has `pii_redaction`, and read as written
@@ -43,5 +43,5 @@ def thread_read_mode(*, thread: Thread) -> ReadMode:
 
 
 def person_placeholders_counted(*, organisation_id: str, subject: str) -> int:
-    """How many of her threads hold placeholders' real values (what erasing her removes, R-8.8)."""
+    """How many of her threads hold placeholders' real values (what erasing her removes)."""
     return ThreadPlaceholders.objects.for_organisation(organisation_id).filter(thread__subject=subject).count()

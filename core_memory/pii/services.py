@@ -1,4 +1,4 @@
-"""Redacting a thread's texts with the thread's own numbering (R-8.8).
+"""Redacting a thread's texts with the thread's own numbering.
 
 `thread_texts_redact` is the one entry point for turns and extraction: it finds the
 personal data in the texts, gives each value its placeholder (the one it already has on

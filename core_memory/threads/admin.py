@@ -1,10 +1,10 @@
-"""Threads in the console: "why did the assistant know that?" (issue 13, item 6).
+"""Threads in the console: "why did the assistant know that?".
 
-A thread's page shows its items in order and, for each response, its memory trace: R-7.9's
+A thread's page shows its items in order and, for each response, its memory trace: the turn's
 counts and what the response kept of the injection walk (`Response.memory_detail`) — which
 records went into which section, which were skipped for the budget or the organisation's
 share, how many `limit` left out — and which tools ran and what they returned, every record
-linked. Reading it is audited like any console read (R-10.2). Threads are shown, never
+linked. Reading it is audited like any console read. Threads are shown, never
 changed here; whoever may read her organisation's records may read its threads.
 """
 from __future__ import annotations
@@ -157,7 +157,7 @@ class ThreadAdmin(ReadOnlyScopedAdmin):
     def last_item(self, thread: Thread) -> str:
         return shown_time(thread.last_item_at, short=True)
 
-    # --- permissions: a thread is part of the memory she reads (R-10.1) ---------------------------
+    # --- permissions: a thread is part of the memory she reads ---------------------------
     def has_view_permission(self, request, obj=None):
         return self._administers(request) and request.user.has_perm("memory.view_memoryrecord")
 

@@ -16,7 +16,7 @@ from core_memory.threads.services import ItemDraft, thread_create, thread_items_
 MAX_IMPORTED_ITEMS = 100
 # Earlier times are stored by PostgreSQL but cannot be read back into Python (year 0).
 
-# Which roles each kind of item may have (R-7.2: user, assistant, tool); tool entries carry a call id.
+# Which roles each kind of item may have (user, assistant, tool); tool entries carry a call id.
 KIND_ROLES = {
     # Never `system`: a stored system message would instruct every later turn on the thread.
     Item.Kind.MESSAGE: {Item.Role.USER, Item.Role.ASSISTANT},
@@ -129,7 +129,7 @@ class ItemPositionPagination(IdCursorPagination):
 
 
 class ThreadCreateApi(CoreApi):
-    """`POST /v1/threads` (R-7.2)."""
+    """`POST /v1/threads`."""
 
     required_capabilities = ("threads",)
     OutputSerializer = ThreadOutputSerializer
@@ -156,7 +156,7 @@ class ThreadCreateApi(CoreApi):
 
 
 class ThreadDetailApi(CoreApi):
-    """`GET /v1/threads/{id}` (R-7.2)."""
+    """`GET /v1/threads/{id}`."""
 
     required_capabilities = ("threads",)
     OutputSerializer = ThreadOutputSerializer
@@ -172,7 +172,7 @@ class ThreadDetailApi(CoreApi):
 
 
 class ThreadItemsApi(CoreApi):
-    """`GET /v1/threads/{id}/items` and `POST /v1/threads/{id}/items` (import, R-7.2)."""
+    """`GET /v1/threads/{id}/items` and `POST /v1/threads/{id}/items` (import)."""
 
     required_capabilities = ("threads",)
     pagination_class = ItemPositionPagination

@@ -6,11 +6,11 @@ from core_memory.base.tenancy import TenantQuerySet
 
 
 class Thread(models.Model):
-    """A conversation of one organisation: its key, its person (or none) and the agents that answered (R-7.2)."""
+    """A conversation of one organisation: its key, its person (or none) and the agents that answered."""
 
     id = PrefixedIdField("thr")
     organisation = models.ForeignKey("organisations.Organisation", on_delete=models.CASCADE, related_name="threads")
-    # The key's id outlives the key: extraction filters by key ids, also of deleted keys (R-8.2, R-8.3).
+    # The key's id outlives the key: extraction filters by key ids, also of deleted keys.
     key = models.ForeignKey(
         "keys.ApiKey", on_delete=models.DO_NOTHING, db_constraint=False, related_name="threads", verbose_name=_("key")
     )
@@ -19,7 +19,7 @@ class Thread(models.Model):
     agents = models.ManyToManyField("agents.Agent", blank=True, related_name="threads", verbose_name=_("agents that answered"))
     item_count = models.PositiveIntegerField(_("items"), default=0)
     last_item_at = models.DateTimeField(_("last item at"), null=True, blank=True)
-    # Set the first time a key with `pii_redaction` writes to the thread (R-8.8).
+    # Set the first time a key with `pii_redaction` writes to the thread.
     redacting_key_wrote_at = models.DateTimeField(_("first written by a redacting key"), null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -87,10 +87,10 @@ class Item(models.Model):
 
 
 class Response(models.Model):
-    """One turn: one run of a model for a request, on a thread (R-7.1).
+    """One turn: one run of a model for a request, on a thread.
 
     It lives with the thread (the turn flow above writes it) so that the layers under
-    the flows — extraction's episodes (R-8.10) — can read how a turn ended."""
+    the flows — extraction's episodes — can read how a turn ended."""
 
     class Status(models.TextChoices):
         IN_PROGRESS = "in_progress", _("in progress")
@@ -110,7 +110,7 @@ class Response(models.Model):
     status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.IN_PROGRESS)
     usage = models.JSONField(_("usage"), default=dict, blank=True)
     trace = models.JSONField(_("trace"), default=dict, blank=True)
-    # What the injection walk did beyond R-7.9's counts (memory.injection.walk.InjectionResult.detail):
+    # What the injection walk did beyond the trace's counts (memory.injection.walk.InjectionResult.detail):
     # record ids per section, those skipped and why. Shown in the console, never in the API answer.
     memory_detail = models.JSONField(_("memory detail"), default=dict, blank=True)
     error = models.JSONField(_("error"), null=True, blank=True)

@@ -1,5 +1,5 @@
 """Scoped reads of threads: another organisation's thread, and for a request that
-names a person another person's thread, is the same 404 as a missing one (R-2.5, R-12.1)."""
+names a person another person's thread, is the same 404 as a missing one."""
 from __future__ import annotations
 
 import copy
@@ -82,7 +82,7 @@ def person_threads(*, organisation_id: str, subject: str, limit: int) -> list[Th
 
 
 def person_threads_counted(*, organisation_id: str, subject: str) -> int:
-    """How many threads name her (what erasing her removes, R-3.4)."""
+    """How many threads name her (what erasing her removes)."""
     return Thread.objects.for_organisation(organisation_id).filter(subject=subject).count()
 
 

@@ -1,4 +1,4 @@
-"""Thread writes (R-7.2). Items are appended under a row lock on their thread, so
+"""Thread writes. Items are appended under a row lock on their thread, so
 positions never collide and `last_item_at` only moves forward."""
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def thread_items_append(
 
 
 def thread_agent_record(*, thread: Thread, agent_id: str) -> None:
-    """Notes that an agent answered on the thread (extraction's `filters.agent_ids`, R-8.3)."""
+    """Notes that an agent answered on the thread (extraction's `filters.agent_ids`)."""
     thread.agents.add(agent_id)
 
 

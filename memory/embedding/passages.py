@@ -6,8 +6,8 @@ The date is the record's creation day in its organisation's time zone, in Englis
 embedding then carries when something was said (the embeddings spike measured 3 to 6 points
 of LoCoMo recall from it), and a question that names a time comes nearer to its records.
 A lesson gets no date: it is a working method, true whatever the day, and the same lesson
-written on two days must have the same vector to be found a near duplicate (R-8.11,
-memory.embedding.selectors.lesson_near_duplicate).
+written on two days must have the same vector to be found a near duplicate
+(memory.embedding.selectors.lesson_near_duplicate).
 
 Each record is embedded on its own. Embedding it together with the record written just before
 it (its conversational context) raised LoCoMo recall@10 by 6 points, where every record is a

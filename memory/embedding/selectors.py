@@ -1,5 +1,5 @@
 """Reading by vectors outside search: which records `embed_records` works through, and a
-lesson's near duplicate (R-8.11)."""
+lesson's near duplicate."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
@@ -39,13 +39,13 @@ def embeddable_record_ids(*, indexes: QuerySet[KnowledgeIndex], batch: int) -> I
 
 
 def lesson_near_duplicate(*, index: KnowledgeIndex, subject: str, text: str) -> MemoryRecord | None:
-    """Her active lesson in nearly the same words as `text`, or None (R-8.11).
+    """Her active lesson in nearly the same words as `text`, or None.
 
     Only when the index embeds (memory.embedding.storage.index_embeds) and that lesson has its
     vector: `text` is embedded as a lesson is (no date) and compared with her lessons' vectors
     in the index; the nearest counts when its cosine similarity is at least
     `LESSON_NEAR_DUPLICATE_SIMILARITY`. One embedding and two queries. A writer that gets a
-    lesson back writes that lesson's own text, which R-5.4 then confirms.
+    lesson back writes that lesson's own text, which the write then confirms (same normalised text).
 
     The threshold, measured on 21 hand-made Dutch and English pairs: rewordings of one lesson
     score 0.95–0.99 ("Vraag eerst naar het klantnummer." / "Vraag altijd eerst om het
@@ -54,7 +54,7 @@ def lesson_near_duplicate(*, index: KnowledgeIndex, subject: str, text: str) -> 
     naar de geboortedatum." 0.954). At 0.96, 9 of 10 rewordings are found and 2 of 11 other
     lessons taken for one: both differ from it in a single deciding word ("… invoice number …" /
     "… invoice amount …" 0.99), which an embedding cannot tell apart; their words are nearly the
-    same, which is R-8.11's own measure.
+    same, which is the measure a lesson "in nearly the same words" asks for.
     """
     if not index_embeds(index):
         return None

@@ -1,4 +1,4 @@
-"""Writing vectors (R-4.1): after a record's commit, by a Celery task, and by `embed_records`.
+"""Writing vectors: after a record's commit, by a Celery task, and by `embed_records`.
 
 The write of a record never waits for its vector: memory.services enqueues the task when
 the write's transaction commits, and search finds the record by full text meanwhile.

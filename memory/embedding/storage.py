@@ -1,4 +1,4 @@
-"""Where vectors live: pgvector, only where PostgreSQL has it (R-4.1; docs/decisions.md "Embeddings").
+"""Where vectors live: pgvector, only where PostgreSQL has it (docs/decisions.md "Embeddings").
 
 The machine's own PostgreSQL may lack pgvector (Debian bookworm does not package it), and a
 server without it must still migrate and serve every index that does not embed. So the
@@ -102,7 +102,7 @@ def embedding_storage_forget() -> None:
 
 def index_embeds(index: KnowledgeIndex) -> bool:
     """Searches and writes of this index use vectors: it asks for them, embeddings are on, and
-    the server can store them (else R-4.1's fallback: full text only)."""
+    the server can store them (else the index falls back to full text only)."""
     return bool(index.embeddings) and embeddings_enabled() and embedding_storage_ready()
 
 

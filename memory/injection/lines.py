@@ -1,4 +1,4 @@
-"""The block's text (R-7.6, R-12.2) and the one token estimator (R-7.9).
+"""The block's text and the one token estimator.
 
 Token estimator, the one used everywhere: `token_estimate(text=...)` is the text's UTF-8
 byte length divided by four, rounded up. It needs no model files (so it works offline),
@@ -17,7 +17,7 @@ EPISODE_SPAN_FIELDS = ("from", "to", "thread_id", "first_item_id")
 BYTES_PER_TOKEN = 4
 
 # Characters JSON leaves unescaped that some readers take for line breaks: escaped so
-# a record's text can never start a line of its own (R-12.2).
+# a record's text can never start a line of its own.
 _LINE_BREAK_ESCAPES = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 
@@ -31,12 +31,12 @@ def tokens_of_bytes(byte_count: int) -> int:
 
 
 def data_json(value) -> str:
-    """Compact JSON in which every record text stays a string value on one line (R-12.2)."""
+    """Compact JSON in which every record text stays a string value on one line."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).translate(_LINE_BREAK_ESCAPES)
 
 
 def confidence_percentage(value: float) -> str:
-    """A whole percentage string of a 0..1 value, rounded half up: 0.825 → "83%" (R-6.4, R-7.6)."""
+    """A whole percentage string of a 0..1 value, rounded half up: 0.825 → "83%"."""
     whole = math.floor(round(float(value) * 100, 6) + 0.5)
     return f"{min(100, max(0, whole))}%"
 
@@ -50,7 +50,7 @@ def episode_span(record: MemoryRecord) -> dict:
 
 
 def record_line(record: MemoryRecord) -> str:
-    """One line of the block (R-7.6): type, confidence (effective), [episode span], text, contested, due."""
+    """One line of the block: type, confidence (effective), [episode span], text, contested, due."""
     payload: dict = {
         "type": record.type,
         "confidence": confidence_percentage(record.effective_confidence),

@@ -1,4 +1,4 @@
-"""Which block governs a turn and what limits it (R-7.4, R-7.8, R-4.3)."""
+"""Which block governs a turn and what limits it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,7 +26,7 @@ class BlockSettings:
 
 
 def governing_block(*, key: ApiKey, agent_version) -> tuple[dict | None, str | None]:
-    """R-7.4: the agent version's block wholesale when it has one, else the key's."""
+    """The agent version's block wholesale when it has one, else the key's."""
     if not key.has_capability("memory"):
         return None, None
     agent_block = getattr(agent_version, "memory_injection", None) if agent_version is not None else None
@@ -37,7 +37,7 @@ def governing_block(*, key: ApiKey, agent_version) -> tuple[dict | None, str | N
 
 
 def readable_index(*, key: ApiKey, index_id) -> KnowledgeIndex | None:
-    """The block's index when the calling key may read it; None silently otherwise (R-7.4)."""
+    """The block's index when the calling key may read it; None silently otherwise."""
     if not isinstance(index_id, str) or not key.may_read(index_id):
         return None
     return index_find_available(key=key, index_id=index_id)

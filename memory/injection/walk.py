@@ -1,14 +1,14 @@
-"""The walk (R-7.5, R-7.7, R-7.8, R-7.9): the block's sections in order, under the count and
+"""The walk: the block's sections in order, under the count and
 the token budget, and the trace of what was injected and dropped.
 
-Bounded cost (R-12.5): every section reads its candidates in SQL, ordered and LIMITed (a
+Bounded cost: every section reads its candidates in SQL, ordered and LIMITed (a
 page of the section's cap plus a small margin); a further page is read only when budget
 skips used the page up and budget is left, and at most `MAX_PAGES` pages per section. A
 person's records are never all loaded. `dropped_by_budget` counts the candidates the walk
 tried and skipped; `dropped_by_count` counts (up to `COUNT_CAP`) the candidates left when
 `limit` stopped the walk.
 
-Besides R-7.9's counts, the result carries `detail` — which record went into which section,
+Besides the trace's counts, the result carries `detail` — which record went into which section,
 and which the walk tried and skipped, and why (the budget, or the organisation's share) —
 for the console's "why did the assistant know that?" (core_memory.flows.turns keeps it with
 the response). It is gathered from the rows the walk reads anyway: no query of its own. The
@@ -152,7 +152,7 @@ def _merged_pages(querysets: list[QuerySet], *, order: tuple, page_size: int, bl
 
     One query per page, a UNION ALL of each part's own ordered top rows: each part reads
     only its first rows through its index, where one query over "hers OR shared" would
-    read and sort every open commitment of the whole organisation (R-12.5).
+    read and sort every open commitment of the whole organisation.
     """
     if len(querysets) == 1:
         yield from _pages(querysets[0].order_by(*order), page_size=page_size, block=block)
@@ -253,7 +253,7 @@ def _capped_counts(querysets: dict[str, QuerySet]) -> dict[str, int]:
 def injection_block_build(
     *, key: ApiKey, agent_version, subject: str | None, topic: str, now: datetime
 ) -> InjectionResult:
-    """The turn's memory block, its trace (R-7.9), and the ids injected (their retrieval counts rise, R-7.10).
+    """The turn's memory block, its trace, and the ids injected (their retrieval counts rise).
 
     Nothing is injected — silently — without the `memory` capability, with a
     disabled block, or when the calling key may not read the block's index.
@@ -276,7 +276,7 @@ def injection_block_build(
     def candidates_of(person: str | None) -> QuerySet:
         """Her records (`person`), or the shared ones (None), under the block's filters. Each
         section reads hers and the shared ones as separate queries, each of which an index
-        answers in order (R-12.5); "hers OR shared" in one query cannot be read in order."""
+        answers in order; "hers OR shared" in one query cannot be read in order."""
         records = records_visible(key=key, index=index, subject=person, shared=False).only(*LINE_FIELDS)
         records = records_with_decay(records, key=key, now=now)
         if settings.metadata:
@@ -311,7 +311,7 @@ def injection_block_build(
     )
 
     if settings.episodes_limit > 0 and settings.names("episode"):
-        # Hers only for a turn for a person, shared only for a turn for nobody (R-7.5.5).
+        # Hers only for a turn for a person, shared only for a turn for nobody.
         episodes = (hers if hers is not None else shared).filter(type="episode")
         page_size = settings.episodes_limit + PAGE_MARGIN
 
@@ -352,7 +352,7 @@ def _walk_person_and_shared(
     block: _Block,
     now: datetime,
 ) -> dict[str, int]:
-    """[about_this_person] then [organisation] under one `limit` (R-7.7, R-7.8); answers the
+    """[about_this_person] then [organisation] under one `limit`; answers the
     candidates `limit` left out, per section (only sections that lost any)."""
     section_types = sorted(settings.types - set(OWN_SECTION_TYPES)) if settings.types else None
     if section_types == []:
@@ -412,7 +412,7 @@ def _lessons_closest_first(
     candidates: Iterator[MemoryRecord], *, lessons: Callable[[], Iterator[MemoryRecord]]
 ) -> Iterator[MemoryRecord]:
     """Her records in confidence order, but each place a lesson takes goes to the lesson closest
-    to the topic not yet offered (issue 10: lessons closest to the topic first). The lessons keep
+    to the topic not yet offered (lessons closest to the topic first). The lessons keep
     their places among her other records; only which lesson stands in each changes. The topic
     is searched only when a first lesson comes up: a person without lessons costs nothing more."""
     closest: Iterator[MemoryRecord] | None = None
@@ -432,7 +432,7 @@ def _lessons_closest_first(
 def _section_candidates(
     *, queryset: QuerySet, rank: str, hits: dict[str, float], page_size: int, block: _Block
 ) -> Iterator[MemoryRecord]:
-    """R-7.7: confidence order, or closeness to the topic (`relevance`), or both mixed (`blend`)."""
+    """Confidence order, or closeness to the topic (`relevance`), or both mixed (`blend`)."""
     if rank not in RANK_SCORES:
         return _pages(queryset.order_by(*CONFIDENCE_ORDER), page_size=page_size, block=block)
     return _ranked_by_topic(

@@ -1,4 +1,4 @@
-"""Vectors of records (issue 10): in Django's state always, in the database only with pgvector.
+"""Vectors of records: in Django's state always, in the database only with pgvector.
 
 A server without pgvector 0.8+ migrates past this without the table (memory.embedding.storage);
 `manage.py embed_records` creates it later, once pgvector is installed. A later migration

@@ -1,4 +1,4 @@
-"""Search (R-5.10): full-text queries (`text`), times named in a question (`when`), and the
+"""Search: full-text queries (`text`), times named in a question (`when`), and the
 ranking that fuses full text with embeddings (`ranking`). `memory.selectors.record_search`
 puts them together."""
 from memory.search.text import query_words, text_query, tsquery_text

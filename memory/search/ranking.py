@@ -1,4 +1,4 @@
-"""One ranking from the search's candidates (R-5.10; docs/decisions.md "Search").
+"""One ranking from the search's candidates (docs/decisions.md "Search").
 
 Each candidate carries its full-text score (ts_rank_cd scaled to 0..1; 0 when none of the
 query's words is in it), when the index embeds its cosine similarity to the query (None while
@@ -26,10 +26,10 @@ product-shaped set; its weights are the numbers in memory.search.weights. The fe
 
     score = sigmoid(bias + Σ weight · feature) · (1 − CONFIDENCE_WEIGHT + CONFIDENCE_WEIGHT · effective confidence)
 
-within 0..1; a decayed record (R-5.9) loses at most a quarter of its score (a rule, not
+within 0..1; a decayed record loses at most a quarter of its score (a rule, not
 learned: the sets hold no decayed records). An index searched by full text alone has its own
 weights (the vector features are 0 there). Ties: effective confidence, retrieval count, id (as
-everywhere, R-7.7).
+everywhere).
 """
 from __future__ import annotations
 

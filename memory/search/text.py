@@ -1,4 +1,4 @@
-"""Full-text queries (R-5.6 `q`, R-5.10) over the stored Dutch+English vector (memory.models).
+"""Full-text queries (the list's `q`) over the stored Dutch+English vector (memory.models).
 
 Queries are natural language in Dutch or English ("hoe wil Acme de facturen", "how does
 Acme want its invoices"). Each word becomes the OR of its Dutch and English lexemes, so
@@ -42,7 +42,7 @@ def query_words(text: str) -> list[str]:
 
 
 # A word's lexemes depend only on the word and PostgreSQL's dictionaries, which do not change
-# while Core runs: each process asks once per word (R-12.5), up to this many words.
+# while Core runs: each process asks once per word, up to this many words.
 LEXEME_CACHE_SIZE = 50_000
 _known_lexemes: dict[str, tuple[frozenset[str], ...]] = {}
 
@@ -85,7 +85,7 @@ def tsquery_text(text: str, *, match_all: bool = False) -> str | None:
     """The raw tsquery for `text`, or None when no word carries meaning.
 
     `match_all=False` (search): a record matching some of the words is a candidate
-    (R-5.10). `match_all=True` (the list's `q` filter): it must match every word.
+   . `match_all=True` (the list's `q` filter): it must match every word.
     """
     words = query_words(text)
     if not words:

@@ -1,4 +1,4 @@
-"""Times named in a question (R-5.10, issue 10): "last week", "in May 2023", "vorige maand".
+"""Times named in a question: "last week", "in May 2023", "vorige maand".
 
 `time_windows(text, now=…)` reads the times a question names, in English and Dutch, into
 windows [start, end) in the question's time zone (`now` carries it). Search boosts the

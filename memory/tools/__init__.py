@@ -1,4 +1,4 @@
-"""The two memory tools of every available index (SPEC R-6.1–R-6.5, R-12.2).
+"""The two memory tools of every available index.
 
 `memory__<index-id>__search` finds records; `memory__<index-id>__write` keeps one.
 `catalogue` names, describes, lists and resolves them for a key (what a turn may offer);

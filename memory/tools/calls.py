@@ -1,4 +1,4 @@
-"""Running a model's call of a memory tool (R-6.4, R-6.5): the answer is the tool result's
+"""Running a model's call of a memory tool: the answer is the tool result's
 text; every refusal is inside it."""
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def _arguments(serializer_class: type[serializers.Serializer], arguments: str) -
 
 
 def _hit(record: MemoryRecord) -> dict:
-    """A search hit (R-6.4): confidence as a whole percentage of the effective value."""
+    """A search hit: confidence as a whole percentage of the effective value."""
     hit: dict = {
         "id": record.id,
         "type": record.type,
@@ -95,7 +95,7 @@ def _write(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, arguments
     allowed = writable_types(index=index)
     try:
         values = _arguments(WriteArguments, arguments)
-        # record_write's own type rules (R-5.3) refuse `episode`, `lesson` and unknown types.
+        # record_write's own type rules refuse `episode`, `lesson` and unknown types.
         result = record_write(
             key=key,
             index=index,
@@ -122,11 +122,11 @@ def _write(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, arguments
 def memory_tool_call(
     *, key: ApiKey, tool_name: str, arguments: str, subject: str | None, provenance: dict, now: datetime
 ) -> str:
-    """Run one call of a memory tool; the answer is the tool result's text (R-6.4, R-6.5).
+    """Run one call of a memory tool; the answer is the tool result's text.
 
     With the key's `trust_envelope` capability a search result (hits or a refusal) is
-    wrapped as `{"trust": "data", "source": <tool name>, "content": …}` (R-6.4). A write's
-    result is the R-5.5 object itself, or its refusal, wrapped never (R-6.5: the same text
+    wrapped as `{"trust": "data", "source": <tool name>, "content": …}`. A write's
+    result is the write's answer object itself, or its refusal, wrapped never (the same text
     as the answer to `POST /v1/memory`). The caller adds TRUST_ENVELOPE_NOTE to every
     tool message.
     """
@@ -140,7 +140,7 @@ def memory_tool_call(
     except _Refusal as refusal:
         result = {"error": refusal.body}
     except ApplicationError as error:
-        # Every refusal, whichever service raised it, is a result the model reads (R-6.5).
+        # Every refusal, whichever service raised it, is a result the model reads.
         result = {"error": _Refusal(status=error.status_code, message=error.message, param=error.param, error_type=error.error_type).body}
     if kind == SEARCH and key.has_capability("trust_envelope"):
         result = {"trust": "data", "source": tool_name, "content": result}

@@ -1,4 +1,4 @@
-"""What tools a key has (R-6.1–R-6.3, R-6.5's description): their names, descriptions and
+"""What tools a key has: their names, descriptions and
 JSON-Schema parameters, and whether each is offered.
 
 A tool is *offered* when the key has the `memory` capability, its memory configuration
@@ -37,7 +37,7 @@ def tool_name(*, index_id: str, kind: str) -> str:
 
 
 def _today(*, now: datetime, timezone_name: str | None) -> str:
-    """Today's date in the turn's time zone (R-6.5); an unknown zone name falls back to UTC."""
+    """Today's date in the turn's time zone; an unknown zone name falls back to UTC."""
     try:
         zone = ZoneInfo(timezone_name or "UTC")
     except (ZoneInfoNotFoundError, ValueError):
@@ -46,7 +46,7 @@ def _today(*, now: datetime, timezone_name: str | None) -> str:
 
 
 def writable_types(*, index: KnowledgeIndex) -> list[str]:
-    """The store's known types minus those only Core writes (R-5.3, R-6.5: never `episode`)."""
+    """The store's known types minus those only Core writes (never `episode`)."""
     return [type_name for type_name in store_known_types(index=index) if type_name not in CORE_WRITTEN_TYPES]
 
 
@@ -116,7 +116,7 @@ class MemoryTool:
     parameters: dict
 
     def definition(self) -> dict:
-        """The tool as sent to an OpenAI-compatible model (R-13.5)."""
+        """The tool as sent to an OpenAI-compatible model."""
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
@@ -146,7 +146,7 @@ def tool_offered(*, key: ApiKey, index_id: str, kind: str) -> bool:
 
 
 def memory_tools_list(*, key: ApiKey, now: datetime | None = None, timezone_name: str | None = None) -> list[dict]:
-    """Both tools of every index the key's policy names, with `offered` (R-6.2).
+    """Both tools of every index the key's policy names, with `offered`.
 
     The write tool's date is today in `timezone_name`, else the organisation's zone.
     """
@@ -182,7 +182,7 @@ def is_memory_tool_name(name: str) -> bool:
 
 
 def tool_index(*, key: ApiKey, name, param: str | None) -> tuple[KnowledgeIndex, str]:
-    """The index and kind of a tool the key may use now; InvalidRequest otherwise (R-6.3)."""
+    """The index and kind of a tool the key may use now; InvalidRequest otherwise."""
     match = TOOL_NAME.match(name) if isinstance(name, str) else None
     if match is None:
         raise InvalidRequest("Not a memory tool name: memory__<index-id>__search or memory__<index-id>__write.", param=param)

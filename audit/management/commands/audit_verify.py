@@ -1,4 +1,4 @@
-"""`manage.py audit_verify [--org org_…]`: checks every organisation's audit hash chain (R-11.1).
+"""`manage.py audit_verify [--org org_…]`: checks every organisation's audit hash chain.
 
 Prints a JSON report per chain (its head hash can be kept elsewhere as an anchor) and exits
 with status 1 when any chain is broken.

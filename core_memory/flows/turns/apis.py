@@ -149,7 +149,7 @@ class _EventStream:
 
 
 class ResponseCreateApi(CoreApi):
-    """`POST /v1/responses` (R-7.1): one turn, answered as JSON or, with `stream`, as Server-Sent Events."""
+    """`POST /v1/responses`: one turn, answered as JSON or, with `stream`, as Server-Sent Events."""
 
     class InputSerializer(StrictSerializer):
         model = serializers.CharField(required=False, default=None, max_length=200)
@@ -232,7 +232,7 @@ class ResponseDetailApi(CoreApi):
 
 
 class ToolListApi(CoreApi):
-    """`GET /v1/tools?source=memory` (R-6.2): both memory tools of every index the key's policy names."""
+    """`GET /v1/tools?source=memory`: both memory tools of every index the key's policy names."""
 
     required_capabilities = ("memory",)
 

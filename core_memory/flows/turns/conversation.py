@@ -1,11 +1,11 @@
-"""Thread items as Chat Completions messages (R-13.5).
+"""Thread items as Chat Completions messages.
 
 Consecutive assistant items of one answer (its text and its tool calls) become one
 assistant message; a tool result becomes a `tool` message. A tool call without its
 result (a turn that stopped at its call limit) or a result without its call (an
 import, or history cut at the limit) is left out, since the protocol refuses both.
 Reasoning items are never sent, and neither is a system item of another turn: system text
-instructs only the turn whose input carried it, never a later turn on the thread (R-12.2).
+instructs only the turn whose input carried it, never a later turn on the thread.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def _text(content) -> str:
 
 def items_to_messages(items: Iterable[Item], *, response_id: str, tool_result_note: str | None = None) -> list[dict]:
     """The messages of turn `response_id` for `items`; `tool_result_note` opens every memory
-    tool's message (R-6.4's trust envelope): the result of a caller's own tool is the caller's
+    tool's message (the trust envelope): the result of a caller's own tool is the caller's
     to vouch for, not memory."""
     items = [
         item

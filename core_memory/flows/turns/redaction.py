@@ -1,4 +1,4 @@
-"""A turn for a key with `pii_redaction` (R-8.8): the conversation's model sees
+"""A turn for a key with `pii_redaction`: the conversation's model sees
 placeholders, the person and the tools see real values.
 
 Everything Core stores stays real: the thread's items, the tool results, the records a

@@ -1,4 +1,4 @@
-"""Running a turn (R-7.1, R-7.4, R-13.5).
+"""Running a turn.
 
 `turn_plan` resolves everything a request names — model, agent version, thread,
 tools — and raises the request's 4xx errors before anything is written.
@@ -98,7 +98,7 @@ def turn_plan(
     offer_memory_tools: bool = False,
     now: datetime | None = None,
 ) -> TurnPlan:
-    """Resolves the request's names (R-7.1). 404 for an agent or thread that is not the
+    """Resolves the request's names. 404 for an agent or thread that is not the
     organisation's; 422 on `model` for a model not offered; 400 on `tools[i]`.
 
     `offer_memory_tools` adds every memory tool the key's own configuration offers, unnamed
@@ -179,7 +179,7 @@ def _turn_close(
 
 
 def _system_messages(*, plan: TurnPlan, memory_block: str) -> list[dict]:
-    """Instructions first (the agent's, then the request's), then the memory block as data (R-13.5)."""
+    """Instructions first (the agent's, then the request's), then the memory block as data."""
     texts = [plan.agent_version.instructions if plan.agent_version else "", plan.instructions or "", memory_block]
     return [{"role": "system", "content": text} for text in texts if text]
 
@@ -190,12 +190,12 @@ def _topic(drafts: list[ItemDraft]) -> str:
 
 
 def _tool_result_note(*, key: ApiKey) -> str | None:
-    """With `trust_envelope`, the model is told in each tool message that its content is data (R-6.4)."""
+    """With `trust_envelope`, the model is told in each tool message that its content is data."""
     return TRUST_ENVELOPE_NOTE if key.has_capability("trust_envelope") else None
 
 
 def _tool_result(*, plan: TurnPlan, call, provenance: dict, now: datetime) -> str:
-    """The text the model reads for one tool call; a refusal is a result too, never an HTTP error (R-6.5)."""
+    """The text the model reads for one tool call; a refusal is a result too, never an HTTP error."""
     if call.name not in {tool.name for tool in plan.tools}:
         error = {"type": "unknown_tool", "message": f"No tool named {call.name!r} is offered in this turn."}
         return json.dumps({"error": error}, ensure_ascii=False)
@@ -216,7 +216,7 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
         block = injection_block_build(
             key=plan.key, agent_version=plan.agent_version, subject=plan.subject, topic=_topic(plan.input), now=now
         )
-        records_retrieved(key=plan.key, records=block.records)  # R-7.10
+        records_retrieved(key=plan.key, records=block.records)
         trace, memory_detail = {"memory": block.trace}, block.detail
         system = _system_messages(plan=plan, memory_block=block.text)
         # Another key's thread may hold what this key may not read: its memory tools' calls and
@@ -238,7 +238,7 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
 
         while True:
             if token_limit_reached(organisation=plan.key.organisation, at=now):
-                # R-8.9: at the limit no further model call is made (docs/decisions.md "Metering").
+                # At the limit no further model call is made (docs/decisions.md "Metering").
                 status, error = Response.Status.FAILED, TOKEN_LIMIT_REACHED
                 break
             messages = system + items_to_messages(conversation, response_id=response.id, tool_result_note=tool_result_note)

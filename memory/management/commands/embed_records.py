@@ -12,7 +12,7 @@ from memory.models import MemoryRecord
 
 class Command(BaseCommand):
     help = (
-        "Give every active record of the indexes that embed its current vector (R-4.1): a backfill after "
+        "Give every active record of the indexes that embed its current vector: a backfill after "
         "switching embeddings on or installing pgvector, and after a model change. Records whose vector is "
         "current are skipped. Prints progress on stderr and a JSON summary on stdout."
     )

@@ -10,7 +10,7 @@ from core_memory.organisations.models import Organisation
 
 
 class Command(BaseCommand):
-    help = "Make a console administrator of one organisation (R-1.3). Without --password it asks for one."
+    help = "Make a console administrator of one organisation. Without --password it asks for one."
 
     def add_arguments(self, parser):
         parser.add_argument("--org", required=True)

@@ -9,7 +9,7 @@ from core_memory.organisations.models import ORGANISATION_CAPABILITIES
 
 
 class Command(BaseCommand):
-    help = "Create an organisation and a key with every capability and every index (R-1.3)."
+    help = "Create an organisation and a key with every capability and every index."
 
     def add_arguments(self, parser):
         parser.add_argument("name")
