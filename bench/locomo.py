@@ -2,7 +2,8 @@
 
     make bench-relevance                      # or: .venv/bin/python bench/locomo.py [--write]
 
-LoCoMo (`../shared/bench-data/locomo/locomo10.zip`, or `LOCOMO_ZIP`; 10 long conversations,
+LoCoMo (the public `locomo10.zip`, named by `LOCOMO_ZIP`, else found in a shared bench-data folder
+beside the checkout; 10 long conversations,
 5,882 turns) is
 loaded as a memory service would have lived it: each conversation is a person, each turn a
 record written by `POST /v1/memory` at the moment it was said (the clock stands at the
@@ -57,7 +58,7 @@ from memory import selectors  # noqa: E402
 from stores.models import KnowledgeIndex  # noqa: E402
 from tests.factories import client_for  # noqa: E402
 
-# `../shared/` beside the main checkout (also from a worktree one level deeper), or LOCOMO_ZIP.
+# LOCOMO_ZIP, else a shared bench-data folder beside the checkout (also from a worktree one level deeper).
 _PLACES = [ROOT.parent / "shared", ROOT.parent.parent / "shared"]
 LOCOMO = Path(os.environ.get("LOCOMO_ZIP") or next(
     (place / "bench-data/locomo/locomo10.zip" for place in _PLACES if (place / "bench-data/locomo/locomo10.zip").exists()),

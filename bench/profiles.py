@@ -23,6 +23,7 @@ import random
 import time
 from collections import Counter
 from datetime import datetime
+from pathlib import Path
 
 import harness  # noqa: F401 — sets Django up, so the project's imports come after it
 from corpus import query_text, record_text, turn_input
@@ -53,6 +54,8 @@ BUCKETS = (
     ("framework (Django, DRF)", ("/django/", "/rest_framework/", "/simple_history/", "/whitenoise/")),
 )
 OWN = "our code"
+# Our code is what runs from this checkout, outside its virtual environment and the benches.
+PROJECT = str(Path(__file__).resolve().parent.parent)
 
 
 def _bucket(stack: list[str]) -> str:
@@ -61,7 +64,7 @@ def _bucket(stack: list[str]) -> str:
         for name, markers in BUCKETS:
             if any(marker in path for marker in markers):
                 return name
-        if "/work/" in path and "/.venv/" not in path and "/bench/" not in path:
+        if path.startswith(PROJECT) and "/.venv/" not in path and "/bench/" not in path:
             return OWN
     return "other"
 

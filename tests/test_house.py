@@ -3,14 +3,23 @@ production code explains itself in plain words, without requirement ids, spec se
 numbers; which test pins which requirement is the tests' business and docs/traceability.md's."""
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
-# Production code: every package and folder that ships, not the tests, the benches or the docs.
-PRODUCTION = ("core_memory", "memory", "extraction", "stores", "audit", "maintenance", "templates", "scripts")
+# Production code: every top-level folder that ships (packages, templates, scripts), whatever
+# the layers are called; not the tests, the benches, the docs, the catalogues or what runs makes.
+NOT_PRODUCTION = {"tests", "bench", "docs", "locale", "static", "var", "node_modules"}
+PRODUCTION = tuple(
+    sorted(path.name for path in PROJECT.iterdir() if path.is_dir() and not path.name.startswith((".", "_")) and path.name not in NOT_PRODUCTION)
+)
 PRODUCTION_SUFFIXES = {".py", ".html", ".txt"}
 REFERENCE = re.compile(r"\bR-\d+\.\d+|SPEC §|\b[Ii]ssue \d+")
+# A path on the machine the code was written on, or beside the checkout: a reader of the
+# repository has neither. (`base/work/models.py` is ours: a slash after a name is no root.)
+OUTSIDE = re.compile(r"(?<![\w.])/(?:work|check|opt|tmp|home)/|\.\./shared\b")
+TEXT_SUFFIXES = {".py", ".html", ".txt", ".md", ".po", ".toml", ".cfg", ".yml", ".yaml", ".json", ".jsonl"}
 
 
 def production_files() -> list[Path]:
@@ -34,3 +43,30 @@ def test_production_code_names_no_requirement_id_spec_section_or_issue_number():
         "Production code says why in plain words; requirement ids (R-n.n), 'SPEC §' and issue numbers "
         "belong in tests' docstrings and docs/traceability.md:\n" + "\n".join(found)
     )
+
+
+def test_the_traceability_table_is_current_with_the_tests_docstrings():
+    spec = importlib.util.spec_from_file_location("traceability", PROJECT / "scripts" / "traceability.py")
+    traceability = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(traceability)
+
+    assert traceability.TABLE.read_text(encoding="utf-8") == traceability.table(), (
+        "docs/traceability.md is not current with the tests' docstrings: run `.venv/bin/python scripts/traceability.py`"
+    )
+
+
+def test_no_document_or_source_names_a_path_outside_the_repository():
+    texts = [PROJECT / "README.md", PROJECT / "Makefile", PROJECT / "pyproject.toml"] + sorted(
+        path
+        for folder in (*PRODUCTION, "docs", "bench", "tests", "locale")
+        for path in (PROJECT / folder).rglob("*")
+        if path.suffix in TEXT_SUFFIXES and path.is_file()
+    )
+    found = [
+        f"{path.relative_to(PROJECT)}:{number}: {line.strip()}"
+        for path in texts
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if OUTSIDE.search(line)
+    ]
+
+    assert not found, "A reader of the repository has no such path; say in words what it was:\n" + "\n".join(found)

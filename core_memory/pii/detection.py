@@ -27,7 +27,7 @@ break, a BSN by dashes; an e-mail address may have an internationalised domain.
 
 Names, street addresses, postcodes, dates of birth and other identifiers are not
 found (README "Personal data"). Measured on labelled Dutch and English chat messages
-in the PII spike (`/work/spikes/pii/REPORT.md`); the examples are in
+in a PII spike before this code (docs/decisions.md "Personal data"); the examples are in
 `tests/core_memory/pii/test_detection.py`.
 """
 from __future__ import annotations

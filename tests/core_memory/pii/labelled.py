@@ -1,5 +1,5 @@
-"""Labelled chat messages in Dutch and English, from the PII spike (/work/spikes/pii: its dev
-set and its hold-out set, written after the rules were frozen). Personal data is marked
+"""Labelled chat messages in Dutch and English, from the PII spike (docs/decisions.md
+"Personal data": its dev set and its hold-out set, written after the rules were frozen). Personal data is marked
 inline as `[[KIND|value]]`; the rest is text that must stay as it is. Not labelled, by the
 spike's rules: IBANs and cards that fail their checksum, version numbers, file names,
 order/ticket/customer numbers that pass the 11-proef, and what is not detected at all
