@@ -234,8 +234,10 @@ def _redis_url() -> str:
 
 
 REDIS_URL = _redis_url()
-# Per-key rate limits (core_memory.api.throttling): counted in Redis, shared by every process.
-CORE_RATE_LIMIT_PER_MINUTE = env.int("CORE_RATE_LIMIT_PER_MINUTE", default=600)
+# Per-key rate limits (core_memory.api.throttling): a token bucket in Redis, shared by every process.
+# The sustained rate and the bucket's size; docs/decisions.md says why these defaults.
+CORE_RATE_LIMIT_PER_MINUTE = env.int("CORE_RATE_LIMIT_PER_MINUTE", default=6000)
+CORE_RATE_LIMIT_BURST = env.int("CORE_RATE_LIMIT_BURST", default=1000)
 CORE_RATE_LIMIT_URL = env.str("CORE_RATE_LIMIT_URL", default="") or REDIS_URL
 CORE_RATE_LIMIT_PREFIX = env.str("CORE_RATE_LIMIT_PREFIX", default="core:rate")
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or REDIS_URL or "filesystem://"

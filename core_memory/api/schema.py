@@ -55,7 +55,7 @@ ERROR_WORDS = {
     422: "Understood but refused: a value the rules do not allow (`param` names it), or this "
     "`Idempotency-Key` was used with another body.",
     413: "The body is larger than the server takes (`CORE_MAX_REQUEST_BYTES`).",
-    429: "Too many requests for this key this minute; `Retry-After` says when to try again.",
+    429: "Too many requests for this key: its rate limit's bucket is empty; `Retry-After` says when to try again.",
     503: "The database or the broker is unreachable for a moment; nothing was written. `Retry-After` says when to try again.",
 }
 

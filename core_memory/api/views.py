@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from core_memory.api import idempotency
 from core_memory.api.parsers import CoreJSONParser
+from core_memory.api.throttling import rate_limit_headers
 from core_memory.base.errors import InvalidRequest, PermissionDenied
 from core_memory.base.storable import UNSTORABLE_CHARACTERS, unstorable_value
 from core_memory.keys.authentication import Principal
@@ -141,6 +142,10 @@ class CoreApi(APIView):
 
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
+        state = getattr(request, "rate_limit_state", None)
+        if state is not None:
+            for name, value in rate_limit_headers(state).items():
+                response[name] = value
         if getattr(self, "_idempotency_row", None) is not None:
             self._idempotency_finish(response)
         return response

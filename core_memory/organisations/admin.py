@@ -1,19 +1,45 @@
-"""The administrator's own organisation, shown read-only; its settings change through
-`PATCH /v1/tenants/{org}`, organisations are made with `createorg`."""
+"""The administrator's own organisation. Its rate limit is edited here, through the same service
+(and audit) as `PATCH /v1/tenants/{org}`; its other settings are shown and change through
+that PATCH. Organisations are made with `createorg`."""
+from django import forms
+from django.conf import settings
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
-from core_memory.console.admin import ReadOnlyScopedAdmin
+from core_memory.console.admin import OrganisationScopedAdmin
 from core_memory.organisations.models import Organisation
-from core_memory.organisations.services import UPDATABLE_FIELDS
+from core_memory.organisations.services import UPDATABLE_FIELDS, organisation_update
+
+# The settings the console edits; the others are shown only.
+EDITABLE_FIELDS = ("rate_limit_per_minute",)
+
+
+class OrganisationForm(forms.ModelForm):
+    class Meta:
+        model = Organisation
+        fields = EDITABLE_FIELDS
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["rate_limit_per_minute"].help_text = _(
+            "The requests per minute each key may make, sustained; after a quiet moment a key may send up to "
+            "%(burst)s at once (or a minute's worth, when that is less). Empty: the server's %(default)s."
+        ) % {"burst": settings.CORE_RATE_LIMIT_BURST, "default": settings.CORE_RATE_LIMIT_PER_MINUTE}
 
 
 @admin.register(Organisation)
-class OrganisationAdmin(ReadOnlyScopedAdmin):
-    list_display = ("name", "id", "timezone", "capabilities", "audit_retention_days", "created")
+class OrganisationAdmin(OrganisationScopedAdmin):
+    form = OrganisationForm
+    list_display = ("name", "id", "timezone", "capabilities", "rate_limit", "audit_retention_days", "created")
     # Offered models as the API offers them: none stored means every configured model.
     fields = ("id", *(name if name != "offered_models" else "offered" for name in UPDATABLE_FIELDS), "created")
-    readonly_fields = fields
+    readonly_fields = tuple(name for name in fields if name not in EDITABLE_FIELDS)
+
+    def has_add_permission(self, request):
+        return False  # `createorg` makes organisations
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
     @admin.display(description=_("offered models"))
     def offered(self, organisation: Organisation) -> str:
@@ -21,3 +47,15 @@ class OrganisationAdmin(ReadOnlyScopedAdmin):
         if organisation.offered_models is None:
             return _("%(models)s (every configured model)") % {"models": offered}
         return offered
+
+    @admin.display(description=_("rate limit per key (requests per minute)"), ordering="rate_limit_per_minute")
+    def rate_limit(self, organisation: Organisation) -> str:
+        if organisation.rate_limit_per_minute is None:
+            return _("%(limit)s (the server's)") % {"limit": organisation.key_rate_limit_per_minute()}
+        return str(organisation.rate_limit_per_minute)
+
+    def save_model(self, request, obj, form, change):
+        changes = {name: form.cleaned_data[name] for name in EDITABLE_FIELDS if name in form.changed_data}
+        # The form checked the bounds with the model's own validators, as the service's full_clean does.
+        updated = organisation_update(organisation=obj, actor=self.actor(request), changes=changes)
+        obj.updated_at = updated.updated_at

@@ -3,7 +3,7 @@ from rest_framework.response import Response
 
 from core_memory.api.views import CoreApi
 from core_memory.base.validation import StrictSerializer, TimeZoneField
-from core_memory.organisations.models import ORGANISATION_CAPABILITIES
+from core_memory.organisations.models import ORGANISATION_CAPABILITIES, RATE_LIMIT_MOST
 from core_memory.organisations.selectors import organisation_get_own
 from core_memory.organisations.services import organisation_update
 
@@ -45,7 +45,7 @@ class OrganisationDetailApi(CoreApi):
         audit_retention_days = serializers.IntegerField(min_value=1, max_value=36_500)
         improvements = ImprovementsSerializer()
         rate_limit_per_minute = serializers.IntegerField(
-            min_value=1, max_value=1_000_000, allow_null=True, help_text="null: the server's CORE_RATE_LIMIT_PER_MINUTE."
+            min_value=1, max_value=RATE_LIMIT_MOST, allow_null=True, help_text="null: the server's CORE_RATE_LIMIT_PER_MINUTE."
         )
 
         def validate_improvements(self, value: dict) -> dict:

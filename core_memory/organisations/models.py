@@ -1,10 +1,13 @@
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from core_memory.base.ids import PrefixedIdField
 
 ORGANISATION_CAPABILITIES = ("improvements",)
+# The most requests per minute an organisation may allow each key (the API and the console alike).
+RATE_LIMIT_MOST = 1_000_000
 
 
 def configured_model_ids() -> list[str]:
@@ -28,7 +31,12 @@ class Organisation(models.Model):
     audit_retention_days = models.PositiveIntegerField(_("audit retention (days)"), default=365)
     improvements = models.JSONField(_("improvements"), default=default_improvements, blank=True)
     # Requests per minute each of its keys may make; null: CORE_RATE_LIMIT_PER_MINUTE.
-    rate_limit_per_minute = models.PositiveIntegerField(_("rate limit per key (requests per minute)"), null=True, blank=True)
+    rate_limit_per_minute = models.PositiveIntegerField(
+        _("rate limit per key (requests per minute)"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(RATE_LIMIT_MOST)],
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
