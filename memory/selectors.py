@@ -223,26 +223,10 @@ def record_search(
     candidates must give, which the speed bench compares them with.
     """
     now = now or timezone.now()
-
-    def searched(records: QuerySet[MemoryRecord]) -> QuerySet[MemoryRecord]:
-        records = records.filter(status=MemoryRecord.Status.ACTIVE)
-        if types:
-            records = records.filter(type__in=types)
-        if after is not None:
-            records = records.filter(created_at__gt=after)
-        if before is not None:
-            records = records.filter(created_at__lt=before)
-        return records
-
-    records = searched(records_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared))
-    if subject is not None and shared:
-        # Her records and the shared ones apart, each read by its own indexes (memory.models).
-        parts = [
-            searched(records_in_scope(key=key, index=index, subject=subject, shared=False)),
-            searched(records_in_scope(key=key, index=index, subject=None)),
-        ]
-    else:
-        parts = [records]
+    filters = {"types": types, "after": after, "before": before}
+    scope = records_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared)
+    records = _search_filtered(scope, **filters)
+    parts = _search_parts(key=key, index=index, subject=subject, shared=shared, filters=filters) or [records]
     embeds = index_embeds(index)
     if embeds:
         # The engine embeds the question on its own thread while the full-text candidates are read.
@@ -251,44 +235,14 @@ def record_search(
     if search_query is None and not embeds:
         return []
     depth = max(SEARCH_DEPTH, limit)
-    # The candidates' ids, as queries (one union: PostgreSQL reads them by primary key; pools
-    # OR-ed together had it read every record of the scope and test each against each pool).
-    pools: list[QuerySet] = []
-    text_score = Value(0.0)
-    if search_query is not None:
-        rank = SearchRank(F("search_vector"), search_query, cover_density=True, normalization=Value(32))
-        pools += [
-            part.filter(search_vector=search_query).order_by(rank.desc(), "id").values_list("id", flat=True)[:depth]
-            for part in parts
-        ]
-        if embeds:
-            # Read now (one query), while the question is being embedded; the vectors' part needs it.
-            first, *others = pools
-            found_ids = list(first.union(*others, all=True)) if others else list(first)
-            pools = [MemoryRecord.objects.for_organisation(key.organisation_id).filter(pk__in=found_ids).values_list("id", flat=True)]
-        text_score = Case(When(search_vector=search_query, then=rank), default=Value(0.0), output_field=FloatField())
+    pools, text_score = _text_candidates(parts, search_query=search_query, depth=depth, embeds=embeds, organisation_id=key.organisation_id)
     similarity = Value(None, output_field=FloatField())
     if embeds:
-        vector = HalfVector(query_embed(query))
-        vectors = _vectors_in_scope(
-            key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared, types=types, after=after, before=before
+        vectors = _vectors_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared, **filters)
+        vector_pools, similarity = _vector_candidates(
+            vectors, query=query, subject=subject, shared=shared, depth=depth, exhaustive=exhaustive
         )
-        distance = MaxInnerProduct("vector", vector)
-        if subject is not None:
-            # Her own vectors, scanned exactly: `+ 0` keeps the ordering off the HNSW indexes,
-            # which the planner picks from ~100k records on and which, filtered to one person
-            # afterwards, found a few percent of her nearest (bench/RESULTS.md, vector scan).
-            pools.append(vectors.filter(subject=subject).order_by(distance + 0).values_list("record_id", flat=True)[:depth])
-        others = vectors if subject is None else vectors.filter(subject__isnull=True) if shared else None
-        if others is not None:
-            # The shared set (its own HNSW graph: memory.models), or every person's when none is
-            # named (the whole graph, walked on past its filters: settings); exact where the
-            # planner deems that cheaper, or asked to be.
-            pools.append(others.order_by(distance + 0 if exhaustive else distance).values_list("record_id", flat=True)[:depth])
-        similarity = Subquery(
-            vectors.filter(record_id=OuterRef("id")).annotate(similarity=-MaxInnerProduct("vector", vector)).values("similarity")[:1],
-            output_field=FloatField(),
-        )
+        pools += vector_pools
     if not pools:
         return []
     first, *others = pools
@@ -297,6 +251,89 @@ def record_search(
         .defer("search_vector", "normalised_text")
         .annotate(text_score=text_score, similarity=similarity)
     )
+    return _search_ranked(found, query=query, key=key, index=index, now=now, limit=limit)
+
+
+def _search_parts(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, shared: bool, filters: dict) -> list[QuerySet[MemoryRecord]]:
+    """For a person with the shared records, the two parts a search takes its candidates from
+    apart: hers and the shared ones, each read by its own indexes (memory.models). Otherwise
+    none: the candidates come from the whole."""
+    if subject is None or not shared:
+        return []
+    return [
+        _search_filtered(records_in_scope(key=key, index=index, subject=subject, shared=False), **filters),
+        _search_filtered(records_in_scope(key=key, index=index, subject=None), **filters),
+    ]
+
+
+def _search_filtered(
+    records: QuerySet[MemoryRecord], *, types: list[str] | None, after: datetime | None, before: datetime | None
+) -> QuerySet[MemoryRecord]:
+    """The active records a search may find: of the asked types, made within the asked times."""
+    return _narrowed(records.filter(status=MemoryRecord.Status.ACTIVE), types=types, after=after, before=before)
+
+
+def _narrowed(queryset: QuerySet, *, types: list[str] | None, after: datetime | None, before: datetime | None) -> QuerySet:
+    """Records, or their vectors: of the asked types, made within the asked times."""
+    if types:
+        queryset = queryset.filter(type__in=types)
+    if after is not None:
+        queryset = queryset.filter(created_at__gt=after)
+    if before is not None:
+        queryset = queryset.filter(created_at__lt=before)
+    return queryset
+
+
+def _text_candidates(
+    parts: list[QuerySet[MemoryRecord]], *, search_query, depth: int, embeds: bool, organisation_id: str
+) -> tuple[list[QuerySet], Case | Value]:
+    """The full-text candidates' ids, as queries, and the annotation that scores a record by full text.
+
+    One union over the parts: PostgreSQL reads them by primary key (pools OR-ed together had it
+    read every record of the scope and test each against each pool). When the index embeds they
+    are read now, in one query, while the question is being embedded; the vectors' part needs it.
+    """
+    if search_query is None:
+        return [], Value(0.0)
+    rank = SearchRank(F("search_vector"), search_query, cover_density=True, normalization=Value(32))
+    pools = [part.filter(search_vector=search_query).order_by(rank.desc(), "id").values_list("id", flat=True)[:depth] for part in parts]
+    if embeds:
+        first, *others = pools
+        found_ids = list(first.union(*others, all=True)) if others else list(first)
+        pools = [MemoryRecord.objects.for_organisation(organisation_id).filter(pk__in=found_ids).values_list("id", flat=True)]
+    return pools, Case(When(search_vector=search_query, then=rank), default=Value(0.0), output_field=FloatField())
+
+
+def _vector_candidates(
+    vectors: QuerySet[RecordEmbedding], *, query: str, subject: str | None, shared: bool, depth: int, exhaustive: bool
+) -> tuple[list[QuerySet], Subquery]:
+    """The nearest records' ids by meaning, as queries (hers and the shared ones apart), and the
+    annotation that gives a record its similarity to the question. Embeds the question."""
+    vector = HalfVector(query_embed(query))
+    pools: list[QuerySet] = []
+    distance = MaxInnerProduct("vector", vector)
+    if subject is not None:
+        # Her own vectors, scanned exactly: `+ 0` keeps the ordering off the HNSW indexes,
+        # which the planner picks from ~100k records on and which, filtered to one person
+        # afterwards, found a few percent of her nearest (bench/RESULTS.md, vector scan).
+        pools.append(vectors.filter(subject=subject).order_by(distance + 0).values_list("record_id", flat=True)[:depth])
+    others = vectors if subject is None else vectors.filter(subject__isnull=True) if shared else None
+    if others is not None:
+        # The shared set (its own HNSW graph: memory.models), or every person's when none is
+        # named (the whole graph, walked on past its filters: settings); exact where the
+        # planner deems that cheaper, or asked to be.
+        pools.append(others.order_by(distance + 0 if exhaustive else distance).values_list("record_id", flat=True)[:depth])
+    similarity = Subquery(
+        vectors.filter(record_id=OuterRef("id")).annotate(similarity=-MaxInnerProduct("vector", vector)).values("similarity")[:1],
+        output_field=FloatField(),
+    )
+    return pools, similarity
+
+
+def _search_ranked(
+    found: list[MemoryRecord], *, query: str, key: ApiKey, index: KnowledgeIndex, now: datetime, limit: int
+) -> list[tuple[MemoryRecord, float]]:
+    """The candidates read with both scores, fused into one ranking (memory.search.ranking)."""
     by_id = {record.id: record for record in found}
     ranking = candidates_rank(
         [
@@ -340,13 +377,7 @@ def _vectors_in_scope(
         vectors = vectors.filter(Q(subject=subject) | Q(subject__isnull=True)) if shared else vectors.filter(subject=subject)
     elif not all_subjects:
         vectors = vectors.filter(subject__isnull=True)
-    if types:
-        vectors = vectors.filter(type__in=types)
-    if after is not None:
-        vectors = vectors.filter(created_at__gt=after)
-    if before is not None:
-        vectors = vectors.filter(created_at__lt=before)
-    return vectors
+    return _narrowed(vectors, types=types, after=after, before=before)
 
 
 def change_reason_parts(reason: str | None) -> tuple[str, str | None]:

@@ -342,18 +342,8 @@ def record_import_within(
     `values` are the record's fields as `memory.importing` read them; `import_source` names
     where it came from. Inside the caller's transaction."""
     record_write_authorise(key=key, index=index, actor=actor)
+    _import_check(index=index, values=values, core_written_allowed=core_written_allowed)
     type_name, status, source = values["type"], values["status"], values["source"]
-    if type_name in CORE_WRITTEN_TYPES and not core_written_allowed:
-        raise Unprocessable(
-            f"Type {type_name!r} is written only by Core; an import of Core's export (origin core) by a key with "
-            "management brings it.",
-            param="type",
-        )
-    if type_name not in CORE_WRITTEN_TYPES and source in (MemoryRecord.Source.API, MemoryRecord.Source.TOOL):
-        _type_check(index=index, type_name=type_name)
-    _due_check(type_name=type_name, due_at=values["due_at"], done=values["done"])
-    _text_check(values["text"])
-    metadata_check(values["metadata"], param="metadata")
     normalised = text_normalise(values["text"])
     if status == MemoryRecord.Status.ACTIVE and type_name not in EVENT_TYPES:
         twin = _active_twin(index=index, subject=values["subject"], type_name=type_name, normalised_text=normalised)
@@ -376,9 +366,7 @@ def record_import_within(
         retrieval_count=values["retrieval_count"],
         source=source,
         trusted=values["trusted"],
-        thread_id=provenance.get("thread_id"),
-        item_ids=list(provenance.get("item_ids") or []),
-        response_id=provenance.get("response_id"),
+        **_provenance_fields(provenance),
         due_at=values["due_at"],
         done=values["done"],
         structured=values["structured"],
@@ -393,17 +381,37 @@ def record_import_within(
         if not _is_unique_active_violation(error):
             raise
         raise Conflict("A concurrent write made the same record; retry.", param="text") from error
-    # Its own times, not the import's (decay, "last month" and recency read them): set after
-    # the insert, which stamps both as now.
-    times = {name: values[name] for name in ("created_at", "updated_at") if values[name] is not None}
-    if times:
-        MemoryRecord.objects.for_organisation(index.organisation_id).filter(pk=record.pk).update(**times)
-        record.history.filter(id=record.pk).update(**times)
-        for name, value in times.items():
-            setattr(record, name, value)
+    _imported_times_keep(record=record, values=values)
     if status == MemoryRecord.Status.ACTIVE:
         _embedding_schedule(index=index, record_id=record.id)
     return RecordWriteResult(record=record, status="created")
+
+
+def _import_check(*, index: KnowledgeIndex, values: dict, core_written_allowed: bool) -> None:
+    """An imported record's type, due date, text and metadata, by the rules of a write."""
+    type_name = values["type"]
+    if type_name in CORE_WRITTEN_TYPES and not core_written_allowed:
+        raise Unprocessable(
+            f"Type {type_name!r} is written only by Core; an import of Core's export (origin core) by a key with "
+            "management brings it.",
+            param="type",
+        )
+    if type_name not in CORE_WRITTEN_TYPES and values["source"] in (MemoryRecord.Source.API, MemoryRecord.Source.TOOL):
+        _type_check(index=index, type_name=type_name)
+    _due_check(type_name=type_name, due_at=values["due_at"], done=values["done"])
+    _text_check(values["text"])
+    metadata_check(values["metadata"], param="metadata")
+
+
+def _imported_times_keep(*, record: MemoryRecord, values: dict) -> None:
+    """An imported record keeps its own times, not the import's (decay, "last month" and
+    recency read them): set after the insert, which stamps both as now."""
+    times = {name: values[name] for name in ("created_at", "updated_at") if values[name] is not None}
+    if times:
+        MemoryRecord.objects.for_organisation(record.organisation_id).filter(pk=record.pk).update(**times)
+        record.history.filter(id=record.pk).update(**times)
+        for name, value in times.items():
+            setattr(record, name, value)
 
 
 def records_import_link(*, organisation: Organisation | str, links: dict[str, dict[str, str | None]]) -> None:
@@ -478,17 +486,11 @@ def _record_write_checked(
     metadata_check(metadata or {}, param="metadata")
     now = now or timezone.now()
     normalised = text_normalise(text)
-    provenance = provenance or {}
 
     with transaction.atomic():
-        replaced = _replaced_lock(index=index, record_id=replaces, subject=subject) if replaces else None
-        if replaced is not None and subject is None:
-            # A correction made for nobody in particular (an operator fixing Anna's record)
-            # stays hers: it must not turn her fact into a shared one every colleague gets.
-            subject = replaced.subject
-        twin = None
-        if type not in EVENT_TYPES:
-            twin = _active_twin(index=index, subject=subject, type_name=type, normalised_text=normalised, excluding=replaced)
+        replaced, subject, twin = _write_target(
+            index=index, replaces=replaces, subject=subject, type_name=type, normalised_text=normalised
+        )
         if twin is not None:
             record, status = twin, "confirmed"
         else:
@@ -505,9 +507,7 @@ def _record_write_checked(
                 replaces=replaced,
                 source=source,
                 trusted=trusted,
-                thread_id=provenance.get("thread_id"),
-                item_ids=list(provenance.get("item_ids") or []),
-                response_id=provenance.get("response_id"),
+                **_provenance_fields(provenance or {}),
                 structured=structured,
                 changed_at=now,
             )
@@ -520,25 +520,58 @@ def _record_write_checked(
         if twin is not None:
             _confirm(record=twin, actor=actor, now=now)
         else:
-            try:
-                with transaction.atomic():
-                    record._change_reason = change_reason(what=status, actor=actor)
-                    record.save(force_insert=True)
-            except IntegrityError as error:
-                if not _is_unique_active_violation(error):
-                    raise
-                # A concurrent identical write won the race: confirm its record.
-                record = _active_twin(index=index, subject=subject, type_name=type, normalised_text=normalised, excluding=replaced)
-                if record is None:  # the winner was ended or deleted meanwhile
-                    raise Conflict("A concurrent change touched the same record; retry.", param="text") from error
-                status = "confirmed"
-                _confirm(record=record, actor=actor, now=now)
-                if replaced is not None:
-                    _end(record=replaced, replaced_by=record, actor=actor)
-            else:
-                # A new record (created, or a correction) gets its own vector.
-                _embedding_schedule(index=index, record_id=record.id)
+            record, status = _record_insert(record=record, status=status, replaced=replaced, actor=actor, now=now)
     return RecordWriteResult(record=record, status=status)
+
+
+def _provenance_fields(provenance: dict) -> dict:
+    """A record's fields for where it came from: its thread, the items and the response."""
+    return {
+        "thread_id": provenance.get("thread_id"),
+        "item_ids": list(provenance.get("item_ids") or []),
+        "response_id": provenance.get("response_id"),
+    }
+
+
+def _write_target(
+    *, index: KnowledgeIndex, replaces: str | None, subject: str | None, type_name: str, normalised_text: str
+) -> tuple[MemoryRecord | None, str | None, MemoryRecord | None]:
+    """The record a write corrects (locked), the person the write is for, and her active record
+    in the same words that the write confirms instead of writing, if any."""
+    replaced = _replaced_lock(index=index, record_id=replaces, subject=subject) if replaces else None
+    if replaced is not None and subject is None:
+        # A correction made for nobody in particular (an operator fixing Anna's record)
+        # stays hers: it must not turn her fact into a shared one every colleague gets.
+        subject = replaced.subject
+    twin = None
+    if type_name not in EVENT_TYPES:
+        twin = _active_twin(index=index, subject=subject, type_name=type_name, normalised_text=normalised_text, excluding=replaced)
+    return replaced, subject, twin
+
+
+def _record_insert(
+    *, record: MemoryRecord, status: str, replaced: MemoryRecord | None, actor: str, now: datetime
+) -> tuple[MemoryRecord, str]:
+    """Inserts a new record (created, or a correction), which gets its own vector; when a
+    concurrent identical write won the race, confirms the winner's record instead."""
+    try:
+        with transaction.atomic():
+            record._change_reason = change_reason(what=status, actor=actor)
+            record.save(force_insert=True)
+    except IntegrityError as error:
+        if not _is_unique_active_violation(error):
+            raise
+        winner = _active_twin(
+            index=record.index, subject=record.subject, type_name=record.type, normalised_text=record.normalised_text, excluding=replaced
+        )
+        if winner is None:  # the winner was ended or deleted meanwhile
+            raise Conflict("A concurrent change touched the same record; retry.", param="text") from error
+        _confirm(record=winner, actor=actor, now=now)
+        if replaced is not None:
+            _end(record=replaced, replaced_by=winner, actor=actor)
+        return winner, "confirmed"
+    _embedding_schedule(index=record.index, record_id=record.id)
+    return record, status
 
 
 def record_update(

@@ -3,6 +3,7 @@ production code explains itself in plain words, without requirement ids, spec se
 numbers; which test pins which requirement is the tests' business and docs/traceability.md's."""
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 from pathlib import Path
@@ -19,6 +20,9 @@ REFERENCE = re.compile(r"\bR-\d+\.\d+|SPEC §|\b[Ii]ssue \d+")
 # A path on the machine the code was written on, or beside the checkout: a reader of the
 # repository has neither. (`base/work/models.py` is ours: a slash after a name is no root.)
 OUTSIDE = re.compile(r"(?<![\w.])/(?:work|check|opt|tmp|home)/|\.\./shared\b")
+# The longest a function of the domain's services and selectors, or of a flow, may be, from its
+# `def` to its last line: longer, it does several things and wants helpers named after them.
+MAX_FUNCTION_LINES = 60
 TEXT_SUFFIXES = {".py", ".html", ".txt", ".md", ".po", ".toml", ".cfg", ".yml", ".yaml", ".json", ".jsonl"}
 
 
@@ -70,3 +74,23 @@ def test_no_document_or_source_names_a_path_outside_the_repository():
     ]
 
     assert not found, "A reader of the repository has no such path; say in words what it was:\n" + "\n".join(found)
+
+
+def _is_service_selector_or_flow(path: Path) -> bool:
+    folders = path.relative_to(PROJECT).parts[:-1]
+    return (
+        path.stem.startswith(("services", "selectors"))
+        or any(folder in ("services", "selectors", "flows") for folder in folders)
+    ) and "migrations" not in folders
+
+
+def test_no_function_of_a_service_selector_or_flow_is_longer_than_60_lines():
+    found = [
+        f"{path.relative_to(PROJECT)}:{node.lineno}: {node.name} is {node.end_lineno - node.lineno + 1} lines"
+        for path in production_files()
+        if path.suffix == ".py" and _is_service_selector_or_flow(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+
+    assert not found, f"Split these into helpers named after what each part does (at most {MAX_FUNCTION_LINES} lines):\n" + "\n".join(found)

@@ -272,62 +272,21 @@ def injection_block_build(
         # The topic's searches need its vector: the engine makes it on its own thread while the
         # first sections are read (each search then takes it, or waits for what is left).
         query_embed_begin(topic)
-
-    def candidates_of(person: str | None) -> QuerySet:
-        """Her records (`person`), or the shared ones (None), under the block's filters. Each
-        section reads hers and the shared ones as separate queries, each of which an index
-        answers in order; "hers OR shared" in one query cannot be read in order."""
-        records = records_visible(key=key, index=index, subject=person, shared=False).only(*LINE_FIELDS)
-        records = records_with_decay(records, key=key, now=now)
-        if settings.metadata:
-            records = records.filter(metadata__contains=settings.metadata)
-        if settings.min_confidence > 0:
-            records = records.filter(effective_confidence__gte=settings.min_confidence)
-        return records
-
-    hers = candidates_of(subject) if subject is not None else None
-    shared = candidates_of(None)
+    # Each section reads hers and the shared ones as separate queries, each of which an index
+    # answers in order; "hers OR shared" in one query cannot be read in order.
+    hers = _candidates_of(key=key, index=index, person=subject, settings=settings, now=now) if subject is not None else None
+    shared = _candidates_of(key=key, index=index, person=None, settings=settings, now=now)
     shared_budget = settings.budget * settings.organisation_share if subject is not None else None
     block = _Block(budget=settings.budget, shared_budget=shared_budget)
     topic = topic or ""
-
-    if settings.names("commitment") and settings.commitments_limit > 0:
-        open_commitments = [part.filter(type="commitment", done=False) for part in (hers, shared) if part is not None]
-        candidates = _merged_pages(
-            open_commitments,
-            order=(F("due_at").asc(nulls_last=True), *CONFIDENCE_ORDER),
-            page_size=settings.commitments_limit + PAGE_MARGIN,
-            block=block,
-        )
-        block.walk(section="commitments", candidates=candidates, cap=settings.commitments_limit)
-
-    if hers is not None and settings.names("behaviour"):
-        behaviour = hers.filter(type="behaviour").order_by("-created_at", *CONFIDENCE_ORDER)
-        page_size = BEHAVIOUR_LIMIT + PAGE_MARGIN
-        block.walk(section="behaviour", candidates=_pages(behaviour, page_size=page_size, block=block), cap=BEHAVIOUR_LIMIT)
-
+    _walk_commitments(hers=hers, shared=shared, settings=settings, block=block)
+    _walk_behaviour(hers=hers, settings=settings, block=block)
     dropped_by_section = _walk_person_and_shared(
         key=key, index=index, subject=subject, topic=topic, hers=hers, shared=shared, settings=settings, block=block, now=now
     )
-
-    if settings.episodes_limit > 0 and settings.names("episode"):
-        # Hers only for a turn for a person, shared only for a turn for nobody.
-        episodes = (hers if hers is not None else shared).filter(type="episode")
-        page_size = settings.episodes_limit + PAGE_MARGIN
-
-        def episode_score(record: MemoryRecord, relevance: float) -> float:
-            age_days = max(0.0, (now - record.created_at).total_seconds() / 86400)
-            return relevance * (1 + 0.5 ** (age_days / EPISODE_RECENCY_HALF_LIFE_DAYS))
-
-        hits = _topic_hits(
-            key=key, index=index, subject=subject, topic=topic, types=["episode"], limit=page_size * 2, now=now, shared=False
-        )
-        candidates = _ranked_by_topic(
-            section_queryset=episodes, hits=hits, fallback_order=("-created_at", *CONFIDENCE_ORDER),
-            page_size=page_size, block=block, score=episode_score,
-        )
-        block.walk(section="past_sessions", candidates=candidates, cap=settings.episodes_limit)
-
+    # Hers only for a turn for a person, shared only for a turn for nobody.
+    sessions_of = hers if hers is not None else shared
+    _walk_past_sessions(key=key, index=index, subject=subject, topic=topic, records=sessions_of, settings=settings, block=block, now=now)
     text = "\n".join(block.lines)
     trace.update(
         injected=len(block.records),
@@ -338,6 +297,71 @@ def injection_block_build(
     )
     detail = {"injected": block.injected, "dropped": block.dropped, "dropped_by_count": dropped_by_section}
     return InjectionResult(text=text, trace=trace, records=list(block.records), detail=detail)
+
+
+def _candidates_of(*, key: ApiKey, index: KnowledgeIndex, person: str | None, settings: BlockSettings, now: datetime) -> QuerySet:
+    """Her records (`person`), or the shared ones (None), under the block's filters."""
+    records = records_visible(key=key, index=index, subject=person, shared=False).only(*LINE_FIELDS)
+    records = records_with_decay(records, key=key, now=now)
+    if settings.metadata:
+        records = records.filter(metadata__contains=settings.metadata)
+    if settings.min_confidence > 0:
+        records = records.filter(effective_confidence__gte=settings.min_confidence)
+    return records
+
+
+def _walk_commitments(*, hers: QuerySet | None, shared: QuerySet, settings: BlockSettings, block: _Block) -> None:
+    """[commitments]: open ones, soonest due first, hers and the shared ones merged."""
+    if not settings.names("commitment") or settings.commitments_limit <= 0:
+        return
+    open_commitments = [part.filter(type="commitment", done=False) for part in (hers, shared) if part is not None]
+    candidates = _merged_pages(
+        open_commitments,
+        order=(F("due_at").asc(nulls_last=True), *CONFIDENCE_ORDER),
+        page_size=settings.commitments_limit + PAGE_MARGIN,
+        block=block,
+    )
+    block.walk(section="commitments", candidates=candidates, cap=settings.commitments_limit)
+
+
+def _walk_behaviour(*, hers: QuerySet | None, settings: BlockSettings, block: _Block) -> None:
+    """[behaviour]: her rules, newest first; a turn for nobody has none."""
+    if hers is None or not settings.names("behaviour"):
+        return
+    behaviour = hers.filter(type="behaviour").order_by("-created_at", *CONFIDENCE_ORDER)
+    page_size = BEHAVIOUR_LIMIT + PAGE_MARGIN
+    block.walk(section="behaviour", candidates=_pages(behaviour, page_size=page_size, block=block), cap=BEHAVIOUR_LIMIT)
+
+
+def _walk_past_sessions(
+    *,
+    key: ApiKey,
+    index: KnowledgeIndex,
+    subject: str | None,
+    topic: str,
+    records: QuerySet,
+    settings: BlockSettings,
+    block: _Block,
+    now: datetime,
+) -> None:
+    """[past_sessions]: the episodes of `records` closest to the topic, recent ones a little ahead."""
+    if settings.episodes_limit <= 0 or not settings.names("episode"):
+        return
+    episodes = records.filter(type="episode")
+    page_size = settings.episodes_limit + PAGE_MARGIN
+
+    def episode_score(record: MemoryRecord, relevance: float) -> float:
+        age_days = max(0.0, (now - record.created_at).total_seconds() / 86400)
+        return relevance * (1 + 0.5 ** (age_days / EPISODE_RECENCY_HALF_LIFE_DAYS))
+
+    hits = _topic_hits(
+        key=key, index=index, subject=subject, topic=topic, types=["episode"], limit=page_size * 2, now=now, shared=False
+    )
+    candidates = _ranked_by_topic(
+        section_queryset=episodes, hits=hits, fallback_order=("-created_at", *CONFIDENCE_ORDER),
+        page_size=page_size, block=block, score=episode_score,
+    )
+    block.walk(section="past_sessions", candidates=candidates, cap=settings.episodes_limit)
 
 
 def _walk_person_and_shared(

@@ -165,19 +165,6 @@ def _turn_open(*, plan: TurnPlan, now: datetime) -> tuple[Response, Thread, list
     return response, thread, input_items
 
 
-def _turn_close(
-    *, response: Response, status: str, usage: TokenCount, trace: dict, error: dict | None, model_calls: int, memory_detail: dict
-) -> None:
-    response.status = status
-    response.usage = usage.as_dict()
-    response.trace = trace
-    response.memory_detail = memory_detail
-    response.error = error
-    response.model_calls = model_calls
-    response.completed_at = timezone.now()
-    response.save(update_fields=["status", "usage", "trace", "memory_detail", "error", "model_calls", "completed_at"])
-
-
 def _system_messages(*, plan: TurnPlan, memory_block: str) -> list[dict]:
     """Instructions first (the agent's, then the request's), then the memory block as data."""
     texts = [plan.agent_version.instructions if plan.agent_version else "", plan.instructions or "", memory_block]
@@ -204,124 +191,183 @@ def _tool_result(*, plan: TurnPlan, call, provenance: dict, now: datetime) -> st
     )
 
 
+@dataclass
+class _Turn:
+    """A turn under way: what it wrote, what the model reads next, and how it stands so far."""
+
+    response: Response
+    thread: Thread
+    input_items: list[Item]
+    usage: TokenCount = field(default_factory=TokenCount)
+    output: list[Item] = field(default_factory=list)
+    model_calls: int = 0
+    status: str = Response.Status.COMPLETED
+    error: dict | None = None
+    trace: dict = field(default_factory=lambda: {"memory": None})
+    memory_detail: dict = field(default_factory=dict)
+    system: list[dict] = field(default_factory=list)
+    conversation: list[Item] = field(default_factory=list)
+    tool_definitions: list[dict] | None = None
+    tool_result_note: str | None = None
+    redaction: TurnRedaction | None = None
+
+    def stop(self, status: str, error: dict | None) -> None:
+        self.status, self.error = status, error
+
+
 def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEvent]:
-    """Runs the turn, yielding its events; the last one is always `completed` (whatever the status)."""
+    """Runs the turn, yielding its events; the last one is always `completed` (whatever the status).
+
+    Its steps: the memory block (`_turn_prepare`), then model call, store, tools, again, until
+    the model answers without a call of Core's own tools (`_turn_steps`)."""
     now = now or timezone.now()
     response, thread, input_items = _turn_open(plan=plan, now=now)
-    usage, output, model_calls = TokenCount(), [], 0
-    status, error, trace, memory_detail = Response.Status.COMPLETED, None, {"memory": None}, {}
+    turn = _Turn(response=response, thread=thread, input_items=input_items)
     try:
         # Inside the try: a reader who leaves after the opening event still closes the turn.
         yield TurnEvent(kind="created", response=response)
-        block = injection_block_build(
-            key=plan.key, agent_version=plan.agent_version, subject=plan.subject, topic=_topic(plan.input), now=now
-        )
-        records_retrieved(key=plan.key, records=block.records)
-        trace, memory_detail = {"memory": block.trace}, block.detail
-        system = _system_messages(plan=plan, memory_block=block.text)
-        # Another key's thread may hold what this key may not read: its memory tools' calls and
-        # results of indexes this key cannot read are left out of what the model reads.
-        conversation = [item for item in items_as_key_reads(key=plan.key, items=thread_history(thread=thread)) if not getattr(item, "withheld", False)]
-        tool_definitions = [tool.definition() for tool in plan.tools] + plan.caller_tools or None
-        tool_result_note = _tool_result_note(key=plan.key)
-        redaction = TurnRedaction(thread=thread) if plan.key.pii_redaction else None
-
-        def store(drafts: list[ItemDraft]) -> Iterator[TurnEvent]:
-            # Durable with the turn's closing commit, which waits for the disk.
-            with lazily_committed():
-                items = thread_items_append(thread=thread, key=plan.key, drafts=drafts, response_id=response.id)
-            conversation.extend(items)
-            output.extend(items)
-            for item in items:
-                yield TurnEvent(kind="item", response=response, item=item)
-            return items
-
-        while True:
-            if token_limit_reached(organisation=plan.key.organisation, at=now):
-                # At the limit no further model call is made (docs/decisions.md "Metering").
-                status, error = Response.Status.FAILED, TOKEN_LIMIT_REACHED
-                break
-            messages = system + items_to_messages(conversation, response_id=response.id, tool_result_note=tool_result_note)
-            try:
-                if redaction is not None:
-                    messages = redaction.messages(messages)
-                answer = chat_completion(
-                    organisation=plan.key.organisation,
-                    model=plan.model,
-                    messages=messages,
-                    tools=tool_definitions,
-                    options=plan.model_options,
-                    now=now,
-                )
-            except RedactionError as redaction_error:
-                logger.warning("turn.pii_redaction_failed", extra={"response": response.id, "error": str(redaction_error)})
-                status, error = Response.Status.FAILED, redaction_error.as_dict()
-                break
-            except ProviderError as provider_error:
-                status, error = Response.Status.FAILED, provider_error.as_dict()
-                break
-            model_calls += 1
-            usage += answer.usage
-            if redaction is not None:
-                answer = redaction.answer(answer)
-            drafts = [ItemDraft(role=Item.Role.ASSISTANT, content=answer.content)] if answer.content else []
-            drafts += [
-                ItemDraft(role=Item.Role.ASSISTANT, kind=Item.Kind.TOOL_CALL, content=call.arguments, name=call.name, call_id=call.id)
-                for call in answer.tool_calls
-            ]
-            items = yield from store(drafts)
-            if not answer.tool_calls:
-                if answer.finish_reason == "length":
-                    status = Response.Status.INCOMPLETE
-                    error = {"code": "max_output_tokens", "message": "The model stopped at its output limit."}
-                break
-            # The caller's own tools run at the caller: their calls end the turn unanswered,
-            # after Core has answered the calls of its own tools in the same answer.
-            own_calls = [call for call in answer.tool_calls if call.name not in plan.caller_tool_names]
-            handed_back = len(own_calls) < len(answer.tool_calls)
-            if model_calls >= MAX_MODEL_CALLS and not handed_back:
-                status = Response.Status.INCOMPLETE
-                error = {"code": "max_model_calls", "message": f"The turn stopped after {MAX_MODEL_CALLS} model calls."}
-                break
-            call_items = {item.call_id: item for item in items if item.kind == Item.Kind.TOOL_CALL}
-            results = [
-                ItemDraft(
-                    role=Item.Role.TOOL,
-                    kind=Item.Kind.TOOL_RESULT,
-                    name=call.name,
-                    call_id=call.id,
-                    content=_tool_result(
-                        plan=plan,
-                        call=call,
-                        provenance={
-                            "thread_id": thread.id,
-                            "item_ids": [item.id for item in input_items] + [call_items[call.id].id],
-                            "response_id": response.id,
-                        },
-                        now=timezone.now(),
-                    ),
-                )
-                for call in own_calls
-            ]
-            yield from store(results)
-            if handed_back:
-                break
+        _turn_prepare(plan=plan, turn=turn, now=now)
+        yield from _turn_steps(plan=plan, turn=turn, now=now)
     except BaseException as stopped:
         # A stream whose reader went away stops where it is; anything else is a bug, logged.
         disconnected = isinstance(stopped, GeneratorExit)
         if not disconnected:
             logger.exception("turn.failed", extra={"response": response.id})
-        _turn_close(
-            response=response,
-            status=Response.Status.INCOMPLETE if disconnected else Response.Status.FAILED,
-            usage=usage,
-            trace=trace,
-            error=CLIENT_DISCONNECTED if disconnected else INTERNAL_ERROR,
-            model_calls=model_calls,
-            memory_detail=memory_detail,
+        turn.stop(
+            Response.Status.INCOMPLETE if disconnected else Response.Status.FAILED,
+            CLIENT_DISCONNECTED if disconnected else INTERNAL_ERROR,
         )
+        _turn_close(turn=turn)
         raise
-    _turn_close(
-        response=response, status=status, usage=usage, trace=trace, error=error, model_calls=model_calls, memory_detail=memory_detail
+    _turn_close(turn=turn)
+    yield TurnEvent(kind="completed", response=response, output=turn.output)
+
+
+def _turn_close(*, turn: _Turn) -> None:
+    """The response as the turn ended: its status, tokens, trace and error."""
+    response = turn.response
+    response.status = turn.status
+    response.usage = turn.usage.as_dict()
+    response.trace = turn.trace
+    response.memory_detail = turn.memory_detail
+    response.error = turn.error
+    response.model_calls = turn.model_calls
+    response.completed_at = timezone.now()
+    response.save(update_fields=["status", "usage", "trace", "memory_detail", "error", "model_calls", "completed_at"])
+
+
+def _turn_prepare(*, plan: TurnPlan, turn: _Turn, now: datetime) -> None:
+    """The memory block (its records counted as retrieved), the system messages, the thread's
+    conversation as this key may read it, and the tools the model is offered."""
+    block = injection_block_build(
+        key=plan.key, agent_version=plan.agent_version, subject=plan.subject, topic=_topic(plan.input), now=now
     )
-    yield TurnEvent(kind="completed", response=response, output=output)
+    records_retrieved(key=plan.key, records=block.records)
+    turn.trace, turn.memory_detail = {"memory": block.trace}, block.detail
+    turn.system = _system_messages(plan=plan, memory_block=block.text)
+    # Another key's thread may hold what this key may not read: its memory tools' calls and
+    # results of indexes this key cannot read are left out of what the model reads.
+    history = items_as_key_reads(key=plan.key, items=thread_history(thread=turn.thread))
+    turn.conversation = [item for item in history if not getattr(item, "withheld", False)]
+    turn.tool_definitions = [tool.definition() for tool in plan.tools] + plan.caller_tools or None
+    turn.tool_result_note = _tool_result_note(key=plan.key)
+    turn.redaction = TurnRedaction(thread=turn.thread) if plan.key.pii_redaction else None
+
+
+def _turn_steps(*, plan: TurnPlan, turn: _Turn, now: datetime) -> Iterator[TurnEvent]:
+    """Model call → store its answer → run Core's own tools and store their results, until the
+    model answers without a tool call, hands a call back to the caller, or a limit stops it."""
+    while True:
+        answer = _model_answer(plan=plan, turn=turn, now=now)
+        if answer is None:
+            return
+        drafts = [ItemDraft(role=Item.Role.ASSISTANT, content=answer.content)] if answer.content else []
+        drafts += [
+            ItemDraft(role=Item.Role.ASSISTANT, kind=Item.Kind.TOOL_CALL, content=call.arguments, name=call.name, call_id=call.id)
+            for call in answer.tool_calls
+        ]
+        items = yield from _turn_store(plan=plan, turn=turn, drafts=drafts)
+        if not answer.tool_calls:
+            if answer.finish_reason == "length":
+                error = {"code": "max_output_tokens", "message": "The model stopped at its output limit."}
+                turn.stop(Response.Status.INCOMPLETE, error)
+            return
+        # The caller's own tools run at the caller: their calls end the turn unanswered,
+        # after Core has answered the calls of its own tools in the same answer.
+        own_calls = [call for call in answer.tool_calls if call.name not in plan.caller_tool_names]
+        handed_back = len(own_calls) < len(answer.tool_calls)
+        if turn.model_calls >= MAX_MODEL_CALLS and not handed_back:
+            error = {"code": "max_model_calls", "message": f"The turn stopped after {MAX_MODEL_CALLS} model calls."}
+            turn.stop(Response.Status.INCOMPLETE, error)
+            return
+        yield from _turn_store(plan=plan, turn=turn, drafts=_tool_results(plan=plan, turn=turn, calls=own_calls, items=items))
+        if handed_back:
+            return
+
+
+def _model_answer(*, plan: TurnPlan, turn: _Turn, now: datetime):
+    """One model call on the conversation so far, its tokens counted; None when the turn stops
+    instead (the token limit, a redaction that failed, the provider's error)."""
+    if token_limit_reached(organisation=plan.key.organisation, at=now):
+        # At the limit no further model call is made (docs/decisions.md "Metering").
+        turn.stop(Response.Status.FAILED, TOKEN_LIMIT_REACHED)
+        return None
+    history = items_to_messages(turn.conversation, response_id=turn.response.id, tool_result_note=turn.tool_result_note)
+    messages = turn.system + history
+    try:
+        if turn.redaction is not None:
+            messages = turn.redaction.messages(messages)
+        answer = chat_completion(
+            organisation=plan.key.organisation,
+            model=plan.model,
+            messages=messages,
+            tools=turn.tool_definitions,
+            options=plan.model_options,
+            now=now,
+        )
+    except RedactionError as redaction_error:
+        logger.warning("turn.pii_redaction_failed", extra={"response": turn.response.id, "error": str(redaction_error)})
+        turn.stop(Response.Status.FAILED, redaction_error.as_dict())
+        return None
+    except ProviderError as provider_error:
+        turn.stop(Response.Status.FAILED, provider_error.as_dict())
+        return None
+    turn.model_calls += 1
+    turn.usage += answer.usage
+    return turn.redaction.answer(answer) if turn.redaction is not None else answer
+
+
+def _turn_store(*, plan: TurnPlan, turn: _Turn, drafts: list[ItemDraft]) -> Iterator[TurnEvent]:
+    """Appends the drafts to the thread, yields each item stored, and returns the items."""
+    # Durable with the turn's closing commit, which waits for the disk.
+    with lazily_committed():
+        items = thread_items_append(thread=turn.thread, key=plan.key, drafts=drafts, response_id=turn.response.id)
+    turn.conversation.extend(items)
+    turn.output.extend(items)
+    for item in items:
+        yield TurnEvent(kind="item", response=turn.response, item=item)
+    return items
+
+
+def _tool_results(*, plan: TurnPlan, turn: _Turn, calls: list, items: list[Item]) -> list[ItemDraft]:
+    """The results of Core's own tools' calls, each with the provenance of what it may write."""
+    call_items = {item.call_id: item for item in items if item.kind == Item.Kind.TOOL_CALL}
+    return [
+        ItemDraft(
+            role=Item.Role.TOOL,
+            kind=Item.Kind.TOOL_RESULT,
+            name=call.name,
+            call_id=call.id,
+            content=_tool_result(
+                plan=plan,
+                call=call,
+                provenance={
+                    "thread_id": turn.thread.id,
+                    "item_ids": [item.id for item in turn.input_items] + [call_items[call.id].id],
+                    "response_id": turn.response.id,
+                },
+                now=timezone.now(),
+            ),
+        )
+        for call in calls
+    ]
