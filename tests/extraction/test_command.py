@@ -1,4 +1,5 @@
 """`manage.py run_extraction [--store idx_…] [--now ISO8601]` (R-1.4)."""
+import json
 from datetime import datetime
 from datetime import timezone as dt_timezone
 from io import StringIO
@@ -88,3 +89,37 @@ def test_store_runs_the_named_switches_due_or_not_and_shows_a_stopped_ones_state
 def test_bad_arguments_stop_it_with_a_message(tenant, arguments, message):
     with pytest.raises(CommandError, match=f"^{message.replace('.', '[.]').replace('+', '[+]')}$"):
         call_command("run_extraction", *arguments, stdout=StringIO())
+
+
+def test_a_switch_whose_model_is_no_longer_configured_fails_the_run_with_one_line_saying_so(tenant, switch, settings):
+    """Issue 20: it exited 0 with `"state": "model_unavailable"` deep in the summary."""
+    settings.CORE_MODELS = []
+    out = StringIO()
+
+    with pytest.raises(CommandError) as failed:
+        call_command("run_extraction", "--store", tenant.index.id, stdout=out)
+
+    assert str(failed.value) == (
+        f"Extraction could not do its work: {tenant.index.id}: its model is not offered to the organisation "
+        "(not in CORE_MODELS, or not among its offered models)."
+    )
+    assert json.loads(out.getvalue())["switches"][0]["state"] == "model_unavailable"
+
+
+def test_a_model_that_cannot_be_reached_fails_the_run_naming_the_failed_windows(tenant, switch, fake_model):
+    conversation(organisation=tenant.organisation, key=tenant.key, messages=["Ik heet Anna."])
+    fake_model.fail(400)
+
+    with pytest.raises(CommandError, match=f"^Extraction could not do its work: {tenant.index.id}: 1 window failed [(]model_error: 1[)][.]$"):
+        call_command("run_extraction", "--store", tenant.index.id, stdout=StringIO())
+
+
+def test_a_run_that_did_its_work_or_had_none_to_do_succeeds(tenant, switch, fake_model):
+    conversation(organisation=tenant.organisation, key=tenant.key, messages=["Ik heet Anna."])
+    fake_model.answer(extraction_answer([add("Heet Anna.")]))
+    first, second = StringIO(), StringIO()
+
+    call_command("run_extraction", "--store", tenant.index.id, stdout=first)
+    call_command("run_extraction", "--store", tenant.index.id, stdout=second)
+
+    assert "error" not in json.loads(first.getvalue()) and "error" not in json.loads(second.getvalue())

@@ -215,3 +215,34 @@ def test_the_console_reads_a_stores_maintenance_its_clock_last_run_and_jobs(tena
 
     assert (status.last_run.id, status.last_run.contested, status.state.contested_through is not None) == (summary["run_id"], 0, True)
     assert status.jobs == {**dict.fromkeys(MaintenanceJob.Status.values, 0), "done": 1}
+
+
+def test_a_store_run_without_a_helper_model_fails_the_command_with_one_line_saying_so(tenant, settings):
+    """Issue 20: with no helper model it marked nothing and exited 0 (`"helper_model": false` in the summary)."""
+    settings.CORE_HELPER_MODEL = ""
+    out = StringIO()
+
+    with pytest.raises(CommandError) as failed:
+        call_command("run_maintenance", "--store", tenant.index.id, stdout=out)
+
+    assert str(failed.value) == (
+        f"Maintenance could not do its work: {tenant.index.id}: no helper model is offered to its organisation "
+        "(CORE_HELPER_MODEL or its helper_model), so contradictions and lessons were not looked for."
+    )
+    assert '"helper_model": false' in out.getvalue()
+
+
+def test_failed_jobs_fail_the_command_naming_them(tenant, write, fake_model):
+    write("Woont in Delft", subject="anna"), write("Woont in Leiden", subject="anna")
+    fake_model.fail(500, times=4)
+
+    with pytest.raises(CommandError, match=f"^Maintenance could not do its work: {tenant.index.id}: 1 job failed [(]model_error: 1[)][.]$"):
+        call_command("run_maintenance", "--store", tenant.index.id, stdout=StringIO())
+
+
+def test_a_store_whose_maintenance_is_off_is_no_failure(tenant, settings):
+    """Off is a choice, not work left undone."""
+    settings.CORE_HELPER_MODEL = ""
+    sections(tenant.index, maintenance={"enabled": False})
+
+    call_command("run_maintenance", "--store", tenant.index.id, stdout=StringIO())

@@ -1,8 +1,10 @@
 """The management command that runs a kind of durable work at once, in the foreground: what
 beat and the workers run, as if the clock read `--now`, with a JSON summary per owner.
 
-A kind's summary may carry an `error` (e.g. no usable model is configured): the summary is
-still printed, and the command then fails with that one line on stderr and exit status 1.
+When an owner's work could not be done (no usable model, a stopped switch, units that failed),
+the kind says why (`owner_problem`) and the summary carries an `error` naming each such owner:
+the summary is still printed, and the command then fails with that one line on stderr and exit
+status 1, so a script or an operator does not read a run that did nothing as a success.
 """
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ class WorkCommand(BaseCommand):
     owners: ClassVar[str]
     # The error for `--store` ids that name nothing to run, formatted with them.
     missing: ClassVar[str]
+    # How the summary's error begins ("Extraction could not do its work").
+    failure: ClassVar[str]
 
     def add_arguments(self, parser):
         parser.add_argument("--store", action="append", dest="stores", metavar="INDEX_ID", help=self.store_help)
@@ -46,6 +50,10 @@ class WorkCommand(BaseCommand):
 
     def outcomes_summarise(self, entry: dict, outcomes: list) -> None:
         """Adds to an owner's entry what its units did this time."""
+        raise NotImplementedError
+
+    def owner_problem(self, entry: dict) -> str | None:
+        """Why an owner's work was not done, read from its entry in the summary; None when it was."""
         raise NotImplementedError
 
     def handle(self, *args, stores=None, now=None, **options):
@@ -70,4 +78,15 @@ class WorkCommand(BaseCommand):
             owners.setdefault(index_id, self.plan_summary(None, index_id))
         for index_id, entry in owners.items():
             self.outcomes_summarise(entry, grouped.get(index_id, []))
-        return {"now": now.isoformat(), self.owners: [owners[index_id] for index_id in sorted(owners)], "recovered": len(dispatch.recovered)}
+        entries = [owners[index_id] for index_id in sorted(owners)]
+        summary = {"now": now.isoformat(), self.owners: entries, "recovered": len(dispatch.recovered)}
+        problems = [f"{entry['index_id']}: {problem}" for entry in entries if (problem := self.owner_problem(entry))]
+        if problems:
+            summary["error"] = f"{self.failure}: {'; '.join(problems)}."
+        return summary
+
+
+def failures_told(count: int, noun: str, errors: dict[str, int]) -> str:
+    """ "2 windows failed (model_error: 2)": an owner's failed units, by error code."""
+    codes = ", ".join(f"{code}: {number}" for code, number in errors.items())
+    return f"{count} {noun}{'' if count == 1 else 's'} failed" + (f" ({codes})" if codes else "")

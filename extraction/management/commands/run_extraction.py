@@ -2,13 +2,19 @@
 workers run, at once and in the foreground, with a JSON summary (core_memory.base.work.commands)."""
 from collections import Counter
 
-from core_memory.base.work.commands import WorkCommand
+from core_memory.base.work.commands import WorkCommand, failures_told
 from extraction.selectors import switches_existing
 from extraction.services.planning import extraction_dispatch
 from extraction.services.windows import extraction_window_run
 
 WINDOW_STATUSES = ("ready", "failed", "parked", "skipped")
 COUNTS = ("written", "confirmed", "replaced")
+# Why a switch in each stopped state cannot run (the console says the same in its own words).
+STOPPED = {
+    "author_unavailable": "the key it runs under is revoked, expired or deleted; re-send the switch with a usable key",
+    "model_unavailable": "its model is not offered to the organisation (not in CORE_MODELS, or not among its offered models)",
+    "objects_missing": "its connector was deleted or its index is gone; re-send the switch",
+}
 
 
 class Command(WorkCommand):
@@ -16,6 +22,7 @@ class Command(WorkCommand):
     store_help = "Run this store's switch, due or not (repeatable)."
     owners = "switches"
     missing = "No extraction switch on {}."
+    failure = "Extraction could not do its work"
 
     def existing(self, index_ids):
         return switches_existing(index_ids=index_ids)
@@ -45,3 +52,11 @@ class Command(WorkCommand):
         for count in COUNTS:
             entry[count] = sum(getattr(outcome, count) for outcome in outcomes)
         entry["errors"] = dict(sorted(Counter(outcome.error_code for outcome in outcomes if outcome.error_code).items()))
+
+    def owner_problem(self, entry) -> str | None:
+        """A stopped switch, or windows that failed."""
+        if entry["state"] in STOPPED:
+            return STOPPED[entry["state"]]
+        if entry["windows"]["failed"]:
+            return failures_told(entry["windows"]["failed"], "window", entry["errors"])
+        return None

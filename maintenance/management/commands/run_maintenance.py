@@ -3,7 +3,7 @@ workers run — contested marking, store lessons, promotion analyses — at once
 foreground, with a JSON summary (core_memory.base.work.commands)."""
 from collections import Counter
 
-from core_memory.base.work.commands import WorkCommand
+from core_memory.base.work.commands import WorkCommand, failures_told
 from maintenance.selectors import stores_existing
 from maintenance.services.jobs import maintenance_job_run
 from maintenance.services.planning import maintenance_dispatch
@@ -17,6 +17,7 @@ class Command(WorkCommand):
     store_help = "Run this store's maintenance, due or not (repeatable)."
     owners = "stores"
     missing = "No store {}."
+    failure = "Maintenance could not do its work"
 
     def existing(self, index_ids):
         return stores_existing(index_ids=index_ids)
@@ -50,3 +51,15 @@ class Command(WorkCommand):
             if outcome.written:
                 entry[WRITTEN[outcome.kind]] += outcome.written
         entry["errors"] = dict(sorted(Counter(outcome.error_code for outcome in outcomes if outcome.status == "failed").items()))
+
+    def owner_problem(self, entry) -> str | None:
+        """A store that ran without a helper model (contradictions and lessons need one), or jobs
+        that failed."""
+        if entry["state"] == "planned" and not entry["analyses"].get("helper_model"):
+            return (
+                "no helper model is offered to its organisation (CORE_HELPER_MODEL or its helper_model), "
+                "so contradictions and lessons were not looked for"
+            )
+        if entry["jobs"]["failed"]:
+            return failures_told(entry["jobs"]["failed"], "job", entry["errors"])
+        return None

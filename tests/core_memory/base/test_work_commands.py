@@ -27,7 +27,9 @@ class Kind(WorkCommand):
     store_help = "Run this store, due or not."
     owners = "stores"
     missing = "No store {}."
+    failure = "The kind could not do its work"
     error = None
+    problems: dict = {}
 
     def existing(self, index_ids):
         return [index_id for index_id in index_ids if index_id in ("idx_a", "idx_b")]
@@ -43,6 +45,9 @@ class Kind(WorkCommand):
 
     def outcomes_summarise(self, entry, outcomes):
         entry["done"] = sum(outcome.status == "done" for outcome in outcomes)
+
+    def owner_problem(self, entry):
+        return self.problems.get(entry["index_id"])
 
     def summary(self, **arguments):
         summary = super().summary(**arguments)
@@ -78,3 +83,29 @@ def test_a_summary_with_an_error_is_printed_and_the_command_fails_with_that_one_
     with pytest.raises(CommandError, match="^No usable model is configured.$"):
         command.handle(now="2026-11-30T09:00:00+01:00", stores=None)
     assert json.loads(out.getvalue())["error"] == "No usable model is configured."
+
+
+def test_each_owner_whose_work_was_not_done_is_named_in_the_one_line_it_fails_with():
+    out = StringIO()
+    command = Kind(stdout=out)
+    command.problems = {"idx_a": "no usable model", "idx_c": "1 unit failed (model_error: 1)"}
+
+    with pytest.raises(CommandError) as failed:
+        command.handle(now="2026-11-30T09:00:00+01:00", stores=None)
+
+    line = "The kind could not do its work: idx_a: no usable model; idx_c: 1 unit failed (model_error: 1)."
+    assert str(failed.value) == line
+    assert json.loads(out.getvalue())["error"] == line
+
+
+def test_from_the_command_line_a_failed_run_exits_1_with_one_line_on_stderr():
+    out, err = StringIO(), StringIO()
+    command = Kind(stdout=out, stderr=err)
+    command.problems = {"idx_b": "no usable model"}
+
+    with pytest.raises(SystemExit) as exited:
+        command.run_from_argv(["manage.py", "kind", "--now", "2026-11-30T09:00:00+01:00"])
+
+    assert exited.value.code == 1
+    assert err.getvalue().splitlines() == ["CommandError: The kind could not do its work: idx_b: no usable model."]
+    assert json.loads(out.getvalue())["stores"]
