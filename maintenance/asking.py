@@ -11,7 +11,7 @@ Three answer shapes, each sent as a strict json_schema (core_memory.llm.structur
 Core's prompts are its own and may change; the shapes may not. Every text reaches the model
 as a JSON string value inside the data, never as an instruction. A reader raises
 `InvalidModelOutput` naming the value's path for anything of the wrong kind; ids the request
-did not show are the caller's to ignore (R-13).
+did not show are the caller's to ignore.
 """
 from __future__ import annotations
 

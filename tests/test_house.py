@@ -16,7 +16,7 @@ PRODUCTION = tuple(
     sorted(path.name for path in PROJECT.iterdir() if path.is_dir() and not path.name.startswith((".", "_")) and path.name not in NOT_PRODUCTION)
 )
 PRODUCTION_SUFFIXES = {".py", ".html", ".txt"}
-REFERENCE = re.compile(r"\bR-\d+\.\d+|SPEC §|\b[Ii]ssue \d+")
+REFERENCE = re.compile(r"\bR-\d+(?:\.\d+)*\b|SPEC §|\b[Ii]ssues? \d+")
 # A path on the machine the code was written on, or beside the checkout: a reader of the
 # repository has neither. (`base/work/models.py` is ours: a slash after a name is no root.)
 OUTSIDE = re.compile(r"(?<![\w.])/(?:work|check|opt|tmp|home)/|\.\./shared\b")

@@ -1,4 +1,4 @@
-"""The console (R-10): the Django admin at /console/, every page limited to the
+"""The console: the Django admin at /console/, every page limited to the
 administrator's own organisation. Each app's admin.py builds on
 `OrganisationScopedAdmin`; writes go through the apps' services, like the API's."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The console's admin site (R-10): Django's admin with the Geheugen dashboard on its home
+"""The console's admin site: Django's admin with the Geheugen dashboard on its home
 page and no "View site" link (the service has no public site to view).
 
 `core_memory.console.admin_app.ConsoleAdminConfig` replaces `django.contrib.admin` in INSTALLED_APPS so that every

@@ -1,6 +1,6 @@
 """The MCP server (official `mcp` SDK, its low-level `Server`): the caller's memory tools.
 
-The tools are exactly the key's memory tools of R-6 — `memory__<index-id>__search` and
+The tools are exactly the key's memory tools, as on the API — `memory__<index-id>__search` and
 `memory__<index-id>__write` for every index its policy names, as far as its memory
 configuration offers them — listed with their descriptions and JSON-Schema parameters
 (`memory.tools.catalogue.memory_tools_list`) and run by the very code a turn runs
