@@ -36,15 +36,32 @@ def _stored(row) -> dict:
     return values
 
 
-def record_export(record: MemoryRecord) -> dict:
-    """A record as export lines and the person export show it: every stored field, provenance,
+def record_export(record: MemoryRecord, *, contradicts: list[str]) -> dict:
+    """A record as export lines and the person export show it: every stored field, the records
+    of the same export it contradicts (`contradicts`, so an import links them again), provenance,
     the retrieval count, times in ISO 8601."""
-    return {**_stored(record), "retrieval_count": record.retrieval_count}
+    return {**_stored(record), "contradicts": contradicts, "retrieval_count": record.retrieval_count}
+
+
+def _contradictions(links) -> dict[str, list[str]]:
+    """Record id → the ids of the records maintenance linked to it as contradicting it, of
+    `links` (rows of the records' contradiction table)."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for record_id, other_id in links.order_by("from_memoryrecord_id", "to_memoryrecord_id").values_list(
+        "from_memoryrecord_id", "to_memoryrecord_id"
+    ):
+        found[record_id].append(other_id)
+    return found
 
 
 def records_export_with_history(records) -> list[dict]:
-    """Each record with `history`: every version, oldest first, with what changed it and when."""
+    """Each record with `history`: every version, oldest first, with what changed it and when.
+    `contradicts` names only records among `records` (a person's export names no one else's)."""
     records = list(records)
+    record_ids = [record.id for record in records]
+    contradictions = _contradictions(
+        MemoryRecord.contradicts.through.objects.filter(from_memoryrecord_id__in=record_ids, to_memoryrecord_id__in=record_ids)
+    )
     versions: dict[str, list[dict]] = defaultdict(list)
     for version in MemoryRecord.history.filter(id__in=[record.id for record in records]).order_by("history_id"):
         reason = version.history_change_reason or ""
@@ -56,11 +73,15 @@ def records_export_with_history(records) -> list[dict]:
                 "actor": reason.rpartition(" by ")[2] or None,
             }
         )
-    return [{**record_export(record), "history": versions[record.id]} for record in records]
+    return [{**record_export(record, contradicts=contradictions[record.id]), "history": versions[record.id]} for record in records]
 
 
 def records_export_lines(*, organisation: Organisation | str) -> Iterator[dict]:
     """Every record of the organisation that is not deleted, index by index, oldest first."""
     records = MemoryRecord.objects.for_organisation(organisation).exclude(status=MemoryRecord.Status.DELETED)
+    # Contested pairs are few: every link among the exported records at once.
+    contradictions = _contradictions(
+        MemoryRecord.contradicts.through.objects.filter(from_memoryrecord__in=records, to_memoryrecord__in=records)
+    )
     for record in records.order_by("index_id", "id").iterator(chunk_size=2000):
-        yield record_export(record)
+        yield record_export(record, contradicts=contradictions[record.id])

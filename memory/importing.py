@@ -60,6 +60,7 @@ class CoreLine(StrictSerializer):
     due_at = OffsetDateTimeField(required=False, allow_null=True, default=None)
     status = serializers.ChoiceField(choices=MemoryRecord.Status.choices, required=False, default="active")
     contested = serializers.BooleanField(required=False, default=False)
+    contradicts = serializers.ListField(child=serializers.CharField(max_length=40), max_length=1000, required=False, default=list)
     confirmations = serializers.IntegerField(min_value=0, max_value=2**31 - 1, required=False, default=0)
     last_confirmed_at = OffsetDateTimeField(required=False, allow_null=True, default=None)
     source = serializers.ChoiceField(choices=MemoryRecord.Source.choices, required=False, default="api")
@@ -106,7 +107,8 @@ class ZepLine(serializers.Serializer):
 class ImportLine:
     """One line, read and mapped; `skip` says why it is not written (a deleted record, an
     ended Zep fact). `values` are the record's fields for `record_import_within`; `source_id`
-    is the record's id where it came from, `links` the source ids it replaces / was replaced by."""
+    is the record's id where it came from, `links` the source ids it replaces / was replaced by,
+    `contradicts` the source ids of the records it contradicts."""
 
     index_id: str | None
     subject: str | None
@@ -114,6 +116,7 @@ class ImportLine:
     source_id: str | None = None
     links: dict = field(default_factory=dict)
     skip: str | None = None
+    contradicts: list = field(default_factory=list)
 
 
 class LineError(Exception):
@@ -182,8 +185,9 @@ def import_line_read(*, raw: str, format: str) -> ImportLine:  # noqa: A002 — 
         return ImportLine(None, values["user_id"], record, values["uuid"], skip="ended" if values["invalid_at"] else None)
     skip = "deleted" if values["status"] == MemoryRecord.Status.DELETED else None
     links = {"replaces": values.pop("replaces"), "replaced_by": values.pop("replaced_by")}
+    contradicts = values.pop("contradicts")
     source_id, index_id, subject = values.pop("id"), values.pop("index_id", None), values.pop("subject")
-    return ImportLine(index_id, subject, _record_values(**values), source_id, links, skip)
+    return ImportLine(index_id, subject, _record_values(**values), source_id, links, skip, contradicts)
 
 
 def _whole_document(text: str, *, format: str) -> list[str] | None:  # noqa: A002
@@ -350,6 +354,9 @@ def records_import(
             records_import_link(organisation=key.organisation_id, links={
                 record_id: {name: state.written.get(source) for name, source in links.items()}
                 for record_id, links in state.links.items()
+            }, contradictions={
+                record_id: [state.written[source] for source in sources if source in state.written]
+                for record_id, sources in state.contradictions.items()
             })
             if not dry_run:
                 audit_event_record(
@@ -376,9 +383,10 @@ class _ImportState:
     core_written_allowed: bool
     index_map: dict
     indexes: dict = field(default_factory=dict)
-    # Source id → the new record's id, and the corrections to link once every line is in.
+    # Source id → the new record's id, and the corrections and contradictions to link once every line is in.
     written: dict = field(default_factory=dict)
     links: dict = field(default_factory=dict)
+    contradictions: dict = field(default_factory=dict)
 
 
 def _already_imported(*, organisation_id: str, format: str, line: ImportLine) -> bool:  # noqa: A002
@@ -431,3 +439,5 @@ def _import_one(*, key, raw, format, index, subject, actor, report, state) -> No
         state.written[line.source_id] = result.record.id
     if any(line.links.values()):
         state.links[result.record.id] = line.links
+    if line.contradicts:
+        state.contradictions[result.record.id] = line.contradicts

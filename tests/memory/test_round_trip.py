@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from core_memory.flows.export import person_export_document
 from memory.models import MemoryRecord
-from memory.services import record_update, record_write, record_write_by_core_within
+from memory.services import record_update, record_write, record_write_by_core_within, records_contradiction_mark_within
 from tests.factories import make_index, resolved_for
 
 pytestmark = pytest.mark.django_db
@@ -25,8 +25,8 @@ LONG_AGO = timezone.now() - timedelta(days=400)
 
 def _organisation_with_everything(tenant):
     """Every type and state an export holds: shared and personal records, a confirmation, a
-    correction (an ended record), a commitment done, structured fields, provenance, an episode
-    and a lesson, in two indexes, made a year ago and read since."""
+    correction (an ended record), a contested pair, a commitment done, structured fields,
+    provenance, an episode and a lesson, in two indexes, made a year ago and read since."""
     second = make_index(tenant.organisation, name="tweede")
 
     def write(text, *, index=None, subject=None, **fields):
@@ -37,8 +37,10 @@ def _organisation_with_everything(tenant):
     write("wil facturen per e-mail", type="preference", subject="anna")  # a confirmation
     write("Acme sluit om vijf uur.", type="fact")
     ended = write("Woont in Delft.", type="fact", subject="anna")
-    write("Woont in Utrecht.", type="fact", subject="anna", replaces=ended.id,
-          provenance={"thread_id": "thr_1", "item_ids": ["itm_1", "itm_2"], "response_id": "resp_1"})
+    utrecht = write("Woont in Utrecht.", type="fact", subject="anna", replaces=ended.id,
+                    provenance={"thread_id": "thr_1", "item_ids": ["itm_1", "itm_2"], "response_id": "resp_1"})
+    amsterdam = write("Woont in Amsterdam.", type="fact", subject="anna")
+    records_contradiction_mark_within(organisation=tenant.organisation, pairs=[(utrecht.id, amsterdam.id)], actor="maintenance")
     promise = write("Belt vrijdag terug.", type="commitment", subject="anna", due_at=LONG_AGO + timedelta(days=3),
                     structured={"who": "Piet", "what": "terugbellen"})
     record_update(key=tenant.key, record_id=promise.id, subject=None, actor="test", changes={"done": True})
@@ -68,7 +70,7 @@ def _without_ids(lines: list[dict]) -> list[dict]:
 
     return [
         {**line, "id": name(line["id"]), "index_id": name(line["index_id"]), "replaces": name(line["replaces"]),
-         "replaced_by": name(line["replaced_by"])}
+         "replaced_by": name(line["replaced_by"]), "contradicts": [name(other) for other in line["contradicts"]]}
         for line in lines
     ]
 
@@ -83,7 +85,8 @@ def _import(target, path, *maps) -> dict:
 
 def test_an_organisation_exported_and_imported_into_a_new_one_exports_the_same_document(tenant, other_tenant, tmp_path):
     """Issue 20: every type (episodes and lessons too), with its times, confirmations,
-    confidence, due date, structured fields, provenance and corrections."""
+    confidence, due date, structured fields, provenance, corrections and contradictions (the
+    contested pair points at each other again, by the new ids)."""
     second = _organisation_with_everything(tenant)
     there = _export(tenant.organisation)
     path = tmp_path / "acme.jsonl"
@@ -92,8 +95,11 @@ def test_an_organisation_exported_and_imported_into_a_new_one_exports_the_same_d
 
     report = _import(other_tenant, path, (tenant.index.id, other_tenant.index.id), (second.id, other_second.id))
 
-    assert report == {"dry_run": False, "lines": 8, "created": 8, "confirmed": 0, "skipped": 0, "already_imported": 0, "errors": []}
+    assert report == {"dry_run": False, "lines": 9, "created": 9, "confirmed": 0, "skipped": 0, "already_imported": 0, "errors": []}
     here = _export(other_tenant.organisation)
+    utrecht, amsterdam = (MemoryRecord.objects.get(organisation=other_tenant.organisation, text=text) for text in ("Woont in Utrecht.", "Woont in Amsterdam."))
+    assert (list(utrecht.contradicts.all()), list(amsterdam.contradicts.all())) == ([amsterdam], [utrecht])
+    assert utrecht.contested and amsterdam.contested
     assert {line["type"] for line in here} == {"preference", "fact", "commitment", "behaviour", "episode", "lesson"}
     assert _without_ids(here) == _without_ids(there)
     assert [line["created_at"] for line in here] == [line["created_at"] for line in there]
@@ -111,7 +117,7 @@ def test_the_same_file_imported_twice_changes_nothing_the_second_time(tenant, ot
 
     again = _import(other_tenant, path, *maps)
 
-    assert again == {"dry_run": False, "lines": 8, "created": 0, "confirmed": 0, "skipped": 0, "already_imported": 8, "errors": []}
+    assert again == {"dry_run": False, "lines": 9, "created": 0, "confirmed": 0, "skipped": 0, "already_imported": 9, "errors": []}
     assert _export(other_tenant.organisation) == first
 
 
@@ -124,7 +130,7 @@ def test_an_export_read_back_into_its_own_organisation_writes_nothing(tenant, tm
 
     report = _import(tenant, path)
 
-    assert report["already_imported"] == 8 and report["created"] == 0
+    assert report["already_imported"] == 9 and report["created"] == 0
     assert _export(tenant.organisation) == before
     assert second.records.count() == 1
 
@@ -139,7 +145,8 @@ def test_a_persons_export_imports_into_another_organisation_whole(tenant, other_
     )
 
     assert response.status_code == 200, response.content
-    assert response.json()["created"] == 5  # her two preferences' record, the ended and new address, the promise, the episode
+    # her two preferences' record, the ended address and the two contested ones, the promise, the episode
+    assert response.json()["created"] == 6
     again = person_export_document(organisation=other_tenant.organisation, subject="anna")
     for part in ("records", "episodes", "lessons"):
         here = [{name: value for name, value in each.items() if name != "history"} for each in again[part]]

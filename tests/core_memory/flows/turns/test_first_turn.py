@@ -33,7 +33,18 @@ def test_the_readmes_first_turn(fake_model):
 
     assert (configured.status_code, written.status_code, turn.status_code) == (200, 201, 200)
     assert turn.json()["status"] == "completed"
-    assert turn.json()["trace"]["memory"]["injected"] == 1
+    trace = turn.json()["trace"]["memory"]
+    # The README's shape of the trace: counts of what was injected, not the records.
+    assert trace == {
+        "source": "key",
+        "index_id": index["id"],
+        "injected": 1,
+        "sections": {"commitments": 0, "behaviour": 0, "about_this_person": 1, "organisation": 0, "past_sessions": 0},
+        "dropped_by_count": 0,
+        "dropped_by_budget": 0,
+        "estimated_tokens": trace["estimated_tokens"],
+    }
+    assert trace["estimated_tokens"] > 0
     sent = fake_model.requests[0].body
     assert '"text":"Anna wil facturen per e-mail."' in sent["messages"][0]["content"]
     assert [tool["function"]["name"] for tool in sent["tools"]] == [f"memory__{index['id']}__search"]
