@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 from dataclasses import dataclass
 
 import pytest
@@ -22,16 +23,37 @@ from tests.factories import (
     resolved_for,
 )
 from tests.fake_model import FakeChatModel
+from tests.fuzz import figures as fuzz_figures
 
 
 def pytest_configure(config):
     """Parallel workers (pytest-xdist) share one Redis: each counts its rate limits under its own
-    prefix, as their test databases (test_core_gw0, ...) reuse the same ids."""
+    prefix, as their test databases (test_core_gw0, ...) reuse the same ids. They fuzz from one
+    seed: drawn here, before they start, unless FUZZ_SEED gives it (tests/fuzz)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
         from django.conf import settings
 
         settings.CORE_RATE_LIMIT_PREFIX = f"{settings.CORE_RATE_LIMIT_PREFIX}:{worker}"
+    elif not os.environ.get("FUZZ_SEED", "").strip():
+        os.environ["FUZZ_SEED"] = str(secrets.randbelow(2**32))
+
+
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["fuzz"] = fuzz_figures.as_output()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """A worker's fuzz figures, gathered by the process that prints the summary."""
+    fuzz_figures.add_output(getattr(node, "workeroutput", {}).get("fuzz"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The fuzz step's figures for CI's log: its seed, cases sent, operations, statuses by class."""
+    for line in fuzz_figures.lines():
+        terminalreporter.write_line(line)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -4,8 +4,8 @@ with every built-in check: no 5xx, status codes, content types, headers and bodi
 documented, invalid data refused, valid data accepted, authentication not ignored.
 
 It runs in-process over WSGI on pytest-django's transaction (tests/fuzz, its own step of
-.ci/run: `make test PYTEST_ARGS="-m fuzz"`). Each run draws a new seed and prints it at the
-start and the end; `FUZZ_SEED=<n>` sends that run's cases again. Each operation's cases share
+.ci/run: `make test PYTEST_ARGS="-m fuzz"`). Each run draws a new seed (tests/conftest.py, one for all
+workers) and prints it at the end, as .ci/run does at the start; `FUZZ_SEED=<n>` sends that run's cases again. Each operation's cases share
 one organisation, whose owner key sends them and whose real ids (its index, a record, a thread,
 an agent, a second key, its switch's connector) are sent in about half of the valid cases, so
 the routes are reached beyond their 404s. The owner key is never the key a case revokes or
@@ -18,7 +18,6 @@ import json
 import os
 import re
 import secrets
-from collections import Counter
 
 import pytest
 import schemathesis
@@ -30,6 +29,7 @@ from hypothesis import HealthCheck, assume, seed, settings
 
 from core_memory.base.storable import unstorable_value
 from tests.fake_model import FakeChatModel
+from tests.fuzz.figures import SENT, STATUSES
 from tests.factories import OrganisationFactory, make_index, make_key, resolved_for
 
 pytestmark = pytest.mark.fuzz
@@ -188,10 +188,6 @@ CONDITIONAL_RULES = {
 }
 
 
-# Cases sent per operation, and answers that passed every check per status class: the step's
-# figures, printed at its end (tests/fuzz/conftest.py).
-SENT: Counter = Counter()
-STATUSES: Counter = Counter()
 
 
 @schema.parametrize()
