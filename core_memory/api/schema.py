@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from django.core.validators import RegexValidator
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, inline_serializer
@@ -113,9 +114,11 @@ class CoreAutoSchema(AutoSchema):
             and field.trim_whitespace
             and mapped.get("type") == "string"
             and "pattern" not in mapped
+            and not any(isinstance(validator, RegexValidator) for validator in field.validators)
         ):
             # The field is trimmed before it is read, so a value of only whitespace is blank
-            # (a 400): it must hold one character that is not whitespace.
+            # (a 400): it must hold one character that is not whitespace. A field with a pattern
+            # of its own says more than this already.
             mapped["pattern"] = r"\S"
         return mapped
 
