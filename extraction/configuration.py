@@ -5,6 +5,7 @@ the organisation's rows (offered models, agents, keys) are the service's 422s.
 """
 from __future__ import annotations
 
+from django.utils.translation import gettext
 from rest_framework import serializers
 
 from core_memory.base.validation import StrictSerializer
@@ -67,5 +68,5 @@ class SwitchSerializer(StrictSerializer):
 
     def validate(self, attrs):
         if attrs["enabled"] and not attrs.get("model"):
-            raise serializers.ValidationError({"model": ["This field is required when the switch is enabled."]})
+            raise serializers.ValidationError({"model": [gettext("This field is required when the switch is enabled.")]})
         return attrs

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import functools
 
+from django.utils.translation import gettext
 from rest_framework import serializers
 
 from core_memory.base.validation import StrictSerializer, refuse_unstorable, serializer_defaults
@@ -51,9 +52,9 @@ class LabelsField(serializers.DictField):
         refuse_unstorable(value)
         for name, label in value.items():
             if not 1 <= len(name) <= 100:
-                raise serializers.ValidationError({name: ["A label name is 1 to 100 characters."]})
+                raise serializers.ValidationError({name: [gettext("A label name is 1 to 100 characters.")]})
             if not isinstance(data[name], str) or len(label) > 500:
-                raise serializers.ValidationError({name: ["A label value is a string of at most 500 characters."]})
+                raise serializers.ValidationError({name: [gettext("A label value is a string of at most 500 characters.")]})
         return value
 
 

@@ -5,6 +5,7 @@ import zoneinfo
 from datetime import timezone
 from typing import Any
 
+from django.utils.translation import gettext
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import exceptions as drf
 from rest_framework import serializers
@@ -162,7 +163,7 @@ class StringMapField(serializers.DictField):
         refuse_unstorable(value)
         for key, item in value.items():
             if not isinstance(item, (str, int, float, bool)) or item is None:
-                raise serializers.ValidationError({key: ["Must be a string, number or boolean."]})
+                raise serializers.ValidationError({key: [gettext("Must be a string, number or boolean.")]})
         return value
 
 

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from audit.services import audit_event_record
 from core_memory.agents.models import Agent
@@ -41,7 +42,7 @@ def _types_check(types: list[str]) -> None:
     for position, type_name in enumerate(types):
         if type_name in CORE_WRITTEN_TYPES:
             raise Unprocessable(
-                f"Type {type_name!r} is written only by Core; switch on `episodes` or `lessons` instead.",
+                gettext("Type %(type)r is written only by Core; switch on `episodes` or `lessons` instead.") % {"type": type_name},
                 param=f"types[{position}]",
             )
 
@@ -60,10 +61,10 @@ def _filters_check(*, organisation: Organisation, filters: dict, previous: Extra
     )
     for position, agent_id in enumerate(agent_ids):
         if agent_id not in live and agent_id not in had_agents:
-            raise Unprocessable(f"No agent {agent_id!r} in this organisation.", param=f"filters.agent_ids[{position}]")
+            raise Unprocessable(gettext("No agent %(agent)r in this organisation.") % {"agent": agent_id}, param=f"filters.agent_ids[{position}]")
     for position, key_id in enumerate(filters["key_ids"]):
         if key_id not in had_keys and not key_was_issued(organisation=organisation, key_id=key_id):
-            raise Unprocessable(f"No key {key_id!r} was ever issued by this organisation.", param=f"filters.key_ids[{position}]")
+            raise Unprocessable(gettext("No key %(key)r was ever issued by this organisation.") % {"key": key_id}, param=f"filters.key_ids[{position}]")
 
 
 def _windows_requeue(*, switch: ExtractionSwitch, codes: Collection[str] | None) -> int:
@@ -88,7 +89,7 @@ def _values_checked(*, organisation: Organisation, values: dict, sent: Collectio
     values.setdefault("model", "")
     _types_check(values["types"])
     if values["lessons"] and not values["episodes"]:
-        raise Unprocessable("Session lessons need `episodes`: they are noted in the same reading of a session.", param="lessons")
+        raise Unprocessable(gettext("Session lessons need `episodes`: they are noted in the same reading of a session."), param="lessons")
     if values["enabled"]:
         model_get(organisation=organisation, model_id=values["model"], param="model")
         _filters_check(organisation=organisation, filters=values["filters"], previous=previous)

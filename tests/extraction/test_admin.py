@@ -134,6 +134,28 @@ def test_a_setting_the_api_refuses_is_refused_on_its_field_and_nothing_is_writte
     assert AuditEvent.objects.filter(action="extraction.switch_set").count() == events
 
 
+def test_a_switch_turned_on_without_a_model_is_refused_in_dutch_on_the_model(console, tenant, switch):
+    """Issue 24: the serializer's own words reached the Dutch console in English."""
+    data = {**switch_form(console, tenant.index.id), "switch__model": ""}
+
+    response = console.post(switch_url(tenant.index.id, "set"), data)
+
+    assert response.context["settings_form"].errors["switch__model"] == ["Dit veld is verplicht als de schakelaar aan staat."]
+    assert ExtractionSwitch.objects.get(pk=tenant.index.id).model == "fake-chat"
+
+
+def test_a_rule_of_the_switchs_service_is_told_in_dutch(console, tenant, switch):
+    """Issue 24: session lessons without episodes, refused by the service after the confirmation."""
+    data = {**switch_form(console, tenant.index.id), "switch__lessons": "on", "confirmed": "1"}
+    data.pop("switch__episodes", None)
+
+    response = console.post(switch_url(tenant.index.id, "set"), data, follow=True)
+
+    told = [str(message) for message in response.context["messages"]]
+    assert told == ["lessons: Sessielessen vragen `episodes`: ze worden in dezelfde lezing van een sessie genoteerd."]
+    assert ExtractionSwitch.objects.get(pk=tenant.index.id).lessons is False
+
+
 def test_the_switch_list_shows_each_switchs_state_and_most_common_error(console, tenant, switch, fake_model, run_extraction):
     conversation(organisation=tenant.organisation, key=tenant.key, messages=["Ik heet Anna.", "Hallo Anna."])
     fake_model.default = completion("dit is geen JSON")
