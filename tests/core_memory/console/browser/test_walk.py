@@ -7,11 +7,12 @@ under var/console-walk/ for a person to look at."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from django.contrib.admin.utils import quote
-from playwright.sync_api import Page
+from playwright.sync_api import Page, Response
 
 from tests.core_memory.console.test_translations import untranslated  # noqa: F401 — a fixture
 from tests.factories import CONSOLE_PASSWORD
@@ -50,8 +51,38 @@ LOOK = """() => {
 }"""
 
 
-def pages_of(world) -> dict[str, str]:
-    """One page of each kind, by a short name (the screenshot's)."""
+def records_chosen_for(action: str) -> Callable[[Page, str], Response | None]:
+    """The page between choosing records in the list and `action` on them (a POST of the list's
+    action form; nothing is exported or deleted before it is confirmed)."""
+
+    def visit(page: Page, base: str) -> Response | None:
+        page.goto(f"{base}/console/memory/memoryrecord/")
+        page.locator("#result_list input.action-select").first.check()
+        page.locator("select[name=action]").first.select_option(action)
+        with page.expect_navigation() as navigation:
+            page.locator("button[name=index]").first.click()
+        page.locator("input[name=post][value=yes]").wait_for(state="attached")  # the confirmation, not the list again
+        return navigation.value
+
+    return visit
+
+
+def switch_changes_checked(index_id: str) -> Callable[[Page, str], Response | None]:
+    """The page that shows what the switch's form would change (a POST; set only once confirmed)."""
+
+    def visit(page: Page, base: str) -> Response | None:
+        page.goto(f"{base}/console/extraction/extractionswitch/{quote(index_id)}/change/")
+        with page.expect_navigation() as navigation:
+            page.locator("#switch-settings-form [type=submit]").click()
+        page.locator("input[name=confirmed][value='1']").wait_for(state="attached")  # the confirmation, not the form again
+        return navigation.value
+
+    return visit
+
+
+def pages_of(world) -> dict[str, str | Callable[[Page, str], Response | None]]:
+    """One page of each kind, by a short name (the screenshot's): an address, or how a browser
+    reaches a page that answers a form."""
     organisation = world.tenant.organisation.id
     index = world.tenant.index.id
     record = quote(world.moved.id)
@@ -74,13 +105,16 @@ def pages_of(world) -> dict[str, str]:
         "thread": f"/console/threads/thread/{quote(world.thread_id)}/change/",
         "switches": "/console/extraction/extractionswitch/",
         "switch": f"/console/extraction/extractionswitch/{quote(index)}/change/",
+        "switch-confirm": switch_changes_checked(index),
+        "records-export-confirm": records_chosen_for("export_records"),
+        "records-delete-confirm": records_chosen_for("delete_records"),
         "proposals": "/console/maintenance/proposal/",
         "proposal": f"/console/maintenance/proposal/{quote(world.proposal.pk)}/change/",
         "audit": "/console/audit/auditevent/",
     }
 
 
-@pytest.mark.timeout(900)  # 84 pages with their screenshots; about a minute on an idle machine
+@pytest.mark.timeout(900)  # 96 pages with their screenshots; about a minute on an idle machine
 def test_every_console_page_fits_and_speaks_one_language_at_both_widths(world, live_server, page: Page, untranslated):  # noqa: F811
     """Issue 24: no overflow, clipped column or letter-by-letter header at 1400 or 1024 px, no
     console error or CSP violation, and in Dutch no string the catalogue lacks. One world for both
@@ -105,7 +139,7 @@ def test_every_console_page_fits_and_speaks_one_language_at_both_widths(world, l
         for width in WIDTHS:
             page.set_viewport_size({"width": width, "height": 900})
             for name, address in pages_of(world).items():
-                response = page.goto(live_server.url + address)
+                response = address(page, live_server.url) if callable(address) else page.goto(live_server.url + address)
                 where = f"{language} {width} {name}"
                 if response is None or response.status != 200:
                     problems[where] = [f"status {response and response.status}"]
