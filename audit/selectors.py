@@ -1,18 +1,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from django.db.models import QuerySet
 
 from audit.filters import AuditEventFilter
 from audit.models import AuditEvent
-
-if TYPE_CHECKING:
-    from core_memory.organisations.models import Organisation
+from core_memory.base.tenancy import OrganisationLike
 
 
-def audit_event_list(*, organisation: Organisation, filters: dict | None = None) -> QuerySet[AuditEvent]:
+def audit_event_list(*, organisation: OrganisationLike | str, filters: dict | None = None) -> QuerySet[AuditEvent]:
     """The organisation's events, newest first, narrowed by validated `filters`."""
     events = AuditEvent.objects.for_organisation(organisation)
     return AuditEventFilter(filters or {}, queryset=events).qs

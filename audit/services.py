@@ -2,16 +2,12 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 from django.db import connection, transaction
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from core_memory.base.tenancy import organisation_id_of
-
-if TYPE_CHECKING:
-    from core_memory.organisations.models import Organisation
+from core_memory.base.tenancy import OrganisationLike, organisation_id_of
 
 ACTIONS = (
     "memory.write_denied",
@@ -35,7 +31,7 @@ ACTIONS = (
 )
 
 
-def audit_event_record(*, organisation: Organisation | str, actor: str, action: str, target: str = "", details: dict | None = None) -> AuditEvent:
+def audit_event_record(*, organisation: OrganisationLike | str, actor: str, action: str, target: str = "", details: dict | None = None) -> AuditEvent:
     organisation_id = organisation_id_of(organisation)
     return AuditEvent.objects.create(
         organisation_id=organisation_id, actor=actor, action=action, target=target, details=details or {}

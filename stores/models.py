@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from django.db import models
 from django.db.models import CharField, Value
@@ -10,15 +10,28 @@ from core_memory.base.ids import PrefixedIdField
 from core_memory.base.tenancy import TenantQuerySet
 from stores.configuration import section_defaults
 
-if TYPE_CHECKING:
-    from core_memory.keys.models import ApiKey
+
+class KeyPolicy(Protocol):
+    """What stores need of a key: its organisation and the indexes its policy names. A
+    `keys.ApiKey` is one; keys stand above stores, so the type names no model of theirs."""
+
+    id: str
+    organisation_id: str
+
+    def named_index_ids(self, right: str | None = None) -> set[str] | None: ...
+
+    def names_index(self, index_id: str) -> bool: ...
+
+    def may_read(self, index_id: str) -> bool: ...
+
+    def may_write(self, index_id: str) -> bool: ...
 
 
 class KnowledgeIndexQuerySet(TenantQuerySet):
     def live(self):
         return self.filter(deleted_at__isnull=True)
 
-    def for_key(self, key: ApiKey):
+    def for_key(self, key: KeyPolicy):
         """The indexes available to the key: not deleted, of its organisation and named
         by its policy (for reading or writing). The one place that rule is written.
 
@@ -57,7 +70,7 @@ class KnowledgeIndex(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.id})"
 
-    def resolved_for(self, key: ApiKey) -> bool:
+    def resolved_for(self, key: KeyPolicy) -> bool:
         """True when this row was read through `KnowledgeIndex.objects.for_key(key)`."""
         return getattr(self, "resolved_for_key_id", None) == key.id
 

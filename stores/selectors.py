@@ -3,19 +3,13 @@
 `KnowledgeIndex.objects.for_key`."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import copy
 import threading
 
 from django.db.models import QuerySet
 
 from core_memory.base.errors import NotFound, PermissionDenied
-from stores.models import KnowledgeIndex, MemoryStore
-
-if TYPE_CHECKING:
-    from core_memory.keys.models import ApiKey
-
+from stores.models import KeyPolicy, KnowledgeIndex, MemoryStore
 
 # Indexes (with their stores) remembered per process, by key, configuration version and id.
 INDEX_CACHE_SIZE = 4096
@@ -23,11 +17,11 @@ _indexes: dict[tuple[str, int, str], KnowledgeIndex] = {}
 _indexes_lock = threading.Lock()
 
 
-def index_list_available(*, key: ApiKey) -> QuerySet[KnowledgeIndex]:
+def index_list_available(*, key: KeyPolicy) -> QuerySet[KnowledgeIndex]:
     return KnowledgeIndex.objects.for_key(key)
 
 
-def index_find_available(*, key: ApiKey, index_id) -> KnowledgeIndex | None:
+def index_find_available(*, key: KeyPolicy, index_id) -> KnowledgeIndex | None:
     """The index if it is available to the key, else None; read with its store.
 
     A key stamped with its organisation's configuration version (by authentication,
@@ -63,7 +57,7 @@ def _request_copy(index: KnowledgeIndex) -> KnowledgeIndex:
     return own
 
 
-def index_get_available(*, key: ApiKey, index_id: str, param: str | None = None, right: str | None = None) -> KnowledgeIndex:
+def index_get_available(*, key: KeyPolicy, index_id: str, param: str | None = None, right: str | None = None) -> KnowledgeIndex:
     """The index if it is available to the key, else 404.
 
     With `right` ("read" or "write"), an available index the policy names only for
@@ -76,7 +70,7 @@ def index_get_available(*, key: ApiKey, index_id: str, param: str | None = None,
     return index
 
 
-def policy_right_check(*, key: ApiKey, index_id: str, right: str | None, param: str | None = None) -> None:
+def policy_right_check(*, key: KeyPolicy, index_id: str, right: str | None, param: str | None = None) -> None:
     """403 when the key's policy names the index, but not for `right`."""
     if right == "write" and not key.may_write(index_id):
         raise PermissionDenied("This key's policy does not allow writing this index.", param=param)

@@ -16,7 +16,7 @@ themselves and stay open.
 """
 from __future__ import annotations
 
-from typing import Self
+from typing import Protocol, Self
 
 from django.db import models
 
@@ -25,7 +25,16 @@ SCOPED_ENTRIES = ("for_organisation", "for_key", "unscoped")
 WRITE_ENTRIES = ("create", "bulk_create", "get_or_create", "update_or_create")
 
 
-def organisation_id_of(organisation) -> str:
+class OrganisationLike(Protocol):
+    """What code below the organisations app needs of an organisation: its id. An
+    `organisations.Organisation` is one; the type names no model, so an app below it can
+    take an organisation without importing one."""
+
+    @property
+    def pk(self) -> str: ...
+
+
+def organisation_id_of(organisation: OrganisationLike | str) -> str:
     """An organisation's id, given the organisation or its id."""
     return organisation if isinstance(organisation, str) else organisation.pk
 
