@@ -1,8 +1,8 @@
 from rest_framework import serializers
 
 from audit.selectors import audit_event_list
-from core_memory.api.pagination import IdCursorPagination, ListQuerySerializer, paginated_response, query_parameters_read
-from core_memory.api.views import CoreApi
+from core_memory.base.api.pagination import IdCursorPagination, ListQuerySerializer, paginated_response, query_parameters_read
+from core_memory.base.api.views import CoreApi
 from core_memory.base.validation import OffsetDateTimeField
 
 

@@ -47,7 +47,7 @@ SECTION = "profiles"
 BUCKETS = (
     ("SQL (round trip)", ("django/db/backends/utils.py", "/psycopg/")),
     ("authentication", ("core_memory/keys/authentication.py",)),
-    ("idempotency", ("core_memory/api/idempotency.py",)),
+    ("idempotency", ("core_memory/base/api/idempotency.py",)),
     ("audit", ("/audit/",)),
     ("serialisation", ("rest_framework/serializers.py", "rest_framework/fields.py", "rest_framework/renderers.py", "/json/")),
     ("ORM (queries, objects)", ("django/db/models/",)),

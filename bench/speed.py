@@ -61,7 +61,7 @@ from django.db import connection, transaction
 from django.test.utils import override_settings
 from django.utils import timezone
 
-from core_memory.api.models import IdempotentRequest
+from core_memory.base.api.models import IdempotentRequest
 from core_memory.keys.authentication import principal_for_secret
 from core_memory.threads.models import Item, Response, Thread
 from memory.injection.walk import injection_block_build

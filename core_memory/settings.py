@@ -54,7 +54,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "simple_history",
     "django_celery_beat",
-    "core_memory.api",
+    "core_memory.base.api",
     "core_memory.organisations",
     "core_memory.keys",
     "core_memory.persons",
@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "core_memory.agents",
     "core_memory.pii",
     "core_memory.flows.turns",
+    "core_memory.base.console",
     "core_memory.console",
     "core_memory.mcp",
     "stores",
@@ -181,12 +182,12 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = CORE_MAX_REQUEST_BYTES
 # --- API -------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["core_memory.keys.authentication.KeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["core_memory.api.permissions.HasCapabilities"],
-    "DEFAULT_THROTTLE_CLASSES": ["core_memory.api.throttling.KeyRateThrottle"],
+    "DEFAULT_PERMISSION_CLASSES": ["core_memory.base.api.permissions.HasCapabilities"],
+    "DEFAULT_THROTTLE_CLASSES": ["core_memory.base.api.throttling.KeyRateThrottle"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "core_memory.api.exceptions.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "core_memory.api.schema.CoreAutoSchema",
+    "EXCEPTION_HANDLER": "core_memory.base.api.exceptions.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "core_memory.base.api.schema.CoreAutoSchema",
     "UNAUTHENTICATED_USER": None,
     "DATETIME_FORMAT": "iso-8601",
 }
@@ -234,7 +235,7 @@ def _redis_url() -> str:
 
 
 REDIS_URL = _redis_url()
-# Per-key rate limits (core_memory.api.throttling): a token bucket in Redis, shared by every process.
+# Per-key rate limits (core_memory.base.api.throttling): a token bucket in Redis, shared by every process.
 # The sustained rate and the bucket's size; docs/decisions.md says why these defaults.
 CORE_RATE_LIMIT_PER_MINUTE = env.int("CORE_RATE_LIMIT_PER_MINUTE", default=6000)
 CORE_RATE_LIMIT_BURST = env.int("CORE_RATE_LIMIT_BURST", default=1000)

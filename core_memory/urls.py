@@ -35,12 +35,10 @@ urlpatterns = [
     path("v1/redoc", RedocPage.as_view(url_name="schema"), name="redoc"),
     path("v1/", include("core_memory.organisations.urls")),
     path("v1/", include("core_memory.keys.urls")),
-    path("v1/", include("core_memory.persons.urls")),
+    path("v1/", include("core_memory.api.urls")),
     path("v1/", include("core_memory.llm.urls")),
     path("v1/", include("core_memory.threads.urls")),
-    path("v1/", include("core_memory.agents.urls")),
     path("v1/", include("core_memory.flows.turns.urls")),
-    path("v1/", include("stores.urls")),
     path("v1/", include("memory.urls")),
     path("v1/", include("extraction.urls")),
     path("v1/", include("maintenance.urls")),
@@ -50,6 +48,6 @@ urlpatterns = [
 ]
 
 # API addresses answer errors as JSON; the console keeps Django's pages.
-handler400 = "core_memory.api.exceptions.bad_request"
-handler404 = "core_memory.api.exceptions.not_found"
-handler500 = "core_memory.api.exceptions.server_error"
+handler400 = "core_memory.base.api.exceptions.bad_request"
+handler404 = "core_memory.base.api.exceptions.not_found"
+handler500 = "core_memory.base.api.exceptions.server_error"

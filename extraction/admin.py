@@ -21,16 +21,17 @@ from rest_framework.exceptions import ValidationError as DrfValidationError
 
 from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import first_error
-from core_memory.console.actors import actor_labels
-from core_memory.console.admin import OrganisationScopedAdmin, thread_url
-from core_memory.console.forms import SettingsFields
+from core_memory.keys.actors import actor_labels
+from core_memory.base.console.pages import OrganisationScopedAdmin, thread_url
+from core_memory.base.console.forms import SettingsFields
 from core_memory.keys.models import ApiKey
 from extraction.configuration import SwitchSerializer
 from extraction.models import ExtractionSwitch, ExtractionWindow
 from extraction.selectors import STATE_LABELS, switch_error_code, switch_state, switch_status, switch_windows
 from extraction.services.switches import extraction_switch_set
-from memory.console import console_read_audit
+from audit.console import console_read_audit
 from memory.models import type_label
+from stores.configuration import TYPE_LABELS
 from stores.models import KnowledgeIndex
 
 FAILED_WINDOWS_SHOWN = 20
@@ -46,7 +47,9 @@ SWITCH_TEXTS = {
     "filters.key_ids": (_("only the conversations of these keys"), _("Key ids; empty: every key.")),
     "filters.agent_ids": (_("only the conversations of these agents"), _("Agent ids; empty: every agent.")),
 }
-SWITCH_SETTINGS = SettingsFields(SwitchSerializer, prefix="switch", texts=SWITCH_TEXTS, choices=lambda path: [] if path == "model" else None)
+SWITCH_SETTINGS = SettingsFields(
+    SwitchSerializer, prefix="switch", texts=SWITCH_TEXTS, choices=lambda path: [] if path == "model" else None, type_labels=TYPE_LABELS
+)
 CONFIRMED = "confirmed"
 STATE_EXPLANATIONS = {
     "active": _("Running: it reads the organisation's quiet conversations on its schedule."),

@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from core_memory.api.views import CoreApi
+from core_memory.base.api.views import CoreApi
 from core_memory.base.errors import NotFound
 from extraction.configuration import SwitchSerializer
 from extraction.models import ExtractionSwitch

@@ -5,9 +5,9 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from core_memory.api.pagination import IdCursorPagination, ListQuerySerializer, paginated_response, query_parameters_read
-from core_memory.api.schema import error_responses
-from core_memory.api.views import CoreApi
+from core_memory.base.api.pagination import IdCursorPagination, ListQuerySerializer, paginated_response, query_parameters_read
+from core_memory.base.api.schema import error_responses
+from core_memory.base.api.views import CoreApi
 from core_memory.base.errors import PermissionDenied
 from maintenance.models import Proposal
 from maintenance.selectors import proposal_get_available, proposal_list

@@ -3,7 +3,7 @@ organisation's records across every index, with their history.
 
 Reads are audited: the list, a record page, its history page and its delete confirmation
 each write one `memory.console_read` event naming the administrator and the record ids
-shown (memory.console), before the page renders — a failed audit write shows nothing.
+shown (audit.console), before the page renders — a failed audit write shows nothing.
 Corrections and deletions go through memory.services (`record_update`, `record_delete`),
 so history versions and the `memory.updated` / `memory.deleted` events are the API's.
 
@@ -35,12 +35,12 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from core_memory.base.errors import ApplicationError
-from core_memory.console.actors import actor_labels
-from core_memory.console.admin import SoftDeleteScopedAdmin, person_url, thread_url
-from core_memory.console.times import shown_time
-from core_memory.console.diff import mapping_diff, text_diff, value_diff
+from core_memory.keys.actors import actor_labels
+from core_memory.base.console.pages import SoftDeleteScopedAdmin, person_url, thread_url
+from core_memory.base.console.times import shown_time
+from core_memory.base.console.diff import mapping_diff, text_diff, value_diff
 from core_memory.keys.models import ApiKey
-from memory.console import console_read_audit
+from audit.console import console_read_audit
 from memory.models import MemoryRecord, type_label
 from memory.search import text_query
 from memory.selectors import (

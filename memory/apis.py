@@ -6,10 +6,10 @@ from rest_framework import serializers, status
 from rest_framework.parsers import BaseParser
 from rest_framework.response import Response
 
-from core_memory.api.exceptions import error_body
-from core_memory.api.pagination import IdCursorPagination, ListQuerySerializer, paginated_response
-from core_memory.api.schema import error_responses, list_envelope
-from core_memory.api.views import CoreApi
+from core_memory.base.api.exceptions import error_body
+from core_memory.base.api.pagination import IdCursorPagination, ListQuerySerializer, paginated_response
+from core_memory.base.api.schema import error_responses, list_envelope
+from core_memory.base.api.views import CoreApi
 from core_memory.base.errors import InvalidRequest
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from memory.answers import record_write_answer

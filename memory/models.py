@@ -11,21 +11,11 @@ from simple_history.models import HistoricalRecords
 from core_memory.base.ids import PrefixedIdField
 from core_memory.base.tenancy import TenantQuerySet
 from core_memory.llm.embeddings import DIMENSIONS
+from stores.configuration import TYPE_LABELS
 from stores.models import KnowledgeIndex
 
 # The text-search configurations whose lexemes make up a record's stored vector.
 SEARCH_CONFIGS = ("dutch", "english")
-
-
-# What the console calls the types Core knows; a switch's own types show as they are named.
-TYPE_LABELS = {
-    "fact": _("fact"),
-    "preference": _("preference"),
-    "commitment": _("commitment"),
-    "behaviour": _("behaviour"),
-    "episode": _("episode"),
-    "lesson": _("lesson"),
-}
 
 
 def type_label(type_name: str) -> str:

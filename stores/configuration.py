@@ -9,6 +9,7 @@ import copy
 import functools
 
 from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from core_memory.base.validation import StrictSerializer, refuse_unstorable, serializer_defaults
@@ -16,6 +17,17 @@ from core_memory.base.validation import StrictSerializer, refuse_unstorable, ser
 RANKS = ("confidence", "relevance", "blend")
 MAX_TOKEN_BUDGET = 200_000
 MAX_ORGANISATION_SHARE = 0.4
+
+# What the console calls the types Core knows (SPEC §0); a switch's own types show as they are
+# named. Settings per type (half-lives, a store's sections) show a field for each.
+TYPE_LABELS = {
+    "fact": _("fact"),
+    "preference": _("preference"),
+    "commitment": _("commitment"),
+    "behaviour": _("behaviour"),
+    "episode": _("episode"),
+    "lesson": _("lesson"),
+}
 
 
 class StrictBooleanField(serializers.BooleanField):

@@ -10,7 +10,7 @@ from django.urls import is_valid_path
 from django.utils import translation
 from kombu.exceptions import OperationalError as BrokerUnavailable
 
-from core_memory.api.exceptions import api_error_response, is_api_request
+from core_memory.base.api.exceptions import api_error_response, is_api_request
 
 logger = logging.getLogger(__name__)
 

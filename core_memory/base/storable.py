@@ -2,7 +2,7 @@
 
 PostgreSQL refuses a NUL character in `text` and `jsonb`, a lone surrogate cannot be
 encoded at all, and `jsonb` has no infinity; each would be a 500. The API's parser
-refuses them in every body (core_memory.api.parsers); services that take text from
+refuses them in every body (core_memory.base.api.parsers); services that take text from
 elsewhere can ask the same question.
 """
 from __future__ import annotations

@@ -7,7 +7,7 @@ while held, the login answers 429 with `Retry-After` without checking the passwo
 delay is over, the right password logs in again, and from an address that has not failed it
 always does: knowing an administrator's name is not enough to lock her out. The failures are
 counted where the API's rate limits are (Redis, shared by every process;
-core_memory.api.throttling)."""
+core_memory.base.api.throttling)."""
 from __future__ import annotations
 
 import logging
@@ -18,8 +18,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from core_memory.api.throttling import attempts_count, console_rate_limit_wait, held_for, hold_set
-from core_memory.console.selectors import administered_organisation_id, administrator_rate_limit, organisation_zone
+from core_memory.base.api.throttling import attempts_count, console_rate_limit_wait, held_for, hold_set
+from core_memory.base.console.selectors import administered_organisation_id
+from core_memory.console.selectors import administrator_rate_limit, organisation_zone
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
-"""Who a console user is, which organisation she administers, and what the console's
-home page shows her."""
+"""What the console's home page shows an administrator, and her organisation's zone and rate limit
+(who she is and which organisation she administers: core_memory.base.console.selectors)."""
 from __future__ import annotations
 
 import zoneinfo
@@ -9,31 +9,17 @@ from datetime import date, datetime, timedelta
 from django.utils import timezone
 
 from audit.selectors import audit_events_counted
-from core_memory.console.models import ConsoleAdministrator
+from core_memory.base.console.selectors import administered_organisation_id
 from core_memory.llm.metering import usage_month
 from core_memory.llm.models import TokenUsage
 from core_memory.organisations.models import Organisation
 from extraction.selectors import switch_status, switches_of_organisation
 from maintenance.models import Proposal
 from maintenance.selectors import proposal_list_for_organisation
-from memory.console import CONSOLE_READ
+from audit.console import CONSOLE_READ
 from memory.selectors import records_counted, records_created_per_week
 
-EVERY_ORGANISATION = None
 GROWTH_WEEKS = 8  # the dashboard's growth chart: records created per week, this many weeks back
-
-
-def administered_organisation_id(*, user) -> str | None:
-    """The id of the one organisation the user administers; EVERY_ORGANISATION (None) for a superuser.
-
-    A staff user who is neither a superuser nor bound to an organisation administers
-    nothing: the empty string, which matches no organisation.
-    """
-    if user.is_superuser:
-        return EVERY_ORGANISATION
-    # The user names her organisation: no scope to read it within.
-    administrator = ConsoleAdministrator.objects.unscoped().filter(user_id=user.pk).only("organisation_id").first()
-    return administrator.organisation_id if administrator else ""
 
 
 def administrator_rate_limit(*, user) -> int | None:
@@ -42,11 +28,6 @@ def administrator_rate_limit(*, user) -> int | None:
     if not organisation_id:
         return None
     return Organisation.objects.filter(pk=organisation_id).values_list("rate_limit_per_minute", flat=True).first()
-
-
-def console_actor(*, user) -> str:
-    """The audit actor of a console action ("key id or console user")."""
-    return f"console:{user.get_username()}"
 
 
 @dataclass

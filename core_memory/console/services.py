@@ -5,11 +5,11 @@ from django.contrib.auth.models import Permission
 from django.contrib.auth.password_validation import validate_password
 from django.db import transaction
 
-from core_memory.console.models import ConsoleAdministrator
+from core_memory.base.console.models import ConsoleAdministrator
 from core_memory.organisations.models import Organisation
 
 # The console's models an administrator works with; what she sees of them is
-# limited to her organisation by the admin classes (core_memory.console.admin).
+# limited to her organisation by the admin classes (core_memory.base.console.pages).
 CONSOLE_APP_LABELS = ("organisations", "keys", "stores", "memory", "extraction", "audit", "persons")
 
 

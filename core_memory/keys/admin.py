@@ -1,6 +1,6 @@
 """Keys in the console: capabilities, policy and memory configuration,
 written through core_memory.keys.services like the API's key routes. The memory
-configuration is a form of plain settings (core_memory.console.forms), validated by the
+configuration is a form of plain settings (core_memory.base.console.forms), validated by the
 same serializer as the API's (`memory_config_normalise`)."""
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from rest_framework.exceptions import ValidationError as DrfValidationError
 
 from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import first_error
-from core_memory.console.admin import OrganisationScopedAdmin
-from core_memory.console.forms import SettingsFields, field_name_of
+from core_memory.base.console.pages import OrganisationScopedAdmin
+from core_memory.base.console.forms import SettingsFields, field_name_of
 from core_memory.keys.configuration import MemoryConfigSerializer, memory_config_normalise
 from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES, ApiKey
 from core_memory.keys.services import key_create, key_delete, key_revoke, key_rights_validate, key_update
 from core_memory.organisations.models import Organisation
+from stores.configuration import TYPE_LABELS
 from stores.models import KnowledgeIndex
 
 EDITABLE_FIELDS = ("name", "capabilities", "policy", "memory", "pii_redaction", "expires_at")
@@ -36,7 +37,11 @@ MEMORY_TEXTS = {
     ),
 }
 MEMORY_SETTINGS = SettingsFields(
-    MemoryConfigSerializer, prefix="memory", texts=MEMORY_TEXTS, choices=lambda path: [] if path == "injection.index_id" else None
+    MemoryConfigSerializer,
+    prefix="memory",
+    texts=MEMORY_TEXTS,
+    choices=lambda path: [] if path == "injection.index_id" else None,
+    type_labels=TYPE_LABELS,
 )
 INDEX_FIELD = field_name_of("memory.injection.index_id")
 

@@ -2,9 +2,9 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from core_memory.api.pagination import IdCursorPagination, paginated_response
-from core_memory.api.schema import error_responses
-from core_memory.api.views import CoreApi, validate_subject
+from core_memory.base.api.pagination import IdCursorPagination, paginated_response
+from core_memory.base.api.schema import error_responses
+from core_memory.base.api.views import CoreApi, validate_subject
 from core_memory.base.errors import PermissionDenied
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from core_memory.keys.configuration import MemoryConfigSerializer, memory_config_normalise

@@ -43,7 +43,7 @@ class Principal:
 
     def has_capability(self, capability: str) -> bool:
         """The key's capability; a subject token never has `management`: managing the
-        organisation is not one person's (core_memory.api.permissions)."""
+        organisation is not one person's (core_memory.base.api.permissions)."""
         if capability == "management" and self.token_subject is not None:
             return False
         return self.key.has_capability(capability)

@@ -1,9 +1,9 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 
-from core_memory.api.pagination import ListQuerySerializer, query_parameters_read, sequence_paginated_response
-from core_memory.api.schema import list_envelope
-from core_memory.api.views import CoreApi
+from core_memory.base.api.pagination import ListQuerySerializer, query_parameters_read, sequence_paginated_response
+from core_memory.base.api.schema import list_envelope
+from core_memory.base.api.views import CoreApi
 from core_memory.llm.registry import models_offered
 
 

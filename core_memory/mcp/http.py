@@ -24,8 +24,8 @@ from django.conf import settings
 from django.db import close_old_connections
 from mcp.server.transport_security import TransportSecuritySettings
 
-from core_memory.api.exceptions import error_body
-from core_memory.api.throttling import key_rate_limit_wait
+from core_memory.base.api.exceptions import error_body
+from core_memory.base.api.throttling import key_rate_limit_wait
 from core_memory.base.errors import ApplicationError
 from core_memory.mcp.server import mcp_caller, server
 

@@ -29,7 +29,7 @@ from django.utils import timezone
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from core_memory.api.views import validate_subject
+from core_memory.base.api.views import validate_subject
 from core_memory.base.errors import ApplicationError, PermissionDenied
 from core_memory.keys.authentication import Principal, principal_for_secret
 from memory.tools.calls import memory_tool_call

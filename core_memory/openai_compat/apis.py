@@ -17,9 +17,9 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from core_memory.api.exceptions import openai_exception_handler
-from core_memory.api.schema import ERROR_WORDS, CoreAutoSchema
-from core_memory.api.views import CoreApi
+from core_memory.base.api.exceptions import openai_exception_handler
+from core_memory.base.api.schema import ERROR_WORDS, CoreAutoSchema
+from core_memory.base.api.views import CoreApi
 from core_memory.base.errors import InvalidRequest, NotFound
 from core_memory.base.validation import StrictSerializer
 from core_memory.flows.turns.services import turn_plan, turn_run

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
-from core_memory.console.admin import OrganisationScopedAdmin
+from core_memory.base.console.pages import OrganisationScopedAdmin
 from core_memory.organisations.models import Organisation
 from core_memory.organisations.services import UPDATABLE_FIELDS, organisation_update
 

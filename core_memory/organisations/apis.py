@@ -1,7 +1,7 @@
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from core_memory.api.views import CoreApi
+from core_memory.base.api.views import CoreApi
 from core_memory.base.validation import StrictSerializer, TimeZoneField
 from core_memory.organisations.models import ORGANISATION_CAPABILITIES, RATE_LIMIT_MOST
 from core_memory.organisations.selectors import organisation_get_own

@@ -4,6 +4,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from core_memory.base.ids import PrefixedIdField
+from core_memory.base.tenancy import organisation_id_of
 
 ORGANISATION_CAPABILITIES = ("improvements",)
 # The most requests per minute an organisation may allow each key (the API and the console alike).
@@ -17,6 +18,17 @@ def configured_model_ids() -> list[str]:
 
 def default_improvements() -> dict:
     return {"enabled": False}
+
+
+class OrganisationQuerySet(models.QuerySet):
+    """An organisation is its own tenant: its rows "of an organisation" are itself, so code that
+    limits any model to one organisation (the console's admin) limits this one the same way."""
+
+    def for_organisation(self, organisation):
+        return self.filter(pk=organisation_id_of(organisation))
+
+    def unscoped(self):
+        return self.all()
 
 
 class Organisation(models.Model):
@@ -39,6 +51,8 @@ class Organisation(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = OrganisationQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("organisation")

@@ -3,9 +3,9 @@ from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from core_memory.api.pagination import IdCursorPagination, paginated_response
-from core_memory.api.schema import list_envelope
-from core_memory.api.views import CoreApi
+from core_memory.base.api.pagination import IdCursorPagination, paginated_response
+from core_memory.base.api.schema import list_envelope
+from core_memory.base.api.views import CoreApi
 from core_memory.base.errors import Unprocessable
 from core_memory.base.storable import metadata_check, storable_check
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer

@@ -1,4 +1,4 @@
-"""Every read of records in the console is audited (memory.console, R-10.2): one event per page
+"""Every read of records in the console is audited (audit.console, R-10.2): one event per page
 and organisation shown, and no page without its event."""
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_a_failed_audit_write_shows_no_data(console, write, monkeypatch):
     def refuse(**kwargs):
         raise DatabaseError("audit unavailable")
 
-    monkeypatch.setattr("memory.console.audit_event_record", refuse)
+    monkeypatch.setattr("audit.console.audit_event_record", refuse)
 
     for url in (RECORDS, record_url(record)):
         with pytest.raises(DatabaseError):

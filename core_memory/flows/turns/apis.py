@@ -7,9 +7,9 @@ from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from core_memory.api.pagination import ListQuerySerializer, query_parameters_read, sequence_paginated_response
-from core_memory.api.schema import error_responses, list_envelope
-from core_memory.api.views import CoreApi
+from core_memory.base.api.pagination import ListQuerySerializer, query_parameters_read, sequence_paginated_response
+from core_memory.base.api.schema import error_responses, list_envelope
+from core_memory.base.api.views import CoreApi
 from core_memory.base.validation import StrictSerializer, TimeZoneField
 from core_memory.flows.turns.services import turn_plan, turn_run
 from core_memory.threads.apis import ItemOutputSerializer

@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import CommandError, call_command
 
-from core_memory.console.models import ConsoleAdministrator
+from core_memory.base.console.models import ConsoleAdministrator
 from tests.factories import CONSOLE_PASSWORD, createorg
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_password_hashing")]

@@ -84,7 +84,7 @@ def test_another_name_from_the_same_address_is_not_refused_by_one_names_failures
 
 def test_without_a_shared_store_the_counts_under_one_prefix_are_not_anothers(settings):
     """Issue 20: counted in the process (no Redis), one test's login failures leaked into the next."""
-    from core_memory.api.throttling import attempts_count
+    from core_memory.base.api.throttling import attempts_count
 
     settings.CORE_RATE_LIMIT_URL = ""
     settings.CORE_RATE_LIMIT_PREFIX = f"test-console-{uuid.uuid4().hex}"

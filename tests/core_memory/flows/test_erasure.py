@@ -13,7 +13,7 @@ from django.db import connection
 from audit.chain import audit_chains_verify
 from audit.models import AuditEvent
 from audit.services import audit_event_record
-from core_memory.api.models import IdempotentRequest
+from core_memory.base.api.models import IdempotentRequest
 from core_memory.flows.erasure import person_erase
 from core_memory.keys.models import SubjectToken
 from core_memory.keys.services import subject_token_create

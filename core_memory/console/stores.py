@@ -1,0 +1,224 @@
+"""Indexes and their memory stores in the console, written through stores.services.
+
+A store's sections are a form of plain settings (core_memory.base.console.forms), each with its
+help and default, validated by the same serializers as `PATCH /v1/memory/stores/{id}`; a
+section whose settings changed is sent whole. Stores are titled by their index's name."""
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+from django.utils import formats, timezone
+from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
+from rest_framework.exceptions import ValidationError as DrfValidationError
+
+from core_memory.base.errors import ApplicationError
+from core_memory.base.validation import first_error
+from core_memory.base.console.pages import OrganisationScopedAdmin, SoftDeleteScopedAdmin
+from core_memory.base.console.forms import SettingsFields, field_name_of
+from maintenance.models import MaintenanceJob
+from maintenance.selectors import store_maintenance_status
+from stores.configuration import SECTION_SERIALIZERS, TYPE_LABELS, store_sections_normalise
+from stores.models import SECTION_DEFAULTS, KnowledgeIndex, MemoryStore
+from stores.services import index_create, index_delete, index_embeddings_check, store_sections_validate, store_update
+
+SECTIONS = tuple(SECTION_DEFAULTS)
+SECTION_TITLES = {
+    "injection": _("Injection"),
+    "lessons": _("Lessons"),
+    "promotion": _("Promotion"),
+    "maintenance": _("Maintenance"),
+}
+SETTING_TEXTS = {
+    "token_budget": (
+        _("token budget"),
+        _("The most tokens a turn's block may take from this store; empty: the key's or agent's budget (the lower of the two applies)."),
+    ),
+    "organisation_share": (
+        _("organisation share"),
+        _("The most of the budget that shared records may use in a turn for a person, 0 to 0.4."),
+    ),
+    "rank": (_("ranking"), _("How records are ordered within a section: by confidence, by relevance to the turn's topic, or both.")),
+    "episodes_limit": (_("past sessions"), _("How many episodes a turn gets under [past_sessions]; 0: none.")),
+    "commitments.inject_limit": (_("commitments injected"), _("The most open commitments a turn gets.")),
+    "enabled": (_("on"), ""),
+    "min_episodes": (_("episodes needed"), _("How many unused episodes of a person that went the same way one lesson needs.")),
+    "labels": (_("labels"), _("A JSON object of label name to value, put into the metadata of promoted records.")),
+}
+SECTION_ENABLED_TEXTS = {
+    "lessons": (_("store lessons"), _("Learn a working method or a pitfall from a person's episodes (maintenance).")),
+    "promotion": (
+        _("promotion"),
+        _("Propose shared records from facts several persons hold. Needs the organisation's improvements capability."),
+    ),
+    "maintenance": (_("maintenance"), _("Mark contradicting records as contested and run the store's lessons and analyses.")),
+}
+
+
+def section_fields(name: str) -> SettingsFields:
+    texts = dict(SETTING_TEXTS)
+    if name in SECTION_ENABLED_TEXTS:
+        texts["enabled"] = SECTION_ENABLED_TEXTS[name]
+    return SettingsFields(SECTION_SERIALIZERS[name], prefix=name, texts=texts, type_labels=TYPE_LABELS)
+
+
+class KnowledgeIndexForm(forms.ModelForm):
+    def clean_embeddings(self):
+        embeddings = self.cleaned_data.get("embeddings", False)
+        try:
+            index_embeddings_check(embeddings=embeddings)
+        except ApplicationError as error:
+            raise forms.ValidationError(error.message) from error
+        return embeddings
+
+
+@admin.register(KnowledgeIndex)
+class KnowledgeIndexAdmin(SoftDeleteScopedAdmin):  # deleting marks the index deleted
+    form = KnowledgeIndexForm
+    list_display = ("name", "id", "pipeline", "embeddings", "conversation", "created")
+    search_fields = ("name", "id")
+    fields = ("name", "embeddings", "conversation")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).live()
+
+    def has_change_permission(self, request, obj=None):
+        return False  # an index is created and deleted, never edited
+
+    def save_model(self, request, obj, form, change):
+        index = index_create(
+            organisation=self.organisation_for_new(request, form),
+            actor=self.actor(request),
+            name=obj.name,
+            embeddings=obj.embeddings,
+            conversation=obj.conversation,
+        )
+        self.adopt(obj, index)
+
+    def get_fields(self, request, obj=None):
+        if obj is None and self.organisation_id(request) is None:
+            return ("organisation", *self.fields)
+        return self.fields
+
+    def delete_model(self, request, obj):
+        index_delete(index=obj, actor=self.actor(request))
+
+    def delete_queryset(self, request, queryset):
+        for index in queryset:
+            index_delete(index=index, actor=self.actor(request))
+
+
+SECTION_SETTINGS = {name: section_fields(name) for name in SECTIONS}
+
+
+class MemoryStoreFormBase(forms.ModelForm):
+    """One field per setting of every section (declared by `MemoryStoreForm` below); the sections
+    whose settings changed are validated (stores.services.store_sections_validate) and sent whole."""
+
+    class Meta:
+        model = MemoryStore
+        fields = ()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, settings in SECTION_SETTINGS.items():
+            stored = getattr(self.instance, name) if self.instance.pk else SECTION_DEFAULTS[name]()
+            self.initial.update(settings.initial(stored))
+
+    def clean(self):
+        cleaned = super().clean()
+        sent = {}
+        for name, settings in SECTION_SETTINGS.items():
+            wanted = settings.data(cleaned)
+            try:
+                unchanged = store_sections_normalise({name: wanted})[name] == getattr(self.instance, name)
+            except DrfValidationError:
+                unchanged = False  # sent, so that store_sections_validate names the error
+            if not unchanged:
+                sent[name] = wanted
+        try:
+            cleaned["sections"] = store_sections_validate(organisation=self.instance.index.organisation, sections=sent, may_promote=True)
+        except DrfValidationError as error:
+            path, message = first_error(error.detail)
+            section, _dot, setting = (path or "").partition(".")
+            self.add_error(SECTION_SETTINGS[section].field_for(setting) if section in SECTION_SETTINGS else None, message)
+        except ApplicationError as error:
+            # Refused whole (promotion without `improvements`): the error sits on the section's switch.
+            name = field_name_of(f"{error.param}.enabled") if error.param else ""
+            self.add_error(name if name in self.fields else None, error.message)
+        return cleaned
+
+
+MemoryStoreForm = type(
+    "MemoryStoreForm",
+    (MemoryStoreFormBase,),
+    {name: field for settings in SECTION_SETTINGS.values() for name, field in settings.fields().items()},
+)
+
+
+@admin.register(MemoryStore)
+class MemoryStoreAdmin(OrganisationScopedAdmin):
+    """Every section of a store; a section saved replaces it whole. Promotion
+    is open to administrators of an organisation with `improvements`."""
+
+    form = MemoryStoreForm
+    list_display = ("index_name", "lessons_enabled", "maintenance_enabled", "promotion_enabled", "updated")
+    list_select_related = ("index",)
+    search_fields = ("index__name", "index__id")
+    readonly_fields = ("index_link", "updated", "maintenance_status")
+
+    fieldsets = [
+        (None, {"fields": ("index_link", "updated", "maintenance_status")}),
+        *((SECTION_TITLES[name], {"fields": tuple(settings.fields())}) for name, settings in SECTION_SETTINGS.items()),
+    ]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(index__deleted_at__isnull=True).select_related("index")
+
+    def has_add_permission(self, request):
+        return False  # a store is made with its index
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # and goes with it
+
+    @admin.display(description=_("index"), ordering="index__name")
+    def index_name(self, store: MemoryStore) -> str:
+        return str(store.index)  # its name and id
+
+    @admin.display(description=_("index"))
+    def index_link(self, store: MemoryStore) -> str:
+        return str(store.index)
+
+    @admin.display(description=_("maintenance, lately"))
+    def maintenance_status(self, store: MemoryStore):
+        """Its last run (what it marked, learnt and proposed) and its jobs by status (maintenance.selectors)."""
+        status = store_maintenance_status(index=store.index)
+        run = status.last_run
+        jobs = ", ".join(f"{label}: {status.jobs.get(value, 0)}" for value, label in MaintenanceJob.Status.choices)
+        if run is None:
+            return format_html("{} · {}", _("it has not run yet"), jobs)
+        return format_html(
+            "{} {} · {} {} · {} {} · {} {} · {} {} · {}",
+            _("last run"), formats.date_format(timezone.localtime(run.started_at), "DATETIME_FORMAT"),
+            run.contested, _("pairs marked contested"),
+            run.lessons, _("lessons written"),
+            run.proposals, _("proposals made"),
+            run.errors, _("errors"),
+            jobs,
+        )
+
+    @admin.display(boolean=True, description=_("lessons"))
+    def lessons_enabled(self, store: MemoryStore) -> bool:
+        return bool(store.lessons.get("enabled"))
+
+    @admin.display(boolean=True, description=_("maintenance"))
+    def maintenance_enabled(self, store: MemoryStore) -> bool:
+        return bool(store.maintenance.get("enabled"))
+
+    @admin.display(boolean=True, description=_("promotion"))
+    def promotion_enabled(self, store: MemoryStore) -> bool:
+        return bool(store.promotion.get("enabled"))
+
+    def save_model(self, request, obj, form, change):
+        updated = store_update(store=obj, sections=form.cleaned_data["sections"], actor=self.actor(request), may_promote=True)
+        obj.updated_at = updated.updated_at
