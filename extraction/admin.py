@@ -19,17 +19,17 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import ValidationError as DrfValidationError
 
+from audit.console import console_read_audit
+from core_memory.base.console.forms import SettingsFields
+from core_memory.base.console.pages import OrganisationScopedAdmin, thread_url
 from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import first_error
 from core_memory.keys.actors import actor_labels
-from core_memory.base.console.pages import OrganisationScopedAdmin, thread_url
-from core_memory.base.console.forms import SettingsFields
 from core_memory.keys.models import ApiKey
 from extraction.configuration import SwitchSerializer
 from extraction.models import ExtractionSwitch, ExtractionWindow
 from extraction.selectors import STATE_LABELS, switch_error_code, switch_state, switch_status, switch_windows
 from extraction.services.switches import extraction_switch_set
-from audit.console import console_read_audit
 from memory.models import type_label
 from stores.configuration import TYPE_LABELS
 from stores.models import KnowledgeIndex

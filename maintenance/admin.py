@@ -14,13 +14,13 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.translation import gettext_lazy as _
 
+from audit.console import console_read_audit
+from core_memory.base.console.pages import ReadOnlyScopedAdmin, person_url
 from core_memory.base.errors import ApplicationError
 from core_memory.keys.actors import actor_labels
-from core_memory.base.console.pages import ReadOnlyScopedAdmin, person_url
 from maintenance.models import Proposal
 from maintenance.selectors import proposal_list_for_organisation
 from maintenance.services.proposals import proposal_apply_by_administrator, proposal_reject_by_administrator
-from audit.console import console_read_audit
 from memory.models import type_label
 
 

@@ -34,13 +34,13 @@ from django.utils.text import Truncator, capfirst
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from core_memory.base.errors import ApplicationError
-from core_memory.keys.actors import actor_labels
+from audit.console import console_read_audit
+from core_memory.base.console.diff import mapping_diff, text_diff, value_diff
 from core_memory.base.console.pages import SoftDeleteScopedAdmin, person_url, thread_url
 from core_memory.base.console.times import shown_time
-from core_memory.base.console.diff import mapping_diff, text_diff, value_diff
+from core_memory.base.errors import ApplicationError
+from core_memory.keys.actors import actor_labels
 from core_memory.keys.models import ApiKey
-from audit.console import console_read_audit
 from memory.models import MemoryRecord, type_label
 from memory.search import text_query
 from memory.selectors import (

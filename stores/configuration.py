@@ -18,7 +18,7 @@ RANKS = ("confidence", "relevance", "blend")
 MAX_TOKEN_BUDGET = 200_000
 MAX_ORGANISATION_SHARE = 0.4
 
-# What the console calls the types Core knows (SPEC §0); a switch's own types show as they are
+# What the console calls the types Core knows; a switch's own types show as they are
 # named. Settings per type (half-lives, a store's sections) show a field for each.
 TYPE_LABELS = {
     "fact": _("fact"),

@@ -11,7 +11,7 @@ from core_memory.api import agents, persons, stores
 class SubjectConverter:
     """A person's subject in the path as the client sent it (`PersonPathAsSentMiddleware`),
     decoded once here: `x%2Fexport` is the person "x/export", never x's export. A slash the
-    client did not encode still reads as part of the name, as it always did (R-3.4)."""
+    client did not encode still reads as part of the name, as it always did."""
 
     regex = ".+"
 

@@ -11,12 +11,12 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
+from audit.console import CONSOLE_READ
 from audit.models import AuditEvent
-from core_memory.keys.actors import actor_labels
 from core_memory.base.console.pages import ReadOnlyScopedAdmin, TextInputFilter
 from core_memory.base.console.times import shown_time
+from core_memory.keys.actors import actor_labels
 from core_memory.organisations.models import Organisation
-from audit.console import CONSOLE_READ
 
 
 class ActorFilter(TextInputFilter):

@@ -25,6 +25,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
+from audit.console import console_read_audit
 from core_memory.base.console.pages import OrganisationScopedAdmin, thread_url
 from core_memory.flows.erasure import person_erase, person_erasure_preview
 from core_memory.flows.export import person_export
@@ -34,7 +35,6 @@ from core_memory.persons.models import Person
 from core_memory.persons.selectors import person_rules
 from core_memory.persons.services import person_update
 from core_memory.threads.selectors import person_threads
-from audit.console import console_read_audit
 from memory.models import type_label
 from memory.selectors import PERSON_SECTIONS, organisation_default_half_lives, person_records_in_sections
 

@@ -8,6 +8,7 @@ from datetime import date, datetime, timedelta
 
 from django.utils import timezone
 
+from audit.console import CONSOLE_READ
 from audit.selectors import audit_events_counted
 from core_memory.base.console.selectors import administered_organisation_id
 from core_memory.llm.metering import usage_month
@@ -16,7 +17,6 @@ from core_memory.organisations.models import Organisation
 from extraction.selectors import switch_status, switches_of_organisation
 from maintenance.models import Proposal
 from maintenance.selectors import proposal_list_for_organisation
-from audit.console import CONSOLE_READ
 from memory.selectors import records_counted, records_created_per_week
 
 GROWTH_WEEKS = 8  # the dashboard's growth chart: records created per week, this many weeks back

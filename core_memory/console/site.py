@@ -9,9 +9,9 @@ from __future__ import annotations
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
+from audit.console import console_read_audit
 from core_memory.base.console.selectors import administered_organisation_id, console_actor
 from core_memory.console.selectors import dashboard_figures
-from audit.console import console_read_audit
 
 
 class ConsoleSite(admin.AdminSite):

@@ -12,10 +12,10 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import ValidationError as DrfValidationError
 
+from core_memory.base.console.forms import SettingsFields, field_name_of
+from core_memory.base.console.pages import OrganisationScopedAdmin, SoftDeleteScopedAdmin
 from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import first_error
-from core_memory.base.console.pages import OrganisationScopedAdmin, SoftDeleteScopedAdmin
-from core_memory.base.console.forms import SettingsFields, field_name_of
 from maintenance.models import MaintenanceJob
 from maintenance.selectors import store_maintenance_status
 from stores.configuration import SECTION_SERIALIZERS, TYPE_LABELS, store_sections_normalise

@@ -23,12 +23,12 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
 
-from core_memory.keys.actors import actor_labels
+from audit.console import console_read_audit
 from core_memory.base.console.pages import ReadOnlyScopedAdmin, person_url
 from core_memory.base.console.times import shown_time
+from core_memory.keys.actors import actor_labels
 from core_memory.threads.models import Item, Response, Thread
 from core_memory.threads.selectors import MEMORY_TOOL, thread_items, thread_responses
-from audit.console import console_read_audit
 from memory.models import MemoryRecord, type_label
 from memory.selectors import records_as_of, records_by_id
 from stores.models import KnowledgeIndex

@@ -9,10 +9,10 @@ from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import ValidationError as DrfValidationError
 
+from core_memory.base.console.forms import SettingsFields, field_name_of
+from core_memory.base.console.pages import OrganisationScopedAdmin
 from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import first_error
-from core_memory.base.console.pages import OrganisationScopedAdmin
-from core_memory.base.console.forms import SettingsFields, field_name_of
 from core_memory.keys.configuration import MemoryConfigSerializer, memory_config_normalise
 from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES, ApiKey
 from core_memory.keys.services import key_create, key_delete, key_revoke, key_rights_validate, key_update

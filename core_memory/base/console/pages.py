@@ -1,4 +1,4 @@
-"""What every console page builds on (R-10): the Django admin at /console/, every page limited
+"""What every console page builds on: the Django admin at /console/, every page limited
 to the administrator's own organisation. Each app's admin.py builds on `OrganisationScopedAdmin`;
 writes go through the apps' services, like the API's."""
 from __future__ import annotations
@@ -49,8 +49,8 @@ class OrganisationScopedAdmin(admin.ModelAdmin):
     """Limits every list, object page and choice to the administrator's organisation,
     through each model's own scoped entry (`for_organisation`, core_memory.base.tenancy).
 
-    Superusers see every organisation. Another organisation's object is a 404
-    (R-2.5, R-12.1), never a redirect that would admit it exists.
+    Superusers see every organisation. Another organisation's object is a 404, never a
+    redirect that would admit it exists.
     """
 
     # --- scope ------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Who a console user is and which organisation she administers (R-10.3)."""
+"""Who a console user is and which organisation she administers."""
 from __future__ import annotations
 
 from core_memory.base.console.models import ConsoleAdministrator
@@ -20,5 +20,5 @@ def administered_organisation_id(*, user) -> str | None:
 
 
 def console_actor(*, user) -> str:
-    """The audit actor of a console action (R-11.1: "key id or console user")."""
+    """The audit actor of a console action ("key id or console user")."""
     return f"console:{user.get_username()}"

@@ -6,7 +6,7 @@ import pytest
 import redis
 from django.test import Client
 
-from core_memory.api import throttling
+from core_memory.base.api import throttling
 from core_memory.console.middleware import LOGIN_FAILURES_PER_NAME, LOGIN_LONGEST_DELAY_SECONDS
 from tests.factories import CONSOLE_PASSWORD
 

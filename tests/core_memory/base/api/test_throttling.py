@@ -7,7 +7,7 @@ import uuid
 import pytest
 import redis
 
-from core_memory.api import throttling
+from core_memory.base.api import throttling
 from memory.models import MemoryRecord
 from tests.factories import client_for
 
