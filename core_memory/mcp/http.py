@@ -6,8 +6,8 @@ The same gate as every other entrance, here in the worker's own thread before th
 runs: a body over `CORE_MAX_REQUEST_BYTES` is a 413; a missing, unknown or insufficient
 credential is an HTTP 401/403 with the API's JSON error body (what MCP clients expect); and each request
 counts against the key's rate limit as an API request does — over it, a 429 with `Retry-After`
-and a JSON-RPC error. The protocol's handshake (`initialize`, `ping`, notifications) is not
-counted: a client sends it on every connection, and it reads nothing. The event loop, its thread and the SDK's session manager start with the first
+and a JSON-RPC error. Every request counts, the protocol's handshake (`initialize`, `ping`,
+notifications) too: it is cheap, but a limit that some requests pass by is no limit. The event loop, its thread and the SDK's session manager start with the first
 MCP request of each worker process (never at import: a forked worker would not inherit the
 thread).
 """
@@ -31,8 +31,6 @@ from core_memory.mcp.server import mcp_caller, server
 
 MCP_PATH = "/mcp"
 STARTUP_TIMEOUT_SECONDS = 10
-# JSON-RPC messages of the protocol's handshake, not counted against the rate limit.
-HANDSHAKE_METHODS = ("initialize", "ping")
 # JSON-RPC's range for errors a server defines.
 RATE_LIMITED_CODE = -32000
 BODY_TOO_LARGE_CODE = -32600
@@ -83,15 +81,12 @@ class McpMount:
             return _json_answer(error.status_code, error_body(status_code=error.status_code, message=error.message, param=error.param, error_type=error.error_type))
         finally:
             close_old_connections()
-        messages = _messages(body)
-        if messages is not None and _handshake_only(messages):
-            return None
         wait = key_rate_limit_wait(caller.principal)
         if wait is None:
             return None
         seconds = max(1, math.ceil(wait))
         message = f"Too many requests for this key; retry in {seconds} seconds."
-        request_id = next((each.get("id") for each in messages or [] if isinstance(each, dict) and "id" in each), None)
+        request_id = next((each.get("id") for each in _messages(body) or [] if isinstance(each, dict) and "id" in each), None)
         body = _json_rpc_error(request_id, RATE_LIMITED_CODE, message, "rate_limit_error", retry_after=seconds)
         return _json_answer(429, body, retry_after=seconds)
 
@@ -145,15 +140,6 @@ def _messages(body: bytes) -> list | None:
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     return parsed if isinstance(parsed, list) else [parsed]
-
-
-def _handshake_only(messages: list) -> bool:
-    def handshake(message) -> bool:
-        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
-            return False
-        return message["method"] in HANDSHAKE_METHODS or ("id" not in message and message["method"].startswith("notifications/"))
-
-    return bool(messages) and all(handshake(message) for message in messages)
 
 
 def _json_rpc_error(request_id, code: int, message: str, error_type: str, **data) -> dict:

@@ -114,6 +114,10 @@ def test_erasing_her_shows_what_will_go_then_erases_through_the_flow_and_gives_a
         "thread_placeholders": 0, "extraction_windows": 0, "maintenance_jobs": 0, "rules": True, "console_actions": 0,
         "idempotent_answers": 0, "audit_events_scrubbed": 0,
     }
+    shown = confirmation.content.decode()
+    # The console speaks Dutch to this administrator.
+    for words in ("0 bewaarde API-antwoorden op herhaalde verzoeken", "0 regels in het actielogboek", "0 auditgebeurtenissen waarvan de details"):
+        assert words in shown
     assert MemoryRecord.objects.filter(subject="anna").count() == 4
     assert reads("erase").get().details["counts"]["subject_tokens"] == 1
 
@@ -122,6 +126,7 @@ def test_erasing_her_shows_what_will_go_then_erases_through_the_flow_and_gives_a
     assert receipt.status_code == 200
     # The erase page's own read named her: it is scrubbed with her.
     assert receipt.context["receipt"] == {"subject": "anna", "erased": erasure_receipt(records=4, subject_tokens=1, audit_events_scrubbed=1)}
+    assert ("auditgebeurtenissen gewist van de details van deze persoon", 1) in [(str(label), count) for label, count in receipt.context["receipt_rows"]]
     assert not MemoryRecord.objects.filter(subject="anna").exists()
     assert not SubjectToken.objects.filter(subject="anna").exists()
     assert MemoryRecord.objects.filter(pk=kept.pk).exists()

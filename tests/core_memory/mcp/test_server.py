@@ -253,21 +253,41 @@ def _tools_call(site: str, secret: str, number: int, **extra) -> httpx.Response:
 
 def test_mcp_counts_against_the_keys_rate_limit_like_the_api(site, tenant):
     """Issue 19: with the organisation at 5 requests a minute, 30 MCP tool calls all answered 200
-    while REST gave 429 after 5. The 6th is refused as JSON-RPC with HTTP 429 and Retry-After,
-    and the API counts the same requests."""
-    tenant.organisation.rate_limit_per_minute = 5
+    while REST gave 429 after 5. Over the limit a tool call is refused as JSON-RPC with HTTP 429
+    and Retry-After, and the API counts the same requests. (One a minute: the bucket refills
+    one request every 60 s, so a slow machine cannot refill it between the calls.)"""
+    tenant.organisation.rate_limit_per_minute = 1
     tenant.organisation.save(update_fields=["rate_limit_per_minute"])
     _, secret = make_key(tenant.organisation, capabilities=["knowledge", "memory"], memory=WRITING)
 
-    answers = [_tools_call(site, secret, number) for number in range(1, 7)]
+    answers = [_tools_call(site, secret, number) for number in range(1, 3)]
     rest = httpx.get(f"{site}/v1/memory", headers={"Authorization": f"Bearer {secret}"}, params={"index_id": tenant.index.id})
 
-    assert [answer.status_code for answer in answers] == [200] * 5 + [429]
+    assert [answer.status_code for answer in answers] == [200, 429]
     refused = answers[-1]
     assert 1 <= int(refused.headers["Retry-After"]) <= 60
-    assert refused.json()["jsonrpc"] == "2.0" and refused.json()["id"] == 6
+    assert refused.json()["jsonrpc"] == "2.0" and refused.json()["id"] == 2
     assert refused.json()["error"]["data"]["type"] == "rate_limit_error"
     assert rest.status_code == 429
+
+
+def test_the_mcp_handshake_counts_against_the_rate_limit_too(site, tenant):
+    """Issue 19 (one gate for every entrance): `initialize`, `ping` and notifications are requests
+    like any other; a client that sends only those is refused as the API would refuse it."""
+    tenant.organisation.rate_limit_per_minute = 1
+    tenant.organisation.save(update_fields=["rate_limit_per_minute"])
+    _, secret = make_key(tenant.organisation, capabilities=["knowledge", "memory"], memory=WRITING)
+    handshake = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    ]
+    headers = {"Authorization": f"Bearer {secret}", "Accept": "application/json, text/event-stream", "X-Core-Subject": "anna"}
+
+    answers = [httpx.post(f"{site}/mcp", headers=headers, json=message, timeout=30) for message in handshake]
+
+    assert [answer.status_code for answer in answers] == [200, 429, 429]
+    assert answers[2].json()["id"] == 3
 
 
 def test_mcp_refuses_a_body_over_the_apis_limit(site, tenant):
