@@ -303,3 +303,27 @@ class RecordEmbedding(models.Model):
                 opclasses=["halfvec_ip_ops"], condition=Q(subject__isnull=True),
             ),
         ]
+
+
+class SharedSetVersion(models.Model):
+    """How often an index's shared records changed in what a full-text search ranks them by:
+    one added, deleted, ended or corrected, or its text, type or time changed. PostgreSQL
+    raises it (triggers on the records' table, whoever writes: a service, the console, an
+    import, plain SQL), in the writing transaction; a retrieval count or a confirmation leaves
+    it alone. A process that keeps the shared records' full-text matches between searches
+    (memory.search.shared) uses them only at the version it read them at, checked in the
+    search's own statement. No row: no shared record has changed since the triggers were made.
+
+    `DO_NOTHING` without a Django constraint: Django need not query this table when an index
+    or an organisation goes; the database cascades (foreign keys added by the migration).
+    """
+
+    index = models.OneToOneField(
+        "stores.KnowledgeIndex", primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    organisation = models.ForeignKey(
+        "organisations.Organisation", on_delete=models.DO_NOTHING, db_constraint=False, related_name="+", db_index=False
+    )
+    version = models.BigIntegerField(default=0)
+
+    objects = TenantQuerySet.as_manager()

@@ -6,8 +6,9 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from django.contrib.postgres.search import SearchRank
-from django.db.models import Case, Count, DateTimeField, F, FloatField, Func, Max, OuterRef, Q, QuerySet, Subquery, Value, When
-from django.db.models.functions import TruncWeek
+from django.db.models import BigIntegerField, BooleanField, Case, Count, DateTimeField, F, FloatField, Func, Max, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models.functions import Coalesce, TruncWeek
+from django.db.models.expressions import RawSQL
 from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 from pgvector import HalfVector
@@ -18,9 +19,10 @@ from core_memory.keys.models import ApiKey
 from core_memory.llm.embeddings import query_embed, query_embed_begin
 from memory.embedding.storage import index_embeds
 from memory.filters import MemoryRecordFilter
-from memory.models import MemoryRecord, RecordEmbedding
-from memory.search import text_query
+from memory.models import MemoryRecord, RecordEmbedding, SharedSetVersion
+from memory.search import query_terms, terms_query
 from memory.search.ranking import Candidate, candidates_rank
+from memory.search.shared import Bounded, bounded_candidates, bounded_settled
 from memory.search.when import time_windows
 from stores.models import KnowledgeIndex, MemoryStore
 from stores.selectors import policy_right_check
@@ -212,18 +214,34 @@ def record_search(
     Candidates are the best `SEARCH_DEPTH` by full text and, when the index embeds
     (memory.embedding.storage.index_embeds), the `SEARCH_DEPTH` nearest by meaning, of her own
     records and of the shared ones apart (the best of each part: at least the best of the
-    whole), all in the request's scope;
-    memory.search.ranking fuses them. A fixed number of queries whatever the store's size or
-    `limit`: the query's lexemes, then one query that reads the candidates with both their
+    whole), all in the request's scope; the shared set's full-text candidates are worked out
+    from its words' matches kept by the process (memory.search.shared) and ranked among those
+    few. memory.search.ranking fuses them. A fixed number of queries whatever the store's size
+    or `limit`: the query's lexemes, then one query that reads the candidates with both their
     scores — when the index embeds, the full-text candidates first, while the question is being
     embedded on the engine's thread. One query embedding. A read only: the caller counts the
     retrieval (memory.services.records_retrieved).
 
-    `exhaustive` compares every vector of the scope (no HNSW graph): the answer the graph's
-    candidates must give, which the speed bench compares them with.
+    `exhaustive` ranks every shared record that matches and compares every vector of the scope
+    (no HNSW graph): the answer the faster candidates must give, which the speed bench compares
+    them with.
     """
-    now = now or timezone.now()
-    filters = {"types": types, "after": after, "before": before}
+    arguments = dict(
+        key=key, index=index, subject=subject, query=query, filters={"types": types, "after": after, "before": before},
+        limit=limit, all_subjects=all_subjects, shared=shared, now=now or timezone.now(), exhaustive=exhaustive,
+    )
+    found = _search(**arguments, bound=not exhaustive)
+    if found is None:
+        # Two words of the question stood in one place of a shared record: ranked whole again.
+        found = _search(**arguments, bound=False)
+    return found
+
+
+def _search(
+    *, key: ApiKey, index: KnowledgeIndex, subject: str | None, query: str, filters: dict, limit: int, all_subjects: bool,
+    shared: bool, now: datetime, exhaustive: bool, bound: bool,
+) -> list[tuple[MemoryRecord, float]] | None:
+    """record_search; None when the shared set's bounded candidates turn out not to be the best."""
     scope = records_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared)
     records = _search_filtered(scope, **filters)
     parts = _search_parts(key=key, index=index, subject=subject, shared=shared, filters=filters) or [records]
@@ -231,11 +249,15 @@ def record_search(
     if embeds:
         # The engine embeds the question on its own thread while the full-text candidates are read.
         query_embed_begin(query)
-    search_query = text_query(query)
-    if search_query is None and not embeds:
+    terms = query_terms(query)
+    if not terms and not embeds:
         return []
     depth = max(SEARCH_DEPTH, limit)
-    pools, text_score = _text_candidates(parts, search_query=search_query, depth=depth, embeds=embeds, organisation_id=key.organisation_id)
+    bounded = _shared_bounded(key=key, index=index, terms=terms, filters=filters, depth=depth) if bound and len(parts) > 1 else None
+    text = _text_candidates(parts, terms=terms, depth=depth, embeds=embeds, key=key, index=index, bounded=bounded)
+    if text is None:
+        return None
+    pools, text_score = text
     similarity = Value(None, output_field=FloatField())
     if embeds:
         vectors = _vectors_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared, **filters)
@@ -246,12 +268,54 @@ def record_search(
     if not pools:
         return []
     first, *others = pools
-    found = list(
+    candidates = (
         records_with_decay(records.filter(pk__in=first.union(*others, all=True) if others else first), key=key, now=now)
         .defer("search_vector", "normalised_text")
         .annotate(text_score=text_score, similarity=similarity)
     )
+    if bounded is not None and not embeds:
+        found = list(candidates.annotate(shared_version=_shared_version(key=key, index=index)))
+        if not _bounded_settled(bounded, found):
+            return None
+    else:
+        found = list(candidates)
     return _search_ranked(found, query=query, key=key, index=index, now=now, limit=limit)
+
+
+def _shared_bounded(*, key: ApiKey, index: KnowledgeIndex, terms: list[str], filters: dict, depth: int) -> Bounded | None:
+    if not terms:
+        return None
+    return bounded_candidates(organisation_id=key.organisation_id, index_id=index.pk, terms=terms, depth=depth, **filters)
+
+
+def _shared_version(*, key: ApiKey, index: KnowledgeIndex) -> RawSQL:
+    """The shared set's version (memory.models.SharedSetVersion) as the statement reads it: a
+    subquery PostgreSQL runs once per statement."""
+    return RawSQL(
+        f"COALESCE((SELECT version FROM {SharedSetVersion._meta.db_table} WHERE index_id = %s AND organisation_id = %s), 0)",
+        (index.pk, key.organisation_id),
+        output_field=BigIntegerField(),
+    )
+
+
+class _IdAmong(Func):
+    """`id = ANY(ids)`: the ids as one array parameter, however many."""
+
+    arg_joiner = " = ANY("
+    template = "%(expressions)s)"
+    output_field = BooleanField()
+
+
+def _bounded_settled(bounded: Bounded, found: list) -> bool:
+    """Whether the statement that read `found` (records or (id, rank, version) rows) answered
+    exactly with the shared set's bounded candidates (memory.search.shared)."""
+    wanted = set(bounded.ids)
+    if found and isinstance(found[0], MemoryRecord):
+        rows = [(record.id, record.text_score, record.shared_version) for record in found]
+    else:
+        rows = found
+    version = rows[0][2] if rows else None
+    return bounded_settled(bounded, version=version, ranked=[(rank, record_id) for record_id, rank, _v in rows if record_id in wanted])
 
 
 def _search_parts(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, shared: bool, filters: dict) -> list[QuerySet[MemoryRecord]]:
@@ -285,22 +349,39 @@ def _narrowed(queryset: QuerySet, *, types: list[str] | None, after: datetime | 
 
 
 def _text_candidates(
-    parts: list[QuerySet[MemoryRecord]], *, search_query, depth: int, embeds: bool, organisation_id: str
-) -> tuple[list[QuerySet], Case | Value]:
+    parts: list[QuerySet[MemoryRecord]], *, terms: list[str], depth: int, embeds: bool, key: ApiKey, index: KnowledgeIndex,
+    bounded: Bounded | None,
+) -> tuple[list[QuerySet], Case | Value] | None:
     """The full-text candidates' ids, as queries, and the annotation that scores a record by full text.
 
     One union over the parts: PostgreSQL reads them by primary key (pools OR-ed together had it
-    read every record of the scope and test each against each pool). When the index embeds they
-    are read now, in one query, while the question is being embedded; the vectors' part needs it.
+    read every record of the scope and test each against each pool). With `bounded`, the shared
+    part (the last) ranks only those candidates while the shared set is at their version, and
+    every shared match when it has changed since. When the index embeds they are read now, in
+    one query, while the question is being embedded; the vectors' part needs it. None when the
+    bounded candidates turned out not to hold the best (memory.search.shared).
     """
-    if search_query is None:
+    if not terms:
         return [], Value(0.0)
+    search_query = terms_query(terms)
     rank = SearchRank(F("search_vector"), search_query, cover_density=True, normalization=Value(32))
-    pools = [part.filter(search_vector=search_query).order_by(rank.desc(), "id").values_list("id", flat=True)[:depth] for part in parts]
+    matching = [part.filter(search_vector=search_query) for part in parts]
+    if bounded is not None:
+        version = _shared_version(key=key, index=index)
+        # Those few by primary key alone (at their version each holds a word of the question),
+        # or every shared match when the shared set has changed since.
+        few = parts[-1].alias(shared_version=version).filter(_IdAmong(F("id"), Value(bounded.ids)), shared_version=bounded.version)
+        matching[-1:] = [few, matching[-1].alias(shared_version=version).exclude(shared_version=bounded.version)]
+    ranked = [part.order_by(rank.desc(), "id") for part in matching]
     if embeds:
-        first, *others = pools
-        found_ids = list(first.union(*others, all=True)) if others else list(first)
-        pools = [MemoryRecord.objects.for_organisation(organisation_id).filter(pk__in=found_ids).values_list("id", flat=True)]
+        rows = [part.annotate(text_rank=rank, shared_version=_shared_version(key=key, index=index)) for part in ranked]
+        first, *others = [part.values_list("id", "text_rank", "shared_version")[:depth] for part in rows]
+        found = list(first.union(*others, all=True)) if others else list(first)
+        if bounded is not None and not _bounded_settled(bounded, found):
+            return None
+        pools = [MemoryRecord.objects.for_organisation(key.organisation_id).filter(pk__in=[row[0] for row in found]).values_list("id", flat=True)]
+    else:
+        pools = [part.values_list("id", flat=True)[:depth] for part in ranked]
     return pools, Case(When(search_vector=search_query, then=rank), default=Value(0.0), output_field=FloatField())
 
 

@@ -81,23 +81,33 @@ def _query_language(lexemes: list[list[set[str]]]) -> int | None:
     return stop_counts.index(most) if stop_counts.count(most) == 1 else None
 
 
+def query_terms(text: str) -> list[str]:
+    """The query's words that carry meaning, each as the OR of its lexemes (a tsquery of its
+    own), in order and without repeats: a search's query is their OR, the list's `q` filter
+    their AND."""
+    words = query_words(text)
+    if not words:
+        return []
+    lexemes = _lexemes_per_word(words)
+    language = _query_language(lexemes)
+    terms: list[str] = []
+    for word in lexemes:
+        if (language is None and not all(word)) or (language is not None and not word[language]):
+            continue
+        union = sorted(set().union(*word))
+        term = "(" + " | ".join(_term(lexeme) for lexeme in union) + ")"
+        if term not in terms:
+            terms.append(term)
+    return terms
+
+
 def tsquery_text(text: str, *, match_all: bool = False) -> str | None:
     """The raw tsquery for `text`, or None when no word carries meaning.
 
     `match_all=False` (search): a record matching some of the words is a candidate
    . `match_all=True` (the list's `q` filter): it must match every word.
     """
-    words = query_words(text)
-    if not words:
-        return None
-    lexemes = _lexemes_per_word(words)
-    language = _query_language(lexemes)
-    terms = []
-    for word in lexemes:
-        if (language is None and not all(word)) or (language is not None and not word[language]):
-            continue
-        union = sorted(set().union(*word))
-        terms.append("(" + " | ".join(_term(lexeme) for lexeme in union) + ")")
+    terms = query_terms(text)
     if not terms:
         return None
     return (" & " if match_all else " | ").join(terms)
@@ -107,3 +117,8 @@ def text_query(text: str, *, match_all: bool = False) -> SearchQuery | None:
     """`tsquery_text` as a query over the stored vector (its lexemes are already stemmed)."""
     raw = tsquery_text(text, match_all=match_all)
     return None if raw is None else SearchQuery(raw, config="simple", search_type="raw")
+
+
+def terms_query(terms: list[str]) -> SearchQuery:
+    """The OR of `query_terms` as a query over the stored vector: what `text_query` makes of the text."""
+    return SearchQuery(" | ".join(terms), config="simple", search_type="raw")

@@ -369,7 +369,8 @@ KNOWN_TABLES = {
     "extraction_extractionwindow", "keys_apikey", "keys_keytrailentry", "keys_subjecttoken", "llm_tokenusage",
     "maintenance_contradictioncheck", "maintenance_episodeuse", "maintenance_maintenancejob", "maintenance_maintenancerun",
     "maintenance_maintenancestate", "maintenance_promotionreview", "maintenance_proposal", "maintenance_proposalsource",
-    "memory_historicalmemoryrecord", "memory_memoryrecord", "memory_memoryrecord_contradicts", "organisations_organisation", "persons_person",
+    "memory_historicalmemoryrecord", "memory_memoryrecord", "memory_memoryrecord_contradicts", "memory_sharedsetversion",
+    "organisations_organisation", "persons_person",
     "pii_threadplaceholders", "stores_knowledgeindex", "stores_memorystore", "threads_item", "threads_response",
     "threads_thread", "threads_thread_agents",
 }
