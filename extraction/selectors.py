@@ -14,7 +14,6 @@ from django.utils.translation import gettext_lazy as _
 from core_memory.base.errors import NotFound
 from core_memory.keys.models import ApiKey
 from core_memory.llm.registry import models_offered
-from core_memory.organisations.models import Organisation
 from extraction.models import ExtractionConnector, ExtractionRun, ExtractionSwitch, ExtractionWindow
 from stores.models import KnowledgeIndex
 from stores.selectors import index_find_available, policy_right_check
@@ -163,10 +162,10 @@ def switches_due(*, now: datetime) -> list[str]:
     )
 
 
-def switches_naming_agent(*, organisation: Organisation | str, agent_id: str) -> list[str]:
+def switches_naming_agent(*, organisation_id: str, agent_id: str) -> list[str]:
     """Index ids of the organisation's switches whose `filters.agent_ids` name the agent (deleting an agent they name is refused)."""
     return list(
-        ExtractionSwitch.objects.for_organisation(organisation)
+        ExtractionSwitch.objects.for_organisation(organisation_id)
         .filter(filter_agent_ids__contains=[agent_id])
         .order_by("index_id")
         .values_list("index_id", flat=True)

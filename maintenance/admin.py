@@ -44,7 +44,7 @@ class ProposalAdmin(ReadOnlyScopedAdmin):
     def get_queryset(self, request):
         organisation_id = self.organisation_id(request)
         if organisation_id:
-            return proposal_list_for_organisation(organisation=organisation_id)
+            return proposal_list_for_organisation(organisation_id=organisation_id)
         return super().get_queryset(request).live().select_related("index").prefetch_related("sources__record")
 
     def get_urls(self):
@@ -131,7 +131,7 @@ class ProposalAdmin(ReadOnlyScopedAdmin):
             raise PermissionDenied
         decide = proposal_apply_by_administrator if decision == "apply" else proposal_reject_by_administrator
         try:
-            decide(organisation=proposal.organisation_id, proposal_id=proposal.pk, actor=self.actor(request))
+            decide(organisation_id=proposal.organisation_id, proposal_id=proposal.pk, actor=self.actor(request))
         except ApplicationError as error:
             messages.error(request, error.message)
         else:

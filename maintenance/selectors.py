@@ -329,10 +329,10 @@ def proposal_get_available(*, key: ApiKey, proposal_id: str) -> Proposal:
 
 
 def proposal_list_for_organisation(
-    *, organisation: Organisation | str, status: str | None = None, index_id: str | None = None
+    *, organisation_id: str, status: str | None = None, index_id: str | None = None
 ) -> QuerySet[Proposal]:
     """The console's queue: proposals of the organisation's live indexes, newest first."""
-    proposals = Proposal.objects.for_organisation(organisation).live()
+    proposals = Proposal.objects.for_organisation(organisation_id).live()
     if status is not None:
         proposals = proposals.filter(status=status)
     if index_id is not None:
@@ -340,8 +340,8 @@ def proposal_list_for_organisation(
     return _proposals_shown(proposals.select_related("index")).order_by("-id")
 
 
-def proposal_get_for_organisation(*, organisation: Organisation | str, proposal_id: str) -> Proposal:
-    proposal = proposal_list_for_organisation(organisation=organisation).filter(pk=proposal_id).first()
+def proposal_get_for_organisation(*, organisation_id: str, proposal_id: str) -> Proposal:
+    proposal = proposal_list_for_organisation(organisation_id=organisation_id).filter(pk=proposal_id).first()
     if proposal is None:
         raise NotFound("No such proposal.")
     return proposal
@@ -352,12 +352,12 @@ def proposal_rights_check(*, key: ApiKey, proposal: Proposal, right: str) -> Non
     policy_right_check(key=key, index_id=proposal.index_id, right=right)
 
 
-def proposals_resting_only_on(*, organisation: Organisation | str, subject: str) -> QuerySet[Proposal]:
+def proposals_resting_only_on(*, organisation_id: str, subject: str) -> QuerySet[Proposal]:
     """The proposals whose every source is a record of hers: erasing her erases them."""
-    sources = ProposalSource.objects.for_organisation(organisation)
+    sources = ProposalSource.objects.for_organisation(organisation_id)
     hers = sources.filter(record__subject=subject).values("proposal_id")
     others = sources.filter(proposal_id__in=hers).exclude(record__subject=subject).values("proposal_id")
-    return Proposal.objects.for_organisation(organisation).filter(pk__in=hers).exclude(pk__in=others)
+    return Proposal.objects.for_organisation(organisation_id).filter(pk__in=hers).exclude(pk__in=others)
 
 
 def person_jobs_counted(*, organisation_id: str, subject: str) -> int:
@@ -365,10 +365,10 @@ def person_jobs_counted(*, organisation_id: str, subject: str) -> int:
     return MaintenanceJob.objects.for_organisation(organisation_id).filter(subject=subject).count()
 
 
-def person_proposals(*, organisation: Organisation | str, subject: str) -> QuerySet[Proposal]:
+def person_proposals(*, organisation_id: str, subject: str) -> QuerySet[Proposal]:
     """The proposals resting on her records (any of them), for her export."""
-    resting = ProposalSource.objects.for_organisation(organisation).filter(record__subject=subject).values("proposal_id")
-    return _proposals_shown(Proposal.objects.for_organisation(organisation).filter(pk__in=resting)).order_by("id")
+    resting = ProposalSource.objects.for_organisation(organisation_id).filter(record__subject=subject).values("proposal_id")
+    return _proposals_shown(Proposal.objects.for_organisation(organisation_id).filter(pk__in=resting)).order_by("id")
 
 
 # --- a store's maintenance, as the console shows it ---

@@ -523,7 +523,7 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft
         if request.POST.get(BULK_CONFIRMED) != "yes":
             return self.bulk_confirmation(request, records, action="export_records")
         lines = records_export_by_administrator(
-            organisation=self.organisation_id(request) or records[0].organisation_id, record_ids=[record.pk for record in records], actor=self.actor(request)
+            organisation_id=self.organisation_id(request) or records[0].organisation_id, record_ids=[record.pk for record in records], actor=self.actor(request)
         )
         body = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
         response = HttpResponse(body, content_type="application/x-ndjson; charset=utf-8")
@@ -537,7 +537,7 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft
         if request.POST.get(BULK_CONFIRMED) != "yes":
             return self.bulk_confirmation(request, records, action="delete_records")
         deleted = records_delete_by_administrator(
-            organisation=self.organisation_id(request) or records[0].organisation_id, record_ids=[record.pk for record in records], actor=self.actor(request)
+            organisation_id=self.organisation_id(request) or records[0].organisation_id, record_ids=[record.pk for record in records], actor=self.actor(request)
         )
         messages.success(request, ngettext("%(count)d record deleted.", "%(count)d records deleted.", deleted) % {"count": deleted})
         return None
@@ -567,7 +567,7 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft
         changes = {field: form.cleaned_data[field] for field in UPDATABLE_FIELDS if field in form.changed_data}
         try:
             changed = record_update_by_administrator(
-                organisation=obj.organisation_id, record_id=obj.pk, actor=self.actor(request), changes=changes
+                organisation_id=obj.organisation_id, record_id=obj.pk, actor=self.actor(request), changes=changes
             )
             self.adopt(obj, changed)
         except ApplicationError as error:
@@ -585,7 +585,7 @@ class MemoryRecordAdmin(SoftDeleteScopedAdmin):  # a delete is soft
         return super().response_change(request, obj)
 
     def delete_model(self, request, obj):
-        record_delete_by_administrator(organisation=obj.organisation_id, record_id=obj.pk, actor=self.actor(request))
+        record_delete_by_administrator(organisation_id=obj.organisation_id, record_id=obj.pk, actor=self.actor(request))
 
     # --- every read is audited ----------------------------------------------------------
     def audit_read(self, request, *, page: str, records, record: MemoryRecord | None = None, details: dict | None = None):

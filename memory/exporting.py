@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 from rest_framework.fields import DateTimeField
 
-from core_memory.organisations.models import Organisation
 from memory.models import MemoryRecord
 
 _TIME = DateTimeField()
@@ -76,9 +75,9 @@ def records_export_with_history(records) -> list[dict]:
     return [{**record_export(record, contradicts=contradictions[record.id]), "history": versions[record.id]} for record in records]
 
 
-def records_export_lines(*, organisation: Organisation | str) -> Iterator[dict]:
-    """Every record of the organisation that is not deleted, index by index, oldest first."""
-    records = MemoryRecord.objects.for_organisation(organisation).exclude(status=MemoryRecord.Status.DELETED)
+def records_export_lines(*, organisation_id: str) -> Iterator[dict]:
+    """every record of the organisation that is not deleted, index by index, oldest first."""
+    records = MemoryRecord.objects.for_organisation(organisation_id).exclude(status=MemoryRecord.Status.DELETED)
     # Contested pairs are few: every link among the exported records at once.
     contradictions = _contradictions(
         MemoryRecord.contradicts.through.objects.filter(from_memoryrecord__in=records, to_memoryrecord__in=records)

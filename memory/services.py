@@ -33,10 +33,8 @@ from core_memory.base.errors import (
     Unprocessable,
 )
 from core_memory.base.storable import metadata_check, storable_check, time_is_storable
-from core_memory.base.tenancy import organisation_id_of
 from core_memory.base.transactions import lazily_committed
 from core_memory.keys.models import ApiKey
-from core_memory.organisations.models import Organisation
 from memory.embedding.services import record_vector_forget
 from memory.exporting import records_export_with_history
 from memory.embedding.storage import index_embeds
@@ -161,7 +159,7 @@ def _contradictions_clear(*, record: MemoryRecord, actor: str) -> None:
             partner.save(update_fields=["contested"])
 
 
-def records_contradiction_mark_within(*, organisation: Organisation | str, pairs: Sequence[tuple[str, str]], actor: str) -> int:
+def records_contradiction_mark_within(*, organisation_id: str, pairs: Sequence[tuple[str, str]], actor: str) -> int:
     """Maintenance found each pair to contradict each other: both records are marked
     `contested` and linked to each other, inside the caller's transaction. A pair of which a
     record is no longer active, or of two records already linked, is left alone. Returns the
@@ -174,7 +172,7 @@ def records_contradiction_mark_within(*, organisation: Organisation | str, pairs
     # In id order, as every locker of several records does, so two of them never deadlock.
     records = {
         record.pk: record
-        for record in MemoryRecord.objects.for_organisation(organisation)
+        for record in MemoryRecord.objects.for_organisation(organisation_id)
         .select_for_update()
         .filter(pk__in=record_ids, status=MemoryRecord.Status.ACTIVE)
         .order_by("pk")
@@ -415,13 +413,13 @@ def _imported_times_keep(*, record: MemoryRecord, values: dict) -> None:
 
 
 def records_import_link(
-    *, organisation: Organisation | str, links: dict[str, dict[str, str | None]], contradictions: dict[str, list[str]]
+    *, organisation_id: str, links: dict[str, dict[str, str | None]], contradictions: dict[str, list[str]]
 ) -> None:
     """Corrections and contradictions between imported records, once all are written: `links`
     maps a new record's id to the new ids of the records it replaces and was replaced by;
     `contradictions` to the new ids of the records it contradicts (a link goes both ways, as
     maintenance makes it; the records came in marked `contested` as they were exported)."""
-    records = MemoryRecord.objects.for_organisation(organisation)
+    records = MemoryRecord.objects.for_organisation(organisation_id)
     for record_id, link in links.items():
         records.filter(pk=record_id).update(replaces_id=link.get("replaces"), replaced_by_id=link.get("replaced_by"))
     for record in records.filter(pk__in=[record_id for record_id, others in contradictions.items() if others]).order_by("pk"):
@@ -430,7 +428,7 @@ def records_import_link(
 
 def record_write_by_core_within(
     *,
-    organisation: Organisation | str,
+    organisation_id: str,
     index_id: str,
     subject: str | None,
     type: str,  # noqa: A002 — the record's field and the API's name
@@ -447,10 +445,10 @@ def record_write_by_core_within(
     proposal applied by an administrator — with the rules of `record_write_within`
     (confirm, constraints, history) inside the caller's transaction. The index is the
     organisation's live one (404 otherwise); whoever calls this has checked the rights of
-    whoever asked (a key's write right, an administrator's organisation)."""
+    whoever asked (a key's write right, an administrator's organisation_id)."""
     if source in (MemoryRecord.Source.API, MemoryRecord.Source.TOOL):
         raise ImproperlyScoped("API and tool writes go through a key (record_write)")
-    index = KnowledgeIndex.objects.for_organisation(organisation).live().filter(pk=index_id).first()
+    index = KnowledgeIndex.objects.for_organisation(organisation_id).live().filter(pk=index_id).first()
     if index is None:
         raise NotFound("No such index.", param="index_id")
     return _record_write_checked(
@@ -591,10 +589,10 @@ def record_update(
 
 
 def record_update_by_administrator(
-    *, organisation: Organisation | str, record_id: str, actor: str, changes: dict, now: datetime | None = None
+    *, organisation_id: str, record_id: str, actor: str, changes: dict, now: datetime | None = None
 ) -> MemoryRecord:
     """A console administrator's correction of a record of her organisation."""
-    records = MemoryRecord.objects.for_organisation(organisation).exclude(status=MemoryRecord.Status.DELETED)
+    records = MemoryRecord.objects.for_organisation(organisation_id).exclude(status=MemoryRecord.Status.DELETED)
     return _record_change(records=records, record_id=record_id, actor=actor, changes=changes, now=now)
 
 
@@ -654,16 +652,16 @@ def record_delete(*, key: ApiKey, record_id: str, subject: str | None, actor: st
     _record_soft_delete(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=actor)
 
 
-def record_delete_by_administrator(*, organisation: Organisation | str, record_id: str, actor: str) -> None:
+def record_delete_by_administrator(*, organisation_id: str, record_id: str, actor: str) -> None:
     """A console administrator's deletion of a record of her organisation."""
-    _record_soft_delete(records=MemoryRecord.objects.for_organisation(organisation), record_id=record_id, actor=actor)
+    _record_soft_delete(records=MemoryRecord.objects.for_organisation(organisation_id), record_id=record_id, actor=actor)
 
 
 @transaction.atomic(durable=True)
-def records_delete_by_administrator(*, organisation: Organisation | str, record_ids: Sequence[str], actor: str) -> int:
+def records_delete_by_administrator(*, organisation_id: str, record_ids: Sequence[str], actor: str) -> int:
     """A console administrator's deletion of several records at once: all of them or, on an error,
     none. Returns how many were deleted (one already deleted, or not of the organisation, is not)."""
-    records = MemoryRecord.objects.for_organisation(organisation)
+    records = MemoryRecord.objects.for_organisation(organisation_id)
     # In a fixed order, so that two deletions of overlapping records lock them the same way round.
     return sum(_record_soft_delete_locked(records=records, record_id=record_id, actor=actor) for record_id in sorted(set(record_ids)))
 
@@ -689,12 +687,11 @@ def _record_soft_delete_locked(*, records: QuerySet[MemoryRecord], record_id: st
 
 
 @transaction.atomic(durable=True)
-def records_export_by_administrator(*, organisation: Organisation | str, record_ids: Sequence[str], actor: str) -> list[dict]:
+def records_export_by_administrator(*, organisation_id: str, record_ids: Sequence[str], actor: str) -> list[dict]:
     """The chosen records of the organisation as export lines with their history (memory.exporting,
     what `import_memory` reads back), audited as `memory.exported` naming them."""
-    records = list(MemoryRecord.objects.for_organisation(organisation).filter(pk__in=list(record_ids)).order_by("index_id", "id"))
+    records = list(MemoryRecord.objects.for_organisation(organisation_id).filter(pk__in=list(record_ids)).order_by("index_id", "id"))
     lines = records_export_with_history(records)
-    organisation_id = organisation if isinstance(organisation, str) else organisation.id
     audit_event_record(
         organisation=organisation_id, actor=actor, action="memory.exported",
         details={"records": len(records), "record_ids": [record.id for record in records]},
@@ -719,7 +716,7 @@ def records_retrieved(*, key: ApiKey, records: Sequence[MemoryRecord]) -> None:
 
 
 @transaction.atomic
-def person_records_erase(*, organisation: Organisation | str, subject: str) -> dict[str, int]:
+def person_records_erase(*, organisation_id: str, subject: str) -> dict[str, int]:
     """Hard-deletes every record of the person, with every historical version, and
     whatever rests on them alone (their contradiction links; maintenance's notes about them
     go by their foreign keys).
@@ -728,7 +725,6 @@ def person_records_erase(*, organisation: Organisation | str, subject: str) -> d
     every other type). Other records that pointed at hers (`replaces`/`replaced_by`) keep
     living with the pointer cleared.
     """
-    organisation_id = organisation_id_of(organisation)
     records = MemoryRecord.objects.for_organisation(organisation_id).filter(subject=subject)
     per_type = dict(records.order_by().values_list("type").annotate(count=Count("id")))
     record_ids = list(records.values_list("id", flat=True))

@@ -94,3 +94,25 @@ def test_no_function_of_a_service_selector_or_flow_is_longer_than_60_lines():
     ]
 
     assert not found, f"Split these into helpers named after what each part does (at most {MAX_FUNCTION_LINES} lines):\n" + "\n".join(found)
+
+
+# An organisation or its id, as one parameter: the reader cannot tell which she holds. Below the
+# interfaces an organisation travels as its id; only the tenancy door (`for_organisation`) takes either.
+EITHER_ORGANISATION = re.compile(r"\bOrganisation(?:Like)? \| str\b|\bstr \| Organisation(?:Like)?\b")
+EITHER_ORGANISATION_ALLOWED = {
+    "core_memory/base/tenancy.py",  # the door itself: organisation_id_of
+    "audit/services.py",  # every app records through it, with an organisation or its id
+    "audit/selectors.py",
+}
+
+
+def test_no_parameter_takes_an_organisation_or_its_id():
+    found = [
+        f"{path.relative_to(PROJECT)}:{node.lineno}: {node.arg}"
+        for path in production_files()
+        if path.suffix == ".py" and str(path.relative_to(PROJECT)) not in EITHER_ORGANISATION_ALLOWED
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.arg) and node.annotation is not None and EITHER_ORGANISATION.search(ast.unparse(node.annotation))
+    ]
+
+    assert not found, "Take the organisation's id (`organisation_id: str`), not either of two types:\n" + "\n".join(found)

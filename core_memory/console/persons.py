@@ -226,7 +226,7 @@ class PersonAdmin(OrganisationScopedAdmin):
         subject = unquote(subject)
         # The API's document to the letter, its times in UTC, whatever zone the console shows.
         with timezone.override(dt_timezone.utc):
-            document = person_export(organisation=organisation, subject=subject, actor=self.actor(request))
+            document = person_export(organisation_id=organisation.id, subject=subject, actor=self.actor(request))
         record_ids = [record["id"] for part in ("records", "episodes", "lessons") for record in document.get(part) or []]
         console_read_audit(
             actor=self.actor(request),
@@ -260,7 +260,7 @@ class PersonAdmin(OrganisationScopedAdmin):
                 persons_url=reverse(f"{self.admin_site.name}:persons_person_changelist"),
             )
             return TemplateResponse(request, "admin/persons/person/erase_receipt.html", context)
-        preview = person_erasure_preview(organisation=organisation, subject=subject)
+        preview = person_erasure_preview(organisation_id=organisation.id, subject=subject)
         console_read_audit(
             actor=self.actor(request),
             page="erase",

@@ -185,7 +185,7 @@ def dashboard_figures(*, organisation_id: str | None) -> DashboardFigures:
         )
     pending = tokens_used = token_limit = None
     if organisation_id is not None:
-        pending = proposal_list_for_organisation(organisation=organisation_id, status=Proposal.Status.PENDING).count()
+        pending = proposal_list_for_organisation(organisation_id=organisation_id, status=Proposal.Status.PENDING).count()
         tokens_used = TokenUsage.objects.for_organisation(organisation_id).month_total(month=usage_month())
         token_limit = Organisation.objects.filter(pk=organisation_id).values_list("monthly_token_limit", flat=True).first()
     zone = organisation_zone(organisation_id=organisation_id)

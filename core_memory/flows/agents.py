@@ -18,7 +18,7 @@ def agent_delete(*, agent: Agent, actor: str) -> None:
     locked = Agent.objects.for_organisation(agent.organisation_id).live().select_for_update().filter(pk=agent.pk).first()
     if locked is None:
         return
-    stores = switches_naming_agent(organisation=agent.organisation_id, agent_id=agent.pk)
+    stores = switches_naming_agent(organisation_id=agent.organisation_id, agent_id=agent.pk)
     if stores:
         raise Conflict(
             f"The extraction switch of store {stores[0]} names this agent in filters.agent_ids; "

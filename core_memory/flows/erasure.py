@@ -44,13 +44,13 @@ def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dic
     record_ids, thread_ids = _her_ids(organisation_id=organisation_id, subject=subject)
     # Work in flight first: a window or a job being written holds its row until its records
     # are in, so her records are read for erasing after any of them committed.
-    windows = person_windows_erase(organisation=organisation, subject=subject)
-    jobs = person_jobs_erase(organisation=organisation, subject=subject)
+    windows = person_windows_erase(organisation_id=organisation_id, subject=subject)
+    jobs = person_jobs_erase(organisation_id=organisation_id, subject=subject)
     # Before her records: which proposals rest only on them is read through them.
-    proposals = person_proposals_erase(organisation=organisation, subject=subject)
-    records = person_records_erase(organisation=organisation, subject=subject)
-    placeholders = person_placeholders_erase(organisation=organisation, subject=subject)
-    threads = person_threads_erase(organisation=organisation, subject=subject)
+    proposals = person_proposals_erase(organisation_id=organisation_id, subject=subject)
+    records = person_records_erase(organisation_id=organisation_id, subject=subject)
+    placeholders = person_placeholders_erase(organisation_id=organisation_id, subject=subject)
+    threads = person_threads_erase(organisation_id=organisation_id, subject=subject)
     tokens = subject_tokens_erase(organisation=organisation, subject=subject)
     person_forget(organisation=organisation, subject=subject)
     console_actions = _console_actions(record_ids=record_ids, thread_ids=thread_ids).delete()[0]
@@ -74,17 +74,16 @@ def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dic
     return {"subject": subject, "erased": details}
 
 
-def person_erasure_preview(*, organisation: Organisation | str, subject: str) -> dict:
+def person_erasure_preview(*, organisation_id: str, subject: str) -> dict:
     """What `person_erase` would remove now, in the receipt's terms: her records per type (every
     status), the proposals resting only on them, her threads, their placeholders and extraction
     windows, maintenance's jobs about her, her subject tokens, and whether she has stored rules.
     Reads only."""
-    organisation_id = organisation_id_of(organisation)
     record_ids, thread_ids = _her_ids(organisation_id=organisation_id, subject=subject)
     return {
         "subject": subject,
         "records_per_type": person_records_counted(organisation_id=organisation_id, subject=subject),
-        "proposals": proposals_resting_only_on(organisation=organisation_id, subject=subject).count(),
+        "proposals": proposals_resting_only_on(organisation_id=organisation_id, subject=subject).count(),
         "threads": person_threads_counted(organisation_id=organisation_id, subject=subject),
         "subject_tokens": subject_tokens_counted(organisation_id=organisation_id, subject=subject),
         "thread_placeholders": person_placeholders_counted(organisation_id=organisation_id, subject=subject),

@@ -17,9 +17,7 @@ from django.utils import timezone
 from rest_framework.fields import DateTimeField
 
 from audit.services import audit_event_record
-from core_memory.base.tenancy import organisation_id_of
 from core_memory.keys.models import ApiKey, SubjectToken
-from core_memory.organisations.models import Organisation
 from core_memory.persons.models import Person
 from core_memory.threads.models import Item, Thread
 from core_memory.threads.selectors import items_as_key_reads
@@ -138,7 +136,7 @@ def _proposals(*, organisation_id: str, subject: str, key: ApiKey | None) -> lis
             "created_at": _time(proposal.created_at),
             "decided_at": _time(proposal.decided_at),
         }
-        for proposal in person_proposals(organisation=organisation_id, subject=subject)
+        for proposal in person_proposals(organisation_id=organisation_id, subject=subject)
         if readable is None or proposal.index_id in readable
     ]
 
@@ -156,11 +154,10 @@ PERSON_EXPORT_PARTS: dict[str, Callable[..., object]] = {
 }
 
 
-def person_export_document(*, organisation: Organisation | str, subject: str, key: ApiKey | None = None) -> dict:
+def person_export_document(*, organisation_id: str, subject: str, key: ApiKey | None = None) -> dict:
     """The document (a read; `person_export` is the audited service that hands it out). For a
     `key` it holds only what the key may read now: records, proposals and memory tools' results
     of the indexes it may read."""
-    organisation_id = organisation_id_of(organisation)
     document = {
         "format": PERSON_EXPORT_FORMAT,
         "version": PERSON_EXPORT_VERSION,
@@ -174,10 +171,10 @@ def person_export_document(*, organisation: Organisation | str, subject: str, ke
 
 
 @transaction.atomic(durable=True)
-def person_export(*, organisation: Organisation | str, subject: str, actor: str, key: ApiKey | None = None) -> dict:
+def person_export(*, organisation_id: str, subject: str, actor: str, key: ApiKey | None = None) -> dict:
     """Everything Core holds about her (that `key` may read, when a key asks), audited as
     `person.exported` with what it held."""
-    document = person_export_document(organisation=organisation, subject=subject, key=key)
+    document = person_export_document(organisation_id=organisation_id, subject=subject, key=key)
     counts = {name: len(value) for name, value in document.items() if name in PERSON_EXPORT_PARTS and isinstance(value, list)}
-    audit_event_record(organisation=organisation, actor=actor, action="person.exported", target=subject, details=counts)
+    audit_event_record(organisation=organisation_id, actor=actor, action="person.exported", target=subject, details=counts)
     return document

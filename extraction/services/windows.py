@@ -25,7 +25,6 @@ from core_memory.base.work.runner import End, WorkFailed, WorkRunner
 from core_memory.keys.models import ApiKey
 from core_memory.llm.metering import token_limit_reached
 from core_memory.llm.structured import INVALID_MODEL_OUTPUT, structured_answer_read, structured_completion
-from core_memory.organisations.models import Organisation
 from core_memory.pii.placeholders import Placeholders, RedactionError
 from core_memory.pii.selectors import ReadMode, thread_read_mode
 from core_memory.pii.services import thread_texts_redact
@@ -413,10 +412,10 @@ def extraction_window_run(*, window_id: str, now: datetime | None = None) -> Win
     return RUNNER.run(unit_id=window_id, now=now)
 
 
-def person_windows_erase(*, organisation: Organisation | str, subject: str) -> int:
+def person_windows_erase(*, organisation_id: str, subject: str) -> int:
     """Removes the windows of her threads (part of erasing her, core_memory.flows.erasure);
     answers how many. Call it before her records are erased: a window being written holds its
     row, so this waits for its records. A run that was waiting for one of them no longer does.
     Her threads, and the switches' cursors on them, go after (threads.services)."""
-    windows = ExtractionWindow.objects.for_organisation(organisation).filter(thread__subject=subject)
-    return work_erased(windows, runs=ExtractionRun.objects.for_organisation(organisation), now=timezone.now())
+    windows = ExtractionWindow.objects.for_organisation(organisation_id).filter(thread__subject=subject)
+    return work_erased(windows, runs=ExtractionRun.objects.for_organisation(organisation_id), now=timezone.now())

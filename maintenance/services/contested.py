@@ -128,5 +128,5 @@ def contradictions_write(*, job: MaintenanceJob, prepared: Prepared, answer: lis
         update_fields=["contradicts", "checked_at"],
     )
     return records_contradiction_mark_within(
-        organisation=job.organisation_id, pairs=sorted(found & judged), actor=ACTOR
+        organisation_id=job.organisation_id, pairs=sorted(found & judged), actor=ACTOR
     )

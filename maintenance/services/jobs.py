@@ -23,7 +23,6 @@ from core_memory.base.work.runner import End, WorkFailed, WorkRunner, WorkStoppe
 from core_memory.llm.metering import token_limit_reached
 from core_memory.llm.registry import helper_model_get
 from core_memory.llm.structured import INVALID_MODEL_OUTPUT, structured_answer_read, structured_completion
-from core_memory.organisations.models import Organisation
 from maintenance.models import MaintenanceJob, MaintenanceRun
 from maintenance.selectors import Analyses, person_may_be_read, store_analyses
 from maintenance.services.contested import contradictions_prepare, contradictions_write
@@ -152,9 +151,9 @@ def maintenance_job_run(*, job_id: str, now: datetime | None = None) -> JobOutco
     return RUNNER.run(unit_id=job_id, now=now)
 
 
-def person_jobs_erase(*, organisation: Organisation | str, subject: str) -> int:
+def person_jobs_erase(*, organisation_id: str, subject: str) -> int:
     """Removes the jobs about her records (part of erasing her, core_memory.flows.erasure);
     answers how many. A job being written holds its row, so this waits for it. A run that was
     waiting for one of them no longer does."""
-    jobs = MaintenanceJob.objects.for_organisation(organisation).filter(subject=subject)
-    return work_erased(jobs, runs=MaintenanceRun.objects.for_organisation(organisation), now=timezone.now())
+    jobs = MaintenanceJob.objects.for_organisation(organisation_id).filter(subject=subject)
+    return work_erased(jobs, runs=MaintenanceRun.objects.for_organisation(organisation_id), now=timezone.now())

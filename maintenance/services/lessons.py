@@ -126,7 +126,7 @@ def store_lesson_write(*, job: MaintenanceJob, prepared: Prepared, answer: str, 
     # Hers in nearly the same words (where the index embeds, as for session lessons): that one is confirmed.
     near = lesson_near_duplicate(index=index, subject=job.subject, text=answer) if index is not None else None
     result = record_write_by_core_within(
-        organisation=job.organisation_id,
+        organisation_id=job.organisation_id,
         index_id=job.index_id,
         subject=job.subject,
         type=LESSON,

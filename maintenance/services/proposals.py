@@ -17,9 +17,7 @@ from django.utils.translation import gettext
 
 from audit.services import audit_event_record
 from core_memory.base.errors import Conflict, NotFound
-from core_memory.base.tenancy import organisation_id_of
 from core_memory.keys.models import ApiKey
-from core_memory.organisations.models import Organisation
 from maintenance.models import Proposal, ProposalSource
 from maintenance.selectors import proposals_resting_only_on
 from memory.models import MemoryRecord
@@ -40,17 +38,17 @@ def proposal_reject(*, key: ApiKey, proposal_id: str, actor: str, now: datetime 
     return _proposal_decide(proposals=Proposal.objects.for_key(key), proposal_id=proposal_id, actor=actor, apply=False, now=now)
 
 
-def proposal_apply_by_administrator(*, organisation: Organisation | str, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
+def proposal_apply_by_administrator(*, organisation_id: str, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
     """A console administrator applies a proposal of her organisation."""
     return _proposal_decide(
-        proposals=Proposal.objects.for_organisation(organisation).live(), proposal_id=proposal_id, actor=actor, apply=True, now=now
+        proposals=Proposal.objects.for_organisation(organisation_id).live(), proposal_id=proposal_id, actor=actor, apply=True, now=now
     )
 
 
-def proposal_reject_by_administrator(*, organisation: Organisation | str, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
+def proposal_reject_by_administrator(*, organisation_id: str, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
     """A console administrator rejects a proposal of her organisation."""
     return _proposal_decide(
-        proposals=Proposal.objects.for_organisation(organisation).live(), proposal_id=proposal_id, actor=actor, apply=False, now=now
+        proposals=Proposal.objects.for_organisation(organisation_id).live(), proposal_id=proposal_id, actor=actor, apply=False, now=now
     )
 
 
@@ -75,7 +73,7 @@ def _proposal_decide(*, proposals: QuerySet[Proposal], proposal_id: str, actor: 
     if apply:
         store = MemoryStore.objects.for_organisation(proposal.organisation_id).get(index_id=proposal.index_id)
         result = record_write_by_core_within(
-            organisation=proposal.organisation_id,
+            organisation_id=proposal.organisation_id,
             index_id=proposal.index_id,
             subject=None,
             type=proposal.type,
@@ -102,13 +100,12 @@ def _proposal_decide(*, proposals: QuerySet[Proposal], proposal_id: str, actor: 
     return proposal
 
 
-def person_proposals_erase(*, organisation: Organisation | str, subject: str) -> int:
+def person_proposals_erase(*, organisation_id: str, subject: str) -> int:
     """Part of erasing her: every proposal that rests only on her records goes (applied
     ones too; the shared record an applied one wrote is nobody's and stays). A proposal that
     also rests on another person's record stays, without her record, its text taken from one
     of theirs. Answers how many proposals went. Call it before her records are erased."""
-    organisation_id = organisation_id_of(organisation)
-    only_hers = set(proposals_resting_only_on(organisation=organisation_id, subject=subject).values_list("pk", flat=True))
+    only_hers = set(proposals_resting_only_on(organisation_id=organisation_id, subject=subject).values_list("pk", flat=True))
     hers = ProposalSource.objects.for_organisation(organisation_id).filter(record__subject=subject)
     shared_with_others = set(hers.values_list("proposal_id", flat=True)) - only_hers
     hers.delete()

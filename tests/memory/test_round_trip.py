@@ -40,14 +40,14 @@ def _organisation_with_everything(tenant):
     utrecht = write("Woont in Utrecht.", type="fact", subject="anna", replaces=ended.id,
                     provenance={"thread_id": "thr_1", "item_ids": ["itm_1", "itm_2"], "response_id": "resp_1"})
     amsterdam = write("Woont in Amsterdam.", type="fact", subject="anna")
-    records_contradiction_mark_within(organisation=tenant.organisation, pairs=[(utrecht.id, amsterdam.id)], actor="maintenance")
+    records_contradiction_mark_within(organisation_id=tenant.organisation.id, pairs=[(utrecht.id, amsterdam.id)], actor="maintenance")
     promise = write("Belt vrijdag terug.", type="commitment", subject="anna", due_at=LONG_AGO + timedelta(days=3),
                     structured={"who": "Piet", "what": "terugbellen"})
     record_update(key=tenant.key, record_id=promise.id, subject=None, actor="test", changes={"done": True})
     write("Spreekt Nederlands.", type="behaviour", subject="bram", index=second)
-    record_write_by_core_within(organisation=tenant.organisation, index_id=tenant.index.id, subject="anna", type="episode",
+    record_write_by_core_within(organisation_id=tenant.organisation.id, index_id=tenant.index.id, subject="anna", type="episode",
                                 text="Anna vroeg om haar facturen.", source="extraction", actor="test")
-    record_write_by_core_within(organisation=tenant.organisation, index_id=tenant.index.id, subject=None, type="lesson",
+    record_write_by_core_within(organisation_id=tenant.organisation.id, index_id=tenant.index.id, subject=None, type="lesson",
                                 text="Vraag eerst het klantnummer.", source="maintenance", actor="test")
     records = MemoryRecord.objects.filter(organisation=tenant.organisation)
     records.update(created_at=LONG_AGO, updated_at=LONG_AGO + timedelta(days=1))
@@ -138,7 +138,7 @@ def test_an_export_read_back_into_its_own_organisation_writes_nothing(tenant, tm
 def test_a_persons_export_imports_into_another_organisation_whole(tenant, other_tenant):
     """Issue 20: the document `GET /v1/persons/{subject}/export` answers is an import's input."""
     _organisation_with_everything(tenant)
-    document = person_export_document(organisation=tenant.organisation, subject="anna")
+    document = person_export_document(organisation_id=tenant.organisation.id, subject="anna")
 
     response = other_tenant.client().post(
         f"/v1/memory/import?index_id={other_tenant.index.id}", data=json.dumps(document, indent=2), content_type=NDJSON
@@ -147,7 +147,7 @@ def test_a_persons_export_imports_into_another_organisation_whole(tenant, other_
     assert response.status_code == 200, response.content
     # her two preferences' record, the ended address and the two contested ones, the promise, the episode
     assert response.json()["created"] == 6
-    again = person_export_document(organisation=other_tenant.organisation, subject="anna")
+    again = person_export_document(organisation_id=other_tenant.organisation.id, subject="anna")
     for part in ("records", "episodes", "lessons"):
         here = [{name: value for name, value in each.items() if name != "history"} for each in again[part]]
         there = [{name: value for name, value in each.items() if name != "history"} for each in document[part]]

@@ -28,7 +28,7 @@ class Command(BaseCommand):
         count = 0
         try:
             with transaction.atomic():  # one consistent snapshot of the organisation
-                for count, line in enumerate(records_export_lines(organisation=organisation), start=1):
+                for count, line in enumerate(records_export_lines(organisation_id=organisation.id), start=1):
                     target.write(json.dumps(line, ensure_ascii=False) + "\n")
                     if count % PROGRESS_EVERY == 0:
                         self.stderr.write(f"exported {count} records…")

@@ -40,7 +40,7 @@ class World:
 def contest(first: MemoryRecord, second: MemoryRecord) -> None:
     """Maintenance marks a contradiction (R-9.2): both contested, pointing at each other, each with a version."""
     with transaction.atomic():
-        records_contradiction_mark_within(organisation=first.organisation_id, pairs=[(first.pk, second.pk)], actor="maintenance")
+        records_contradiction_mark_within(organisation_id=first.organisation_id, pairs=[(first.pk, second.pk)], actor="maintenance")
 
 
 def propose(index, records: list[MemoryRecord]) -> Proposal:
@@ -77,13 +77,13 @@ def build_world(tenant, fake_model) -> World:
     old = write("Anna woont in Delft")
     moved = write("Anna woont in Utrecht", replaces=old.id)
     record_update_by_administrator(
-        organisation=tenant.organisation, record_id=moved.id, actor="console:anna", changes={"confidence": 0.8, "metadata": {"wijk": "oost"}}
+        organisation_id=tenant.organisation.id, record_id=moved.id, actor="console:anna", changes={"confidence": 0.8, "metadata": {"wijk": "oost"}}
     )
     write("Offerte sturen aan Acme", type="commitment")
     write("Antwoord altijd in het Nederlands", type="behaviour")
     write("Het kantoor sluit om zes uur", subject=None)
     gone = write("Een vergissing", subject="bert")
-    record_delete_by_administrator(organisation=tenant.organisation, record_id=gone.id, actor="console:anna")
+    record_delete_by_administrator(organisation_id=tenant.organisation.id, record_id=gone.id, actor="console:anna")
     MemoryRecord.objects.create(
         organisation_id=tenant.organisation.id, index=tenant.index, subject="anna", type="episode", text="Anna plande haar verhuizing.",
         normalised_text="anna plande haar verhuizing.", source="extraction", changed_at=coffee.changed_at,

@@ -50,7 +50,7 @@ def test_erasing_a_person_removes_her_records_and_their_history_only(tenant, oth
         normalised_text="x", changed_at=new.changed_at,
     )
 
-    removed = person_records_erase(organisation=tenant.organisation, subject="anna")
+    removed = person_records_erase(organisation_id=tenant.organisation.id, subject="anna")
 
     assert removed == {"records": 2, "episodes": 0, "lessons": 0}
     assert set(MemoryRecord.objects.values_list("id", flat=True)) == {shared.id, brams.id, elsewhere.id}
@@ -65,7 +65,7 @@ def test_a_shared_record_that_corrected_hers_loses_only_the_pointer(tenant, writ
     correction = write("Drinkt koffie")
     MemoryRecord.objects.filter(pk=correction.pk).update(replaces=annas)
 
-    person_records_erase(organisation=tenant.organisation.id, subject="anna")
+    person_records_erase(organisation_id=tenant.organisation.id, subject="anna")
 
     correction.refresh_from_db()
     assert correction.replaces_id is None
