@@ -253,24 +253,24 @@ def record_write(
     owns a transaction of its own (an extraction window) calls `record_write_within`.
     """
     record_write_authorise(key=key, index=index, actor=actor)
-    with transaction.atomic(durable=True):
-        return record_write_within(
-            key=key,
-            index=index,
-            subject=subject,
-            type=type,
-            text=text,
-            metadata=metadata,
-            confidence=confidence,
-            due_at=due_at,
-            replaces=replaces,
-            source=source,
-            provenance=provenance,
-            actor=actor,
-            trusted=trusted,
-            structured=structured,
-            now=now,
-        )
+    return record_write_within(
+        key=key,
+        index=index,
+        subject=subject,
+        type=type,
+        text=text,
+        metadata=metadata,
+        confidence=confidence,
+        due_at=due_at,
+        replaces=replaces,
+        source=source,
+        provenance=provenance,
+        actor=actor,
+        trusted=trusted,
+        structured=structured,
+        now=now,
+        durable=True,
+    )
 
 
 def record_write_within(
@@ -290,6 +290,7 @@ def record_write_within(
     trusted: bool = True,
     structured: dict | None = None,
     now: datetime | None = None,
+    durable: bool = False,
 ) -> RecordWriteResult:
     """Create, confirm or correct a record.
 
@@ -300,7 +301,8 @@ def record_write_within(
     The type rules (a store's known types, none that only Core writes) bind the API and the
     write tool; extraction, promotion and maintenance write Core's own types (episode, lesson) and their switch's types.
     Confirming leaves the stored confidence and metadata as they were.
-    Inside the caller's transaction: everything it writes commits or rolls back with it.
+    Inside the caller's transaction: everything it writes commits or rolls back with it (its own
+    part in a savepoint). `durable`: the write is a transaction of its own, which it commits.
     """
     record_write_authorise(key=key, index=index, actor=actor)
     if source in (MemoryRecord.Source.API, MemoryRecord.Source.TOOL):
@@ -320,6 +322,7 @@ def record_write_within(
         trusted=trusted,
         structured=structured,
         now=now,
+        durable=durable,
     )
 
 
@@ -482,15 +485,16 @@ def _record_write_checked(
     trusted: bool = True,
     structured: dict | None = None,
     now: datetime | None = None,
+    durable: bool = False,
 ) -> RecordWriteResult:
-    """`record_write_within` once the writer's right to the index is settled."""
+    """`record_write_within` once the writer's right is settled; `durable`: its own transaction, no savepoint."""
     _due_check(type_name=type, due_at=due_at)
     _text_check(text)
     metadata_check(metadata or {}, param="metadata")
     now = now or timezone.now()
     normalised = text_normalise(text)
 
-    with transaction.atomic():
+    with transaction.atomic(durable=durable):
         replaced, subject, twin = _write_target(
             index=index, replaces=replaces, subject=subject, type_name=type, normalised_text=normalised
         )
