@@ -7,7 +7,7 @@ from io import StringIO
 import factory
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -123,3 +123,16 @@ def erasure_receipt(**counts: int) -> dict:
     """What erasing a person answers (R-3.4): a count for every kind, these as given, the rest zero."""
     assert set(counts) <= set(ERASURE_RECEIPT_KINDS)
     return {kind: counts.get(kind, 0) for kind in ERASURE_RECEIPT_KINDS}
+
+
+def work_command_summary(command: str, *arguments, now=None) -> dict:
+    """Runs `run_extraction` or `run_maintenance` at `now` and gives its JSON summary, also when
+    it ran but could not do all its work (it then exits 1 and the summary says why, under "error")."""
+    out = StringIO()
+    moment = now or timezone.now()
+    try:
+        call_command(command, *arguments, "--now", moment.isoformat(), stdout=out)
+    except CommandError:
+        if not out.getvalue():
+            raise  # refused before it ran
+    return json.loads(out.getvalue())

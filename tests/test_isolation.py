@@ -36,8 +36,9 @@ from maintenance.models import Proposal, ProposalSource
 from memory.models import MemoryRecord
 from memory.services import record_write
 from stores.models import KnowledgeIndex, MemoryStore
-from tests.factories import client_for, make_index, make_key, resolved_for
+from tests.factories import client_for, make_index, make_key
 from tests.fake_model import FakeChatModel, completion
+from tests.narrow import owner_turn_that_read_a1
 
 pytestmark = pytest.mark.django_db
 
@@ -608,15 +609,7 @@ A1_TEXT = "cnry-a1-only Zoe woont in Haarlem"
 def thread_of_another_key(tenant, fake_model):
     """The owner ran a turn for zoe on its thread: the model searched index A1 and its tool result
     holds an A1 record's text. A second key names only index A2 (read, write, `threads`)."""
-    record_write(key=tenant.key, index=tenant.index, subject="zoe", type="fact", text=A1_TEXT, actor="test")
-    a2 = resolved_for(tenant.key, make_index(tenant.organisation, name="a2"))
-    tool = f"memory__{tenant.index.id}__search"
-    fake_model.answer(completion(tool_calls=[("call_1", tool, {"query": "Haarlem"})]))
-    fake_model.reply("Zoe woont in Haarlem.")
-    turn = tenant.client(subject="zoe").post(
-        "/v1/responses", {"model": "fake-chat", "input": "Waar woont ik?", "tools": [{"type": "tool", "name": tool}]}, format="json"
-    )
-    assert turn.status_code == 200 and A1_TEXT in turn.content.decode()
+    turn, a2 = owner_turn_that_read_a1(tenant, fake_model, text=A1_TEXT)
     narrow, narrow_secret = make_key(tenant.organisation, name="narrow", read=(a2.id,), write=(a2.id,))
     fake_model.requests.clear()
     return turn.json()["thread_id"], narrow, narrow_secret
@@ -658,7 +651,7 @@ def test_continuing_another_keys_thread_sends_the_model_nothing_of_an_index_the_
 
     assert turn.status_code == 200, turn.content
     sent = json.dumps([request.body for request in fake_model.requests])
-    assert "Waar woont ik?" in sent  # the thread's history did reach the model: the check can see
+    assert "Waar woon ik?" in sent  # the thread's history did reach the model: the check can see
     assert A1_TEXT not in sent and tenant.index.id not in sent
 
 

@@ -73,6 +73,12 @@ def _refuse_unknown(value: dict, known: set[str], *, param: str) -> None:
         raise InvalidRequest("Unknown field.", param=f"{param}.{unknown[0]}")
 
 
+def _call_draft(*, called: dict[str, str], call_id: str, name: str, arguments, param: str) -> ItemDraft:
+    """A tool call the caller's model made, remembered in `called` for the result that answers it."""
+    called[call_id] = name
+    return ItemDraft(role=Item.Role.ASSISTANT, kind=Item.Kind.TOOL_CALL, content=_arguments(arguments, param=param), name=name, call_id=call_id)
+
+
 def _result_draft(*, called: dict[str, str], call_id, content: str, param: str, missing: str) -> ItemDraft:
     """A tool result, which must answer a call made before it (`called`: call id → tool name)."""
     call_id = _call_id(call_id, param=param)
@@ -113,16 +119,8 @@ def chat_messages_read(messages) -> tuple[str | None, list[ItemDraft]]:
                     raise InvalidRequest("A tool call is {'id', 'type': 'function', 'function': {'name', 'arguments'}}.", param=call_param)
                 call_id = _call_id(call.get("id"), param=f"{call_param}.id")
                 name = _function_name(function.get("name"), param=f"{call_param}.function.name")
-                called[call_id] = name
-                drafts.append(
-                    ItemDraft(
-                        role=Item.Role.ASSISTANT,
-                        kind=Item.Kind.TOOL_CALL,
-                        content=_arguments(function.get("arguments", "{}"), param=f"{call_param}.function.arguments"),
-                        name=name,
-                        call_id=call_id,
-                    )
-                )
+                arguments = function.get("arguments", "{}")
+                drafts.append(_call_draft(called=called, call_id=call_id, name=name, arguments=arguments, param=f"{call_param}.function.arguments"))
         elif role == "tool":
             _refuse_unknown(message, {"role", "content", "tool_call_id", "name"}, param=param)
             drafts.append(
@@ -223,16 +221,7 @@ def responses_input_read(value, *, known_calls: dict[str, str]) -> tuple[str | N
             name = _function_name(item.get("name"), param=f"{param}.name")
             if call_id in known_calls:
                 continue  # already on the thread: the caller sent the previous output back
-            called[call_id] = name
-            drafts.append(
-                ItemDraft(
-                    role=Item.Role.ASSISTANT,
-                    kind=Item.Kind.TOOL_CALL,
-                    content=_arguments(item.get("arguments"), param=f"{param}.arguments"),
-                    name=name,
-                    call_id=call_id,
-                )
-            )
+            drafts.append(_call_draft(called=called, call_id=call_id, name=name, arguments=item.get("arguments"), param=f"{param}.arguments"))
         elif kind == "function_call_output":
             _refuse_unknown(item, {"type", "id", "call_id", "output", "status"}, param=param)
             drafts.append(

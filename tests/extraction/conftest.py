@@ -1,12 +1,8 @@
 from __future__ import annotations
 
-import json
-from io import StringIO
-
 import pytest
-from django.core.management import CommandError, call_command
-from django.utils import timezone
 
+from tests.factories import work_command_summary
 from tests.extraction.builders import extraction_answer, switch_put
 
 
@@ -22,15 +18,7 @@ def run_extraction():
     """run_extraction(*arguments, now=None) -> the command's JSON summary (R-1.4)."""
 
     def _run(*arguments, now=None) -> dict:
-        out = StringIO()
-        moment = now or timezone.now()
-        try:
-            call_command("run_extraction", *arguments, "--now", moment.isoformat(), stdout=out)
-        except CommandError:
-            if not out.getvalue():
-                raise  # refused before it ran
-            # It ran but could not do all its work: the summary says why, under "error".
-        return json.loads(out.getvalue())
+        return work_command_summary("run_extraction", *arguments, now=now)
 
     return _run
 

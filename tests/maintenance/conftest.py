@@ -1,12 +1,8 @@
 from __future__ import annotations
 
-import json
-from io import StringIO
-
 import pytest
-from django.core.management import CommandError, call_command
-from django.utils import timezone
 
+from tests.factories import work_command_summary
 from tests.maintenance.builders import nothing_found
 
 
@@ -24,15 +20,7 @@ def run_maintenance():
     """run_maintenance(*arguments, now=None) -> the command's JSON summary (R-1.4)."""
 
     def _run(*arguments, now=None) -> dict:
-        out = StringIO()
-        moment = now or timezone.now()
-        try:
-            call_command("run_maintenance", *arguments, "--now", moment.isoformat(), stdout=out)
-        except CommandError:
-            if not out.getvalue():
-                raise  # refused before it ran
-            # It ran but could not do all its work: the summary says why, under "error".
-        return json.loads(out.getvalue())
+        return work_command_summary("run_maintenance", *arguments, now=now)
 
     return _run
 

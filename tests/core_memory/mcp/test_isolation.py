@@ -27,7 +27,7 @@ from memory.models import MemoryRecord
 from memory.services import record_write
 from tests.core_memory.mcp.test_server import _payload, _session
 from tests.factories import make_index, make_key, resolved_for
-from tests.fake_model import completion
+from tests.narrow import owner_turn_that_read_a1
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -157,15 +157,8 @@ def test_over_mcp_a_narrow_key_reaches_nothing_of_an_index_another_keys_thread_r
     index A1 and its thread keeps an A1 record's text; a key whose policy names only A2 is
     offered A2's tools only, its call of A1's search is refused, and nothing it gets holds the text."""
     a1_text = "cnry-a1-mcp Zoe woont in Haarlem"
-    record_write(key=tenant.key, index=tenant.index, subject="zoe", type="fact", text=a1_text, actor="test")
-    a2 = resolved_for(tenant.key, make_index(tenant.organisation, name="a2"))
+    _turn, a2 = owner_turn_that_read_a1(tenant, fake_model, text=a1_text)
     a1_search = f"memory__{tenant.index.id}__search"
-    fake_model.answer(completion(tool_calls=[("call_1", a1_search, {"query": "Haarlem"})]))
-    fake_model.reply("Zoe woont in Haarlem.")
-    turn = tenant.client(subject="zoe").post(
-        "/v1/responses", {"model": "fake-chat", "input": "Waar woon ik?", "tools": [{"type": "tool", "name": a1_search}]}, format="json"
-    )
-    assert turn.status_code == 200 and a1_text in turn.content.decode()
     _key, narrow = make_key(tenant.organisation, name="narrow", read=(a2.id,), write=(a2.id,), memory=WRITING)
 
     async def work(session):
