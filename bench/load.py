@@ -7,7 +7,8 @@
 Loopback only, bounded: gunicorn as `make run` starts it (the Procfile's web line) on a
 seeded store (bench/seed.py), and an instant fake chat model in a process of its own. At
 each step `clients` clients each send their next request as soon as the last one is
-answered, for `--seconds` after a second of warm-up: 35% `POST /v1/memory/search`, 35%
+answered, for `--seconds` after a second of warm-up (and `--warmup` seconds of the mix before the
+first step): 35% `POST /v1/memory/search`, 35%
 `POST /v1/responses` (a turn with its memory block), 30% `POST /v1/memory` — persons drawn
 as the other benches draw them. Each step reports the throughput and the latencies; every
 non-2xx answer or broken connection counts as an error, and every write answered 200/201 is
@@ -117,7 +118,7 @@ async def _run_step(api: Api, store, step: Step, generator: random.Random) -> No
     await asyncio.gather(*(client() for _ in range(step.clients)))
 
 
-def run(store, *, clients: list[int], seconds: float) -> list[Step]:
+def run(store, *, clients: list[int], seconds: float, warmup: float = 0.0) -> list[Step]:
     generator = random.Random(7)
     receive, send = multiprocessing.Pipe(duplex=False)
     connection.close()  # nothing of the database crosses into the model's process
@@ -128,6 +129,10 @@ def run(store, *, clients: list[int], seconds: float) -> list[Step]:
         model = receive.recv()
         with Server(database=store.database, environment={"CORE_MODELS": json.dumps([model])}) as server:
             api = Api(host="127.0.0.1", port=server.port, secret=store.secret)
+            if warmup:
+                # A server that has run a while: each web process has read the words' matches
+                # of the shared set it keeps (memory.search.shared) and its other per-process caches.
+                asyncio.run(_run_step(api, store, Step(clients=2, seconds=warmup), generator))
             for count in clients:
                 step = Step(clients=count, seconds=seconds)
                 asyncio.run(_run_step(api, store, step, generator))
@@ -150,6 +155,7 @@ def main() -> None:
     parser.add_argument("--clients", default="1,2,4,8,12,16,24,32", help="concurrent clients per step, ascending")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per step")
     parser.add_argument("--no-results", action="store_true", help="print only; leave bench/RESULTS.md alone")
+    parser.add_argument("--warmup", type=float, default=20.0, help="seconds of the mix at 2 clients before the first step, not measured")
     parser.add_argument(
         "--hybrid", action="store_true",
         help="the index embeds meanwhile: searches and blocks use the seeded vectors, writes enqueue their embedding (no worker runs)",
@@ -164,7 +170,7 @@ def main() -> None:
     print("\n".join(header), flush=True)
     try:
         with hybrid_on(store) if arguments.hybrid else contextlib.nullcontext():
-            steps = run(store, clients=[int(count) for count in arguments.clients.split(",")], seconds=arguments.seconds)
+            steps = run(store, clients=[int(count) for count in arguments.clients.split(",")], seconds=arguments.seconds, warmup=arguments.warmup)
     finally:
         bench_writes_remove(store)
     under = [step for step in steps if percentile(step.all_latencies, 0.95) <= THRESHOLD_MS]
@@ -188,7 +194,8 @@ def main() -> None:
         f"Machine: {machine()}. Load average before: {load_before}; after: {load_average()}. The load's client and the "
         "fake model run on the same 2 cores as the server and the database.",
         "",
-        f"35% {'hybrid ' if arguments.hybrid else 'full-text '}search, 35% turns, 30% writes; closed loop, {arguments.seconds:.0f} s per step after 1 s of warm-up.",
+        f"35% {'hybrid ' if arguments.hybrid else 'full-text '}search, 35% turns, 30% writes; closed loop, {arguments.seconds:.0f} s per step after 1 s of warm-up "
+        f"({arguments.warmup:.0f} s of the mix at 2 clients before the first step, not measured).",
         "",
         *header,
         *[step.row() for step in steps],
