@@ -188,10 +188,11 @@ class CoreApi(APIView):
         """The persons the request spoke for or named (erasure removes her stored answers)."""
         request = self.request
         spoken_for = self.principal.token_subject or request.META.get(SUBJECT_HEADER)
-        # An answer to a body that could not be parsed (a 415, a 400) is stored too: it names nobody.
+        # An answer given before the body was read (a 404 of the path, a 415) may come with a body
+        # that cannot be read at all (not JSON, a NUL in a text): it names nobody.
         try:
             named = idempotency.persons_named(request.data)
-        except APIException:
+        except (APIException, InvalidRequest):
             named = set()
         return {*getattr(self, "idempotency_persons", ()), *named, *([spoken_for] if spoken_for else [])}
 

@@ -187,3 +187,20 @@ def test_a_body_of_a_type_the_api_does_not_read_is_a_415_with_an_idempotency_key
     retry = client.post("/v1/memory", data='{"text": "x"}', content_type="text/plain", HTTP_IDEMPOTENCY_KEY="plain")
 
     assert (answer.status_code, retry.status_code) == (415, 415)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("post", "/v1/threads/thr_missing/items"), ("patch", "/v1/tenants/org_missing/keys/key_missing")],
+)
+def test_a_404_before_the_body_is_read_is_a_404_with_an_idempotency_key_and_a_nul_in_the_body(tenant, method, path):
+    """R-2.3: never a 500. The fuzz step found one: the path's object does not exist, so the
+    answer is a 404 given before the body is read; storing it with the Idempotency-Key read the
+    body then, whose NUL refused to parse, and that error escaped."""
+    client = tenant.client(subject="anna")
+    body = '{"items": [{"role": "user", "content": "x\\u0000"}], "name": "k\\u0000"}'
+
+    answer = getattr(client, method)(path, data=body, content_type="application/json", HTTP_IDEMPOTENCY_KEY=f"nul-{method}")
+
+    assert answer.status_code == 404
+    assert not IdempotentRequest.objects.filter(idempotency_key=f"nul-{method}", state="completed").exists()
