@@ -72,7 +72,11 @@ class LabelsField(serializers.DictField):
 
 class PromotionSectionSerializer(StrictSerializer):
     enabled = StrictBooleanField(default=False)
-    labels = LabelsField(child=serializers.CharField(allow_blank=True), default=dict)
+    labels = LabelsField(
+        child=serializers.CharField(allow_blank=True),
+        default=dict,
+        help_text="Label name (1 to 100 characters) to value (at most 500): metadata of the records it promotes.",
+    )
 
 
 class MaintenanceSectionSerializer(StrictSerializer):

@@ -180,6 +180,8 @@ CONDITIONAL_RULES = {
     "PATCH /v1/tenants/{organisation_id}/keys/{key_id}": "memory.decay.half_life_days keys are type names; injection.index_id when enabled",
     "PATCH /v1/memory/{record_id}": "due_at and done only for a commitment (the record's type)",
     "PUT /v1/memory/stores/{index_id}/extraction": "model is required when enabled is true; lessons need episodes",
+    # OpenAPI 3.0 has no `propertyNames`: a label's name (1 to 100 characters) is said in words only.
+    "PATCH /v1/memory/stores/{index_id}": "promotion.labels names are 1 to 100 characters",
     "POST /v1/responses": "model is required unless agent names one",
     "POST /v1/memory/import": "the JSON Lines body is required (the document marks a raw body optional)",
     # OpenAI's message and input item shapes are read by the wire layer, not stated item by item.

@@ -26,6 +26,10 @@ from core_memory.base.api.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from core_memory.base.validation import StrictSerializer
 
 MUTATING_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+# "At least one character that is not whitespace", as the API trims text (Python's whitespace)
+# and as a client reads the document (JSON Schema's patterns are ECMA-262, whose `\s` leaves out
+# the separators U+001C–U+001F and U+0085 that Python strips): named here, so both agree.
+NOT_BLANK_PATTERN = r"[^\s\x1c-\x1f\x85]"
 PATH_VARIABLE = re.compile(r"{[^}]+}")
 
 
@@ -119,7 +123,7 @@ class CoreAutoSchema(AutoSchema):
             # The field is trimmed before it is read, so a value of only whitespace is blank
             # (a 400): it must hold one character that is not whitespace. A field with a pattern
             # of its own says more than this already.
-            mapped["pattern"] = r"\S"
+            mapped["pattern"] = NOT_BLANK_PATTERN
         return mapped
 
     def _method_function(self):
@@ -176,7 +180,7 @@ class CoreAutoSchema(AutoSchema):
         parameters: list = [
             OpenApiParameter(
                 "X-Core-Subject",
-                {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"\S"},
+                {"type": "string", "minLength": 1, "maxLength": 255, "pattern": NOT_BLANK_PATTERN},
                 OpenApiParameter.HEADER,
                 description="The person this request is for, an opaque string of at most 255 characters. "
                 "A subject token already names its person: another value here is a 403.",

@@ -275,3 +275,27 @@ def test_the_docs_pages_load_nothing_from_outside(anonymous, page):
     policy = response["Content-Security-Policy"]
     assert "default-src 'self'" in policy and "img-src 'self' data:" in policy and "connect-src 'self'" in policy
     assert "https://" not in response.content.decode()
+
+
+BLANK_LOOKING = [" ", "\t", "\x1c", "\x1f", "\x85", "\u3000"]
+
+
+@pytest.mark.parametrize("value", BLANK_LOOKING)
+def test_a_text_the_document_calls_valid_is_never_refused_as_blank(document, tenant, value):
+    """R-1.5, R-2.3: the API trims text as Python does; a client reads the document's patterns as
+    ECMA-262 (JSON Schema's dialect, jsonschema_rs) or Python (jsonschema). The fuzz step found
+    "\\x1f", valid by `\\S` in ECMA and blank to the API. In either dialect, what the document allows
+    the API takes."""
+    import jsonschema
+    import jsonschema_rs
+
+    name = document["components"]["schemas"]["IndexListCreateInputRequest"]["properties"]["name"]
+    action = next(p for p in document["paths"]["/v1/audit"]["get"]["parameters"] if p["name"] == "action")["schema"]
+    client = tenant.client()
+
+    created = client.post("/v1/indexes", {"name": value}, format="json")
+    listed = client.get("/v1/audit", {"action": value})
+
+    for schema, answer in ((name, created), (action, listed)):
+        allowed = jsonschema_rs.is_valid(schema, value) or jsonschema.Draft202012Validator(schema).is_valid(value)
+        assert answer.status_code != 400 if allowed else answer.status_code == 400, (value, schema, answer.content)
