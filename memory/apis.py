@@ -24,7 +24,7 @@ from memory.selectors import (
     record_list,
     record_search,
 )
-from memory.services import record_delete, record_update, record_write, records_retrieved
+from memory.services import RecordDraft, record_delete, record_update, record_write, records_retrieved
 from stores.selectors import index_get_available
 
 # `memory` needs `knowledge`: a key is checked for both.
@@ -168,13 +168,15 @@ class MemoryListCreateApi(CoreApi):
             key=self.key,
             index=index,
             subject=subject,
-            type=data["type"],
-            text=data["text"],
-            metadata=data["metadata"],
-            confidence=data["confidence"],
-            due_at=data["due_at"],
-            replaces=data["replaces"],
             actor=self.principal.actor,
+            draft=RecordDraft(
+                type=data["type"],
+                text=data["text"],
+                metadata=data["metadata"],
+                confidence=data["confidence"],
+                due_at=data["due_at"],
+                replaces=data["replaces"],
+            ),
         )
         return Response(record_write_answer(result), status=WRITE_STATUS_CODES[result.status])
 

@@ -228,23 +228,26 @@ def _replaced_lock(*, index: KnowledgeIndex, record_id: str, subject: str | None
     return replaced
 
 
+@dataclass(frozen=True)
+class RecordDraft:
+    """What a writer asks to remember, as one value every write entry point takes: the API, the
+    write tool, extraction, an import's confirmation, maintenance and promotion. Who it is for
+    (`subject`), who writes it (`actor`) and when travel beside it."""
+
+    type: str
+    text: str
+    metadata: dict | None = None
+    confidence: float = 1.0
+    due_at: datetime | None = None
+    replaces: str | None = None
+    source: str = MemoryRecord.Source.API
+    provenance: dict | None = None
+    trusted: bool = True
+    structured: dict | None = None
+
+
 def record_write(
-    *,
-    key: ApiKey,
-    index: KnowledgeIndex,
-    subject: str | None,
-    type: str,  # noqa: A002 — the record's field and the API's name
-    text: str,
-    metadata: dict | None = None,
-    confidence: float = 1.0,
-    due_at: datetime | None = None,
-    replaces: str | None = None,
-    source: str = MemoryRecord.Source.API,
-    provenance: dict | None = None,
-    actor: str,
-    trusted: bool = True,
-    structured: dict | None = None,
-    now: datetime | None = None,
+    *, key: ApiKey, index: KnowledgeIndex, subject: str | None, draft: RecordDraft, actor: str, now: datetime | None = None
 ) -> RecordWriteResult:
     """Create, confirm or correct a record, in its own transaction.
 
@@ -253,44 +256,11 @@ def record_write(
     owns a transaction of its own (an extraction window) calls `record_write_within`.
     """
     record_write_authorise(key=key, index=index, actor=actor)
-    return record_write_within(
-        key=key,
-        index=index,
-        subject=subject,
-        type=type,
-        text=text,
-        metadata=metadata,
-        confidence=confidence,
-        due_at=due_at,
-        replaces=replaces,
-        source=source,
-        provenance=provenance,
-        actor=actor,
-        trusted=trusted,
-        structured=structured,
-        now=now,
-        durable=True,
-    )
+    return _record_write_authorised(index=index, subject=subject, draft=draft, actor=actor, now=now, durable=True)
 
 
 def record_write_within(
-    *,
-    key: ApiKey,
-    index: KnowledgeIndex,
-    subject: str | None,
-    type: str,  # noqa: A002 — the record's field and the API's name
-    text: str,
-    metadata: dict | None = None,
-    confidence: float = 1.0,
-    due_at: datetime | None = None,
-    replaces: str | None = None,
-    source: str = MemoryRecord.Source.API,
-    provenance: dict | None = None,
-    actor: str,
-    trusted: bool = True,
-    structured: dict | None = None,
-    now: datetime | None = None,
-    durable: bool = False,
+    *, key: ApiKey, index: KnowledgeIndex, subject: str | None, draft: RecordDraft, actor: str, now: datetime | None = None
 ) -> RecordWriteResult:
     """Create, confirm or correct a record.
 
@@ -302,28 +272,20 @@ def record_write_within(
     write tool; extraction, promotion and maintenance write Core's own types (episode, lesson) and their switch's types.
     Confirming leaves the stored confidence and metadata as they were.
     Inside the caller's transaction: everything it writes commits or rolls back with it (its own
-    part in a savepoint). `durable`: the write is a transaction of its own, which it commits.
+    part in a savepoint).
     """
     record_write_authorise(key=key, index=index, actor=actor)
-    if source in (MemoryRecord.Source.API, MemoryRecord.Source.TOOL):
-        _type_check(index=index, type_name=type)
-    return _record_write_checked(
-        index=index,
-        subject=subject,
-        type=type,
-        text=text,
-        metadata=metadata,
-        confidence=confidence,
-        due_at=due_at,
-        replaces=replaces,
-        source=source,
-        provenance=provenance,
-        actor=actor,
-        trusted=trusted,
-        structured=structured,
-        now=now,
-        durable=durable,
-    )
+    return _record_write_authorised(index=index, subject=subject, draft=draft, actor=actor, now=now, durable=False)
+
+
+def _record_write_authorised(
+    *, index: KnowledgeIndex, subject: str | None, draft: RecordDraft, actor: str, now: datetime | None, durable: bool
+) -> RecordWriteResult:
+    """A key's write once its right to the index is checked: the type rules bind the API and the
+    tool. `durable`: the write is a transaction of its own, which it commits."""
+    if draft.source in (MemoryRecord.Source.API, MemoryRecord.Source.TOOL):
+        _type_check(index=index, type_name=draft.type)
+    return _record_write_checked(index=index, subject=subject, draft=draft, actor=actor, now=now, durable=durable)
 
 
 def record_import_within(
@@ -430,94 +392,39 @@ def records_import_link(
 
 
 def record_write_by_core_within(
-    *,
-    organisation_id: str,
-    index_id: str,
-    subject: str | None,
-    type: str,  # noqa: A002 — the record's field and the API's name
-    text: str,
-    metadata: dict | None = None,
-    confidence: float = 1.0,
-    source: str,
-    actor: str,
-    trusted: bool = True,
-    structured: dict | None = None,
-    now: datetime | None = None,
+    *, organisation_id: str, index_id: str, subject: str | None, draft: RecordDraft, actor: str, now: datetime | None = None
 ) -> RecordWriteResult:
     """A record Core writes on no key's behalf — maintenance's store lessons, a
     proposal applied by an administrator — with the rules of `record_write_within`
     (confirm, constraints, history) inside the caller's transaction. The index is the
     organisation's live one (404 otherwise); whoever calls this has checked the rights of
-    whoever asked (a key's write right, an administrator's organisation_id)."""
-    if source in (MemoryRecord.Source.API, MemoryRecord.Source.TOOL):
+    whoever asked (a key's write right, an administrator's organisation)."""
+    if draft.source in (MemoryRecord.Source.API, MemoryRecord.Source.TOOL):
         raise ImproperlyScoped("API and tool writes go through a key (record_write)")
     index = KnowledgeIndex.objects.for_organisation(organisation_id).live().filter(pk=index_id).first()
     if index is None:
         raise NotFound("No such index.", param="index_id")
-    return _record_write_checked(
-        index=index,
-        subject=subject,
-        type=type,
-        text=text,
-        metadata=metadata,
-        confidence=confidence,
-        source=source,
-        actor=actor,
-        trusted=trusted,
-        structured=structured,
-        now=now,
-    )
+    return _record_write_checked(index=index, subject=subject, draft=draft, actor=actor, now=now)
 
 
 def _record_write_checked(
-    *,
-    index: KnowledgeIndex,
-    subject: str | None,
-    type: str,  # noqa: A002
-    text: str,
-    metadata: dict | None = None,
-    confidence: float = 1.0,
-    due_at: datetime | None = None,
-    replaces: str | None = None,
-    source: str,
-    provenance: dict | None = None,
-    actor: str,
-    trusted: bool = True,
-    structured: dict | None = None,
-    now: datetime | None = None,
-    durable: bool = False,
+    *, index: KnowledgeIndex, subject: str | None, draft: RecordDraft, actor: str, now: datetime | None, durable: bool = False
 ) -> RecordWriteResult:
     """`record_write_within` once the writer's right is settled; `durable`: its own transaction, no savepoint."""
-    _due_check(type_name=type, due_at=due_at)
-    _text_check(text)
-    metadata_check(metadata or {}, param="metadata")
+    _due_check(type_name=draft.type, due_at=draft.due_at)
+    _text_check(draft.text)
+    metadata_check(draft.metadata or {}, param="metadata")
     now = now or timezone.now()
-    normalised = text_normalise(text)
+    normalised = text_normalise(draft.text)
 
     with transaction.atomic(durable=durable):
         replaced, subject, twin = _write_target(
-            index=index, replaces=replaces, subject=subject, type_name=type, normalised_text=normalised
+            index=index, replaces=draft.replaces, subject=subject, type_name=draft.type, normalised_text=normalised
         )
         if twin is not None:
             record, status = twin, "confirmed"
         else:
-            record = MemoryRecord(
-                organisation_id=index.organisation_id,
-                index=index,
-                subject=subject,
-                type=type,
-                text=text,
-                normalised_text=normalised,
-                metadata=metadata or {},
-                confidence=confidence,
-                due_at=due_at,
-                replaces=replaced,
-                source=source,
-                trusted=trusted,
-                **_provenance_fields(provenance or {}),
-                structured=structured,
-                changed_at=now,
-            )
+            record = _record_new(index=index, subject=subject, draft=draft, normalised_text=normalised, replaced=replaced, now=now)
             status = "corrected" if replaced is not None else "created"
         if replaced is not None:
             # Ended before the insert, which may reuse its text; the foreign key to the
@@ -529,6 +436,29 @@ def _record_write_checked(
         else:
             record, status = _record_insert(record=record, status=status, replaced=replaced, actor=actor, now=now)
     return RecordWriteResult(record=record, status=status)
+
+
+def _record_new(
+    *, index: KnowledgeIndex, subject: str | None, draft: RecordDraft, normalised_text: str, replaced: MemoryRecord | None, now: datetime
+) -> MemoryRecord:
+    """The unsaved record a draft becomes."""
+    return MemoryRecord(
+        organisation_id=index.organisation_id,
+        index=index,
+        subject=subject,
+        type=draft.type,
+        text=draft.text,
+        normalised_text=normalised_text,
+        metadata=draft.metadata or {},
+        confidence=draft.confidence,
+        due_at=draft.due_at,
+        replaces=replaced,
+        source=draft.source,
+        trusted=draft.trusted,
+        **_provenance_fields(draft.provenance or {}),
+        structured=draft.structured,
+        changed_at=now,
+    )
 
 
 def _provenance_fields(provenance: dict) -> dict:

@@ -24,6 +24,7 @@ from tests.factories import (
 )
 from tests.fake_model import FakeChatModel
 from tests.fuzz import figures as fuzz_figures
+from tests.factories import with_draft
 
 
 def pytest_configure(config):
@@ -114,7 +115,11 @@ def write(tenant):
 
     def _write(text: str, *, type: str = "fact", subject: str | None = None, index=None, **fields) -> MemoryRecord:
         return record_write(
-            key=tenant.key, index=resolved_for(tenant.key, index or tenant.index), subject=subject, type=type, text=text, actor="test", **fields
+            key=tenant.key,
+            index=resolved_for(tenant.key, index or tenant.index),
+            subject=subject,
+            actor="test",
+            **with_draft(type=type, text=text, **fields),
         ).record
 
     return _write
@@ -126,7 +131,11 @@ def other_write(other_tenant):
 
     def _write(text: str, **fields) -> MemoryRecord:
         return record_write(
-            key=other_tenant.key, index=other_tenant.index, subject=fields.pop("subject", None), type="fact", text=text, actor="test", **fields
+            key=other_tenant.key,
+            index=other_tenant.index,
+            subject=fields.pop("subject", None),
+            actor="test",
+            **with_draft(type="fact", text=text, **fields),
         ).record
 
     return _write

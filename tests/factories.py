@@ -1,6 +1,7 @@
 """factory_boy factories and small builders shared by every test package."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from io import StringIO
 
@@ -17,6 +18,7 @@ from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES
 from core_memory.keys.services import key_create
 from core_memory.organisations.models import Organisation
 from memory.models import MemoryRecord
+from memory.services import RecordDraft
 from stores.models import KnowledgeIndex
 from stores.services import index_create
 
@@ -136,3 +138,13 @@ def work_command_summary(command: str, *arguments, now=None) -> dict:
         if not out.getvalue():
             raise  # refused before it ran
     return json.loads(out.getvalue())
+
+
+DRAFT_FIELDS = {field.name for field in dataclasses.fields(RecordDraft)}
+
+
+def with_draft(**arguments) -> dict:
+    """A write's keyword arguments as a test spells them (type, text, metadata… beside key and
+    subject), with the draft's fields gathered into `draft`."""
+    draft = {name: arguments.pop(name) for name in list(arguments) if name in DRAFT_FIELDS}
+    return {**arguments, "draft": RecordDraft(**draft)}

@@ -34,7 +34,7 @@ from core_memory.persons.models import Person
 from core_memory.threads.models import Item, Thread
 from maintenance.models import Proposal, ProposalSource
 from memory.models import MemoryRecord
-from memory.services import record_write
+from memory.services import RecordDraft, record_write
 from stores.models import KnowledgeIndex, MemoryStore
 from tests.factories import client_for, make_index, make_key
 from tests.fake_model import FakeChatModel, completion
@@ -110,9 +110,9 @@ def world(tenant, other_tenant, settings):
     KnowledgeIndex.objects.filter(pk=tenant.index.pk).update(name="cnry-index-name")
     index = tenant.index
     elsewhere = make_index(organisation, name="cnry-elsewhere")
-    anna_fact = record_write(key=tenant.key, index=index, subject="anna", type="fact", text="cnry-anna-fact", actor="test").record
-    shared_fact = record_write(key=tenant.key, index=index, subject=None, type="fact", text="cnry-shared-fact", actor="test").record
-    bob_fact = record_write(key=tenant.key, index=index, subject="bob", type="fact", text="Bob likes tea", actor="test").record
+    anna_fact = record_write(key=tenant.key, index=index, subject="anna", actor="test", draft=RecordDraft(type="fact", text="cnry-anna-fact")).record
+    shared_fact = record_write(key=tenant.key, index=index, subject=None, actor="test", draft=RecordDraft(type="fact", text="cnry-shared-fact")).record
+    bob_fact = record_write(key=tenant.key, index=index, subject="bob", actor="test", draft=RecordDraft(type="fact", text="Bob likes tea")).record
     owner = tenant.client()
     thread = owner.post("/v1/threads", {"subject": "anna", "metadata": {"note": "cnry-anna-thread"}}, format="json").json()
     owner.post(f"/v1/threads/{thread['id']}/items", {"items": [{"role": "user", "content": "cnry-anna-said"}]}, format="json")

@@ -46,7 +46,7 @@ from extraction.selectors import SwitchState, switch_state
 from extraction.services.planning import MAX_ATTEMPTS, QUIET_PERIOD, window_lease
 from memory.embedding.selectors import lesson_near_duplicate
 from memory.models import MemoryRecord
-from memory.services import RecordWriteResult, record_write_within
+from memory.services import RecordDraft, RecordWriteResult, record_write_within
 from stores.models import KnowledgeIndex
 from stores.selectors import index_find_available
 
@@ -244,18 +244,16 @@ class _Writer:
         self.actor = f"extraction:{reading.key.id}"
 
     def _write(self, *, type_name: str, text: str, item_ids: list[str], **fields) -> RecordWriteResult:
+        """Writes one of the answer's records; `fields` are the rest of its draft (confidence, replaces, …)."""
         reading = self.reading
+        provenance = {"thread_id": reading.thread.pk, "item_ids": item_ids, "response_id": _response_of(reading, item_ids)}
         result = record_write_within(
             key=reading.key,
             index=reading.index,
             subject=reading.thread.subject,
-            type=type_name,
-            text=text,
-            source=MemoryRecord.Source.EXTRACTION,
-            provenance={"thread_id": reading.thread.pk, "item_ids": item_ids, "response_id": _response_of(reading, item_ids)},
+            draft=RecordDraft(type=type_name, text=text, source=MemoryRecord.Source.EXTRACTION, provenance=provenance, **fields),
             actor=self.actor,
             now=reading.now,
-            **fields,
         )
         if result.status == "confirmed":
             self.confirmed += 1

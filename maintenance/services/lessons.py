@@ -24,7 +24,7 @@ from maintenance.selectors import ChangedRecord, episodes_unused, planned_job_pa
 from maintenance.services.work import ACTOR, Asking, Prepared, job_queued, stamp
 from memory.embedding.selectors import lesson_near_duplicate
 from memory.models import MemoryRecord
-from memory.services import record_write_by_core_within
+from memory.services import RecordDraft, record_write_by_core_within
 from stores.models import KnowledgeIndex
 
 KIND = MaintenanceJob.Kind.STORE_LESSON
@@ -129,14 +129,16 @@ def store_lesson_write(*, job: MaintenanceJob, prepared: Prepared, answer: str, 
         organisation_id=job.organisation_id,
         index_id=job.index_id,
         subject=job.subject,
-        type=LESSON,
-        text=near.text if near is not None else answer,
-        metadata={"lesson.kind": LESSON_KINDS[job.payload["result"]], "lesson.basis": "episodes"},
-        source=MemoryRecord.Source.MAINTENANCE,
         actor=ACTOR,
-        trusted=False,
-        structured={"result": job.payload["result"], "episode_ids": asked},
         now=now,
+        draft=RecordDraft(
+            type=LESSON,
+            text=near.text if near is not None else answer,
+            metadata={"lesson.kind": LESSON_KINDS[job.payload["result"]], "lesson.basis": "episodes"},
+            source=MemoryRecord.Source.MAINTENANCE,
+            trusted=False,
+            structured={"result": job.payload["result"], "episode_ids": asked},
+        ),
     )
     used_at = timezone.now()
     EpisodeUse.objects.bulk_create(

@@ -21,7 +21,7 @@ from core_memory.keys.models import ApiKey
 from maintenance.models import Proposal, ProposalSource
 from maintenance.selectors import proposals_resting_only_on
 from memory.models import MemoryRecord
-from memory.services import record_write_authorise, record_write_by_core_within
+from memory.services import RecordDraft, record_write_authorise, record_write_by_core_within
 from stores.models import KnowledgeIndex, MemoryStore
 
 
@@ -76,13 +76,15 @@ def _proposal_decide(*, proposals: QuerySet[Proposal], proposal_id: str, actor: 
             organisation_id=proposal.organisation_id,
             index_id=proposal.index_id,
             subject=None,
-            type=proposal.type,
-            text=proposal.text,
-            metadata=dict((store.promotion or {}).get("labels") or {}),
-            confidence=proposal.confidence,
-            source=MemoryRecord.Source.PROMOTION,
             actor=actor,
             now=now,
+            draft=RecordDraft(
+                type=proposal.type,
+                text=proposal.text,
+                metadata=dict((store.promotion or {}).get("labels") or {}),
+                confidence=proposal.confidence,
+                source=MemoryRecord.Source.PROMOTION,
+            ),
         )
         proposal.applied_record = result.record
         details |= {"memory_id": result.record.pk, "write": result.status}

@@ -14,7 +14,7 @@ from memory.answers import record_write_answer
 from memory.injection.lines import confidence_percentage, data_json, episode_span
 from memory.models import MemoryRecord
 from memory.selectors import SEARCH_DEFAULT_LIMIT, record_search
-from memory.services import record_write, records_retrieved
+from memory.services import RecordDraft, record_write, records_retrieved
 from memory.tools.catalogue import SEARCH, WRITE, tool_index, writable_types
 from stores.models import KnowledgeIndex
 
@@ -100,14 +100,16 @@ def _write(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, arguments
             key=key,
             index=index,
             subject=subject,
-            type=values["type"],
-            text=values["text"],
-            metadata=values.get("metadata"),
-            confidence=values.get("confidence", 1.0),
-            due_at=values.get("due_at"),
-            source=MemoryRecord.Source.TOOL,
-            provenance=provenance,
             actor=key.id,
+            draft=RecordDraft(
+                type=values["type"],
+                text=values["text"],
+                metadata=values.get("metadata"),
+                confidence=values.get("confidence", 1.0),
+                due_at=values.get("due_at"),
+                source=MemoryRecord.Source.TOOL,
+                provenance=provenance,
+            ),
         )
     except _Refusal as refusal:
         refusal.body["allowed_types"] = allowed

@@ -10,7 +10,7 @@ from core_memory.threads.models import Response
 from core_memory.threads.services import ItemDraft, thread_create
 from extraction.models import ExtractionSwitch
 from memory.models import MemoryRecord
-from memory.services import record_write
+from memory.services import RecordDraft, record_write
 from stores.models import KnowledgeIndex
 from tests.extraction.builders import conversation, extraction_answer, items_add, shown, switch_put
 from tests.factories import resolved_for
@@ -265,8 +265,16 @@ def test_a_lesson_she_has_in_nearly_the_same_words_is_confirmed_where_the_index_
     switch_put(tenant.client(), tenant.index.id, episodes=True, lessons=True)
     set_switch_since(timezone.now() - timedelta(days=1))
     stored = record_write(
-        key=tenant.key, index=resolved_for(tenant.key, KnowledgeIndex.objects.get(pk=tenant.index.pk)), subject="anna",
-        type="lesson", text="Vraag eerst naar het klantnummer.", source="extraction", trusted=False, actor="test",
+        key=tenant.key,
+        index=resolved_for(tenant.key, KnowledgeIndex.objects.get(pk=tenant.index.pk)),
+        subject="anna",
+        actor="test",
+        draft=RecordDraft(
+            type="lesson",
+            text="Vraag eerst naar het klantnummer.",
+            source="extraction",
+            trusted=False,
+        ),
     ).record
     vectors(stored)
     items = session["items"]

@@ -31,6 +31,7 @@ from core_memory.base.storable import unstorable_value
 from tests.fake_model import FakeChatModel
 from tests.fuzz.figures import SENT, STATUSES
 from tests.factories import OrganisationFactory, make_index, make_key, resolved_for
+from memory.services import RecordDraft
 
 pytestmark = pytest.mark.fuzz
 
@@ -85,7 +86,7 @@ def fuzz_organisation(model_id: str) -> tuple[str, dict]:
     key, secret = make_key(organisation, name="owner")
     other_key, _ = make_key(organisation, name="fuzzed")
     index = resolved_for(key, make_index(organisation))
-    record = record_write(key=key, index=index, subject=None, type="fact", text="Kantoor sluit om vijf", actor="fuzz").record
+    record = record_write(key=key, index=index, subject=None, actor="fuzz", draft=RecordDraft(type="fact", text="Kantoor sluit om vijf")).record
     from tests.factories import client_for
 
     client = client_for(secret)

@@ -13,7 +13,7 @@ from core_memory.persons.services import person_update
 from maintenance.models import ContradictionCheck, MaintenanceJob
 from memory.injection.walk import injection_block_build
 from memory.models import MemoryRecord
-from memory.services import record_delete, record_update, record_write
+from memory.services import RecordDraft, record_delete, record_update, record_write
 from tests.maintenance.builders import CONTRADICTIONS, asked, contradictions, sections, shown, touched
 from tests.memory.injection.builders import injecting_key
 from tests.memory.tools.builders import call, search_name, tool_key
@@ -95,7 +95,7 @@ def test_a_correction_of_either_clears_the_pair(tenant, delft_and_leiden, fake_m
     fake_model.answer(contradictions((delft.id, leiden.id)), format_name=CONTRADICTIONS)
     run_store()
 
-    utrecht = record_write(key=tenant.key, index=tenant.index, subject="anna", type="fact", text="Woont in Utrecht", replaces=leiden.id, actor="test").record
+    utrecht = record_write(key=tenant.key, index=tenant.index, subject="anna", actor="test", draft=RecordDraft(type="fact", text="Woont in Utrecht", replaces=leiden.id)).record
 
     assert [fresh(record).contested for record in (delft, leiden, utrecht)] == [False, False, False]
     assert contradicting(delft) == contradicting(leiden) == []
@@ -108,7 +108,7 @@ def test_a_confirmation_by_correction_clears_the_pair(tenant, delft_and_leiden, 
     fake_model.answer(contradictions((delft.id, leiden.id)), format_name=CONTRADICTIONS)
     run_store()
 
-    result = record_write(key=tenant.key, index=tenant.index, subject="anna", type="fact", text="woont in leiden", replaces=delft.id, actor="test")
+    result = record_write(key=tenant.key, index=tenant.index, subject="anna", actor="test", draft=RecordDraft(type="fact", text="woont in leiden", replaces=delft.id))
 
     assert (result.status, result.record.id) == ("confirmed", leiden.id)
     assert (fresh(delft).status, fresh(delft).contested, fresh(leiden).contested) == ("ended", False, False)

@@ -13,7 +13,7 @@ from audit.models import AuditEvent
 from core_memory.keys.services import key_delete
 from core_memory.threads.services import thread_create
 from memory.models import MemoryRecord
-from memory.services import record_write
+from memory.services import RecordDraft, record_write
 from tests.core_memory.console.world import contest
 from tests.factories import console_client, make_index, resolved_for, staff_without_organisation
 from tests.memory.conftest import RECORDS, age, listed_ids, read_events, record_url, version_rows
@@ -223,8 +223,15 @@ def test_the_history_page_lists_every_version(console, write):
 def test_history_names_who_changed_what_and_highlights_the_change(console, tenant):
     """Issue 13 item 2: a key by its name, an administrator as such; text, confidence and metadata diffed."""
     record = record_write(
-        key=tenant.key, index=tenant.index, subject="anna", type="fact", text="Anna drinkt koffie zwart",
-        metadata={"bron": "gesprek", "oud": 1}, actor=tenant.key.id,
+        key=tenant.key,
+        index=tenant.index,
+        subject="anna",
+        actor=tenant.key.id,
+        draft=RecordDraft(
+            type="fact",
+            text="Anna drinkt koffie zwart",
+            metadata={"bron": "gesprek", "oud": 1},
+        ),
     ).record
     console.post(record_url(record), record_form(record, text="Anna drinkt thee zwart", confidence="0.7", metadata='{"bron": "mail", "nieuw": true}'))
     console.post(record_url(record, "delete"), {"post": "yes"})
@@ -247,7 +254,7 @@ def test_history_names_who_changed_what_and_highlights_the_change(console, tenan
 
 def test_history_names_a_deleted_key_by_its_id(console, tenant):
     client, key = tenant.key_client(name="weg")
-    record = record_write(key=key, index=resolved_for(key, tenant.index), subject=None, type="fact", text="Iets", actor=key.id).record
+    record = record_write(key=key, index=resolved_for(key, tenant.index), subject=None, actor=key.id, draft=RecordDraft(type="fact", text="Iets")).record
     key_id = key.id
     key_delete(key=key, actor="test")
 

@@ -12,6 +12,7 @@ from audit.models import AuditEvent
 from core_memory.base.errors import InvalidRequest
 from memory.models import MemoryRecord
 from memory.services import record_update, record_write
+from tests.factories import with_draft
 
 pytestmark = pytest.mark.django_db
 
@@ -113,7 +114,7 @@ def test_a_history_cursor_from_a_page_still_leads_to_the_next(tenant, write):
 def test_the_write_service_refuses_unstorable_text_for_every_caller(tenant, fields, param):
     """The write tool and extraction pass a model's words straight to the service (R-12.3)."""
     with pytest.raises(InvalidRequest) as refused:
-        record_write(key=tenant.key, index=tenant.index, subject=None, type="fact", actor="test", **fields)
+        record_write(key=tenant.key, index=tenant.index, subject=None, actor="test", **with_draft(type="fact", **fields))
 
     assert refused.value.param == param
     assert not MemoryRecord.objects.exists()

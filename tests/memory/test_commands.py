@@ -11,6 +11,7 @@ from django.core.management import CommandError, call_command
 from audit.models import AuditEvent
 from memory.models import MemoryRecord
 from tests.factories import make_index, make_key, resolved_for
+from memory.services import RecordDraft
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +23,7 @@ def test_an_organisation_exported_and_imported_into_another_holds_the_same_recor
     ended = write("Woont in Delft.", subject="anna")
     from memory.services import record_write
 
-    record_write(key=tenant.key, index=tenant.index, subject="anna", type="fact", text="Woont in Utrecht.", replaces=ended.id, actor="test")
+    record_write(key=tenant.key, index=tenant.index, subject="anna", actor="test", draft=RecordDraft(type="fact", text="Woont in Utrecht.", replaces=ended.id))
     exported = tmp_path / "acme.jsonl"
     errors = StringIO()
 

@@ -19,6 +19,7 @@ from memory.embedding.passages import passage_digest, record_passage
 from memory.models import MemoryRecord, RecordEmbedding
 from memory.services import record_delete, record_update, record_write
 from tests.factories import make_index, resolved_for
+from tests.factories import with_draft
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +36,7 @@ def _vector_of(record: MemoryRecord) -> RecordEmbedding | None:
 
 def _write(tenant, index, text: str, **fields) -> MemoryRecord:
     fields.setdefault("subject", None)
-    return record_write(key=tenant.key, index=index, type=fields.pop("type", "fact"), text=text, actor="test", **fields).record
+    return record_write(key=tenant.key, index=index, actor="test", **with_draft(type=fields.pop("type", "fact"), text=text, **fields)).record
 
 
 def test_the_model_gives_unit_vectors_and_tells_a_query_from_a_passage(vectors):

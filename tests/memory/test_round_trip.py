@@ -14,8 +14,9 @@ from django.utils import timezone
 
 from core_memory.flows.export import person_export_document
 from memory.models import MemoryRecord
-from memory.services import record_update, record_write, record_write_by_core_within, records_contradiction_mark_within
+from memory.services import RecordDraft, record_update, record_write, record_write_by_core_within, records_contradiction_mark_within
 from tests.factories import make_index, resolved_for
+from tests.factories import with_draft
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +32,7 @@ def _organisation_with_everything(tenant):
 
     def write(text, *, index=None, subject=None, **fields):
         target = resolved_for(tenant.key, index or tenant.index)
-        return record_write(key=tenant.key, index=target, subject=subject, text=text, actor="test", **fields).record
+        return record_write(key=tenant.key, index=target, subject=subject, actor="test", **with_draft(text=text, **fields)).record
 
     preference = write("Wil facturen per e-mail.", type="preference", subject="anna", metadata={"bron": "crm"}, confidence=0.7)
     write("wil facturen per e-mail", type="preference", subject="anna")  # a confirmation
@@ -45,10 +46,28 @@ def _organisation_with_everything(tenant):
                     structured={"who": "Piet", "what": "terugbellen"})
     record_update(key=tenant.key, record_id=promise.id, subject=None, actor="test", changes={"done": True})
     write("Spreekt Nederlands.", type="behaviour", subject="bram", index=second)
-    record_write_by_core_within(organisation_id=tenant.organisation.id, index_id=tenant.index.id, subject="anna", type="episode",
-                                text="Anna vroeg om haar facturen.", source="extraction", actor="test")
-    record_write_by_core_within(organisation_id=tenant.organisation.id, index_id=tenant.index.id, subject=None, type="lesson",
-                                text="Vraag eerst het klantnummer.", source="maintenance", actor="test")
+    record_write_by_core_within(
+                                organisation_id=tenant.organisation.id,
+                                index_id=tenant.index.id,
+                                subject="anna",
+                                actor="test",
+                                draft=RecordDraft(
+                                    type="episode",
+                                    text="Anna vroeg om haar facturen.",
+                                    source="extraction",
+                                ),
+                            )
+    record_write_by_core_within(
+                                organisation_id=tenant.organisation.id,
+                                index_id=tenant.index.id,
+                                subject=None,
+                                actor="test",
+                                draft=RecordDraft(
+                                    type="lesson",
+                                    text="Vraag eerst het klantnummer.",
+                                    source="maintenance",
+                                ),
+                            )
     records = MemoryRecord.objects.filter(organisation=tenant.organisation)
     records.update(created_at=LONG_AGO, updated_at=LONG_AGO + timedelta(days=1))
     records.filter(pk=preference.pk).update(retrieval_count=5)

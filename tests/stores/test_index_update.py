@@ -5,7 +5,7 @@ import pytest
 from audit.models import AuditEvent
 from core_memory.celery import app as celery_app
 from memory.models import MemoryRecord, RecordEmbedding
-from memory.services import record_write
+from memory.services import RecordDraft, record_write
 from stores.models import KnowledgeIndex
 
 pytestmark = pytest.mark.django_db
@@ -15,7 +15,7 @@ def test_switching_embeddings_on_embeds_the_records_the_index_holds(tenant, vect
     """R-4.1: the backfill runs by itself (the worker's task, here where it is sent)."""
     monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
     written = [
-        record_write(key=tenant.key, index=tenant.index, subject="anna", type="fact", text=text, actor="test").record
+        record_write(key=tenant.key, index=tenant.index, subject="anna", actor="test", draft=RecordDraft(type="fact", text=text)).record
         for text in ("Anna woont in Utrecht.", "Anna fietst naar haar werk.")
     ]
     assert not RecordEmbedding.objects.filter(record_id__in=[record.id for record in written]).exists()

@@ -22,6 +22,7 @@ from memory.services import (
     records_contradiction_mark_within,
 )
 from tests.factories import client_for, make_key, resolved_for
+from tests.factories import with_draft
 
 
 @dataclass
@@ -68,7 +69,7 @@ def build_world(tenant, fake_model) -> World:
 
     def write(text, **fields):
         fields.setdefault("subject", "anna")
-        return record_write(key=key, index=index, type=fields.pop("type", "fact"), text=text, actor=key.id, **fields).record
+        return record_write(key=key, index=index, actor=key.id, **with_draft(type=fields.pop("type", "fact"), text=text, **fields)).record
 
     coffee = write("Anna drinkt koffie zwart", type="preference", metadata={"bron": "gesprek"})
     tea = write("Anna drinkt alleen thee", type="preference")

@@ -10,7 +10,7 @@ from core_memory.keys.services import subject_token_create
 from core_memory.persons.services import person_update
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
 from maintenance.models import Proposal, ProposalSource
-from memory.services import record_delete, record_write
+from memory.services import RecordDraft, record_delete, record_write
 from tests.factories import make_record
 
 pytestmark = pytest.mark.django_db
@@ -21,8 +21,17 @@ def anna(tenant, write):
     """Anna's memory: a corrected fact, a deleted one, an episode, a lesson, a thread, a token, rules;
     Bob's and a shared record beside it."""
     first = write("Woont in Delft.", subject="anna")
-    corrected = record_write(key=tenant.key, index=tenant.index, subject="anna", type="fact", text="Woont in Utrecht.",
-                             replaces=first.id, actor="test").record
+    corrected = record_write(
+                             key=tenant.key,
+                             index=tenant.index,
+                             subject="anna",
+                             actor="test",
+                             draft=RecordDraft(
+                                 type="fact",
+                                 text="Woont in Utrecht.",
+                                 replaces=first.id,
+                             ),
+                         ).record
     gone = write("Houdt van jazz.", type="preference", subject="anna")
     record_delete(key=tenant.key, record_id=gone.id, subject="anna", actor="test")
     episode = make_record(tenant.index, "Anna wilde haar factuur; opgelost.", type="episode", subject="anna")

@@ -24,7 +24,7 @@ import pytest
 
 from core_memory.keys.services import key_revoke, subject_token_create
 from memory.models import MemoryRecord
-from memory.services import record_write
+from memory.services import RecordDraft, record_write
 from tests.core_memory.mcp.test_server import _payload, _session
 from tests.factories import make_index, make_key, resolved_for
 from tests.narrow import owner_turn_that_read_a1
@@ -55,7 +55,7 @@ def victim(tenant, other_tenant):
     """Anna's, bob's and a shared record in the victim's index, and a credential per attacker."""
     organisation, index = tenant.organisation, tenant.index
     records = {
-        who: record_write(key=tenant.key, index=index, subject=subject, type="fact", text=f"cnry {who} geheim {who}", actor="test").record
+        who: record_write(key=tenant.key, index=index, subject=subject, actor="test", draft=RecordDraft(type="fact", text=f"cnry {who} geheim {who}")).record
         for who, subject in (("anna", "anna"), ("shared", None), ("bob", "bob"))
     }
     elsewhere = make_index(organisation, name="elsewhere")

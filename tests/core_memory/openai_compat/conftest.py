@@ -15,7 +15,7 @@ import pytest
 
 from core_memory.keys.models import ApiKey
 from memory.models import MemoryRecord
-from memory.services import record_write
+from memory.services import RecordDraft, record_write
 from tests.factories import OrganisationFactory, make_index, make_key, resolved_for
 from tests.fake_model import FakeChatModel
 from tests.processes import child_environment, gunicorn_start, stop
@@ -91,7 +91,7 @@ def make_app(site: str, **key_fields) -> App:
     memory = {"retrieval_tool": True, "write_tool": True, "injection": {"enabled": True, "index_id": index.id}}
     key, secret = make_key(organisation, name="app", memory=memory, **key_fields)
     resolved = resolved_for(key, index)
-    record_write(key=key, index=resolved, subject="anna", type="preference", text=ANNA_RECORD, actor="test")
+    record_write(key=key, index=resolved, subject="anna", actor="test", draft=RecordDraft(type="preference", text=ANNA_RECORD))
     return App(organisation=organisation, key=key, secret=secret, index=resolved, base_url=f"{site}/openai/v1")
 
 
