@@ -15,8 +15,10 @@ is scored in seconds instead of a 15-minute API run; the API benches confirm the
 `fit` fits a pairwise logistic model (RankNet with a linear scorer: for every question, each
 right record against each wrong candidate, the difference of their features) with numpy, on
 LoCoMo conversations 1–5 and the product set's training users only; it reports both held-out
-halves against the hand-set fusion. Two weight vectors: one for an index that embeds, one for
-full text alone (the vector features zero and the candidates the best 50 by full text).
+halves against the hand-set fusion. Three first rankings: a store of facts that embeds, a
+conversation index that embeds, full text alone (the vector features zero and the candidates the
+best 50 by full text); and for the two that embed a second look (memory.search.rerank) fitted the
+same way over the first ranking's best RERANK_DEPTH.
 """
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ scored:
   validation, the query embedding, SQL, the answer), p50 and p95.
 
 Each index is asked twice: with the hand-set fusion that ranked before (bench/fusion_fit.py
-`hand_rank`, "before") and with the learned one as shipped ("after"); then the index that
+`hand_rank`, "before") and with the learned one and its second look as shipped ("after"); then the index that
 embeds once more as a conversation index (`conversation: true`). The learned weights were
 fitted on conversations 1–5 (bench/fusion.py); conversations 6–10 are reported apart as the
 held-out test. Categories as commonly labelled for locomo10: 1 multi-hop, 2 temporal,
@@ -206,9 +206,10 @@ def report(
         f"LoCoMo: {records} records a mode, written through `POST /v1/memory` in {load_seconds:.0f} s; the backfill",
         f"(`manage.py embed_records`, one engine thread) embedded them in {embed_seconds:.0f} s. Model "
         f"`{embedding_model_id()}`. *Before*: the hand-set fusion (vector 0.45, time 0.3, recency 0.02); *after*: the",
-        "learned fusion of memory.search.weights (bench/fusion.py), fitted on LoCoMo conversations 1–5 and the product",
-        "set's training users only. *Conversation index*: the same index with `conversation: true` (each turn read",
-        "with its neighbours; the vectors do not change).",
+        "learned fusion of memory.search.weights with its second look at the best 40 (memory.search.rerank), as shipped",
+        "(bench/fusion.py), fitted on LoCoMo conversations 1–5 and the product set's training users only. *Conversation",
+        "index*: the same index with `conversation: true` (each turn read with its neighbours, the conversation weights;",
+        "the vectors do not change).",
         "",
         *_locomo_rows(results),
         "",

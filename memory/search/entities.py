@@ -20,7 +20,7 @@ from collections.abc import Sequence
 _WORD = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+", re.UNICODE)
 # Function words that start a question or a sentence with a capital (English, Dutch), and the
 # pronouns written with one ("I").
-_NOT_NAMES = frozenset("""
+NOT_NAMES = frozenset("""
     what when where who whom whose which why how did does do is are was were can could would should will shall may might must
     i i'm my me we our us you your he she his her him they their them it its the a an in on at of for to from and or but if
     has have had be been this that these those there here please tell give list show any some all
@@ -40,7 +40,7 @@ def question_entities(query: str) -> list[str]:
     found: list[str] = []
     for match in _WORD.finditer(query):
         word = match.group()
-        if word[0].isdigit() or (word[0].isupper() and word.lower() not in _NOT_NAMES):
+        if word[0].isdigit() or (word[0].isupper() and word.lower() not in NOT_NAMES):
             token = _token(word)
             if token not in found:
                 found.append(token)

@@ -27,8 +27,12 @@ product-shaped set; its weights are the numbers in memory.search.weights. The fe
     score = sigmoid(bias + Σ weight · feature) · (1 − CONFIDENCE_WEIGHT + CONFIDENCE_WEIGHT · effective confidence)
 
 within 0..1; a decayed record loses at most a quarter of its score (a rule, not
-learned: the sets hold no decayed records). An index searched by full text alone has its own
-weights (the vector features are 0 there). Ties: effective confidence, retrieval count, id (as
+learned: the sets hold no decayed records). Three kinds of index have their own weights: one
+that embeds (a store of facts: `length` left out, it says little there), a conversation index
+that embeds, and one searched by full text alone (the vector features are 0 there). Where
+memory.search.weights has a second look for the kind (RERANK_*), the first ranking's best
+RERANK_DEPTH are ordered again by memory.search.rerank, whose score then replaces the sum
+above; the rest stay below them. Ties: effective confidence, retrieval count, id (as
 everywhere).
 """
 from __future__ import annotations
@@ -41,6 +45,7 @@ from datetime import datetime
 
 from memory.search import weights
 from memory.search.entities import entity_overlaps, question_entities
+from memory.search.rerank import RERANK_DEPTH, rerank_features, reranked_sum
 from memory.search.when import TimeWindow
 
 # multilingual-e5-small's cosines between a question and a stored text (memory.embedding).
@@ -137,10 +142,18 @@ def candidates_features(
     return rows
 
 
+def fused_sum(features: dict[str, float], model: dict[str, float]) -> float:
+    """bias + Σ weight · feature: the model's logit."""
+    return model["bias"] + sum(model[name] * value for name, value in features.items())
+
+
+def _sigmoid(total: float) -> float:
+    return 1 / (1 + math.exp(-max(-60.0, min(60.0, total))))
+
+
 def fused_score(features: dict[str, float], model: dict[str, float]) -> float:
     """sigmoid(bias + Σ weight · feature): within 0..1, in the order of the linear sum."""
-    total = model["bias"] + sum(model[name] * value for name, value in features.items())
-    return 1 / (1 + math.exp(-max(-60.0, min(60.0, total))))
+    return _sigmoid(fused_sum(features, model))
 
 
 def candidates_rank(
@@ -152,11 +165,49 @@ def candidates_rank(
     query: str = "",
     conversation: bool = False,
 ) -> list[tuple[str, float]]:
-    """(record id, score) best first, at most `limit` (the module docstring has the formula)."""
-    model = weights.HYBRID if any(candidate.similarity is not None for candidate in candidates) else weights.FULL_TEXT
-    scored = []
-    for candidate, features in zip(candidates, candidates_features(candidates, query=query, windows=windows, now=now, conversation=conversation), strict=True):
-        score = fused_score(features, model) * (1 - CONFIDENCE_WEIGHT + CONFIDENCE_WEIGHT * candidate.effective_confidence)
-        scored.append((candidate, score))
-    scored.sort(key=lambda pair: (-pair[1], -pair[0].effective_confidence, -pair[0].retrieval_count, pair[0].record_id))
-    return [(candidate.record_id, score) for candidate, score in scored[:limit]]
+    """(record id, score) best first, at most `limit` (the module docstring has the formula),
+    the best RERANK_DEPTH looked at a second time (memory.search.rerank) where its model has weights."""
+    model, second = _models(embedded=any(candidate.similarity is not None for candidate in candidates), conversation=conversation)
+    features = candidates_features(candidates, query=query, windows=windows, now=now, conversation=conversation)
+    sums = [fused_sum(row, model) for row in features]
+    order = sorted(range(len(candidates)), key=lambda i: _tie_order(candidates[i], sums[i]))
+    if second:
+        order, sums = _reranked(order, sums, candidates, features, query=query, model=second)
+    scored = [(candidates[i], _sigmoid(sums[i]) * _confidence_factor(candidates[i])) for i in order[:limit]]
+    return [(candidate.record_id, score) for candidate, score in scored]
+
+
+def _models(*, embedded: bool, conversation: bool) -> tuple[dict[str, float], dict[str, float]]:
+    """The first ranking's weights and the second look's (empty: none) for this kind of index."""
+    if not embedded:
+        return weights.FULL_TEXT, weights.RERANK_FULL_TEXT
+    if conversation:
+        return weights.HYBRID_CONVERSATION, weights.RERANK_CONVERSATION
+    return weights.HYBRID, weights.RERANK_HYBRID
+
+
+def _confidence_factor(candidate: Candidate) -> float:
+    return 1 - CONFIDENCE_WEIGHT + CONFIDENCE_WEIGHT * candidate.effective_confidence
+
+
+def _tie_order(candidate: Candidate, total: float) -> tuple:
+    """Best first by the score as answered; ties: effective confidence, retrieval count, id."""
+    score = _sigmoid(total) * _confidence_factor(candidate)
+    return (-score, -candidate.effective_confidence, -candidate.retrieval_count, candidate.record_id)
+
+
+def _reranked(
+    order: list[int], sums: list[float], candidates: Sequence[Candidate], features: list[dict[str, float]], *, query: str, model: dict[str, float]
+) -> tuple[list[int], list[float]]:
+    """The first ranking's best RERANK_DEPTH ordered by their second look, above the rest, whose
+    sums are held below the lowest of those so that the scores still fall with the order."""
+    top, rest = order[:RERANK_DEPTH], order[RERANK_DEPTH:]
+    rows = rerank_features(
+        query=query, texts=[candidates[i].text for i in top], first=[sums[i] for i in top],
+        text_scores=[candidates[i].text_score for i in top], closeness=[features[i]["closeness"] for i in top],
+    )
+    second = dict(zip(top, (reranked_sum(row, model) for row in rows), strict=True))
+    top.sort(key=lambda i: _tie_order(candidates[i], second[i]))
+    floor = min(second.values(), default=0.0)
+    totals = {**{i: min(sums[i], floor) for i in rest}, **second}
+    return top + rest, [totals[i] for i in range(len(candidates))]

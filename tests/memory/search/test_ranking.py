@@ -30,8 +30,10 @@ def _expected(features: dict[str, float], model: dict[str, float]) -> float:
         ([_candidate("a", text=0.25, similarity=0.8, words="x"), _candidate("b", similarity=0.86, words="y z")], weights.HYBRID),
     ],
 )
-def test_the_score_is_the_shipped_models_sigmoid_of_the_features(candidates, model):
-    """The learned fusion is what ranks: full-text weights without vectors, hybrid ones with them."""
+def test_the_score_is_the_shipped_models_sigmoid_of_the_features(candidates, model, monkeypatch):
+    """The learned fusion is what ranks: full-text weights without vectors, hybrid ones with them
+    (the first look: memory.search.rerank, the second, has tests of its own)."""
+    monkeypatch.setattr(weights, "RERANK_HYBRID", {})
     features = candidates_features(candidates, query="facturen", windows=[], now=NOW)
 
     scores = dict(candidates_rank(candidates, query="facturen", windows=[], now=NOW, limit=5))
