@@ -22,9 +22,9 @@ from memory.selectors import (
     record_get_available,
     record_history,
     record_list,
-    record_search,
 )
-from memory.services import RecordDraft, record_delete, record_update, record_write, records_retrieved
+from memory.retrieval import records_search_retrieve
+from memory.services import RecordDraft, record_delete, record_update, record_write
 from stores.selectors import index_get_available
 
 # `memory` needs `knowledge`: a key is checked for both.
@@ -334,7 +334,7 @@ class MemorySearchApi(CoreApi):
         data = serializer.validated_data
         index = index_get_available(key=self.key, index_id=data["index_id"], param="index_id", right="read")
         subject = self.request_subject()
-        hits = record_search(
+        hits = records_search_retrieve(
             key=self.key,
             index=index,
             subject=subject,
@@ -345,7 +345,6 @@ class MemorySearchApi(CoreApi):
             limit=data["limit"],
             all_subjects=subject is None,
         )
-        records_retrieved(key=self.key, records=[record for record, _ in hits])
         for record, score in hits:
             record.score = round(score, EFFECTIVE_CONFIDENCE_DIGITS)
         return Response({"data": self.OutputSerializer([record for record, _ in hits], many=True).data})

@@ -219,8 +219,8 @@ def record_search(
     few. memory.search.ranking fuses them. A fixed number of queries whatever the store's size
     or `limit`: the query's lexemes, then one query that reads the candidates with both their
     scores — when the index embeds, the full-text candidates first, while the question is being
-    embedded on the engine's thread. One query embedding. A read only: the caller counts the
-    retrieval (memory.services.records_retrieved).
+    embedded on the engine's thread. One query embedding. A read only: memory.retrieval counts the
+    retrieval.
 
     `exhaustive` ranks every shared record that matches and compares every vector of the scope
     (no HNSW graph): the answer the faster candidates must give, which the speed bench compares

@@ -116,3 +116,17 @@ def test_no_parameter_takes_an_organisation_or_its_id():
     ]
 
     assert not found, "Take the organisation's id (`organisation_id: str`), not either of two types:\n" + "\n".join(found)
+
+
+def test_only_retrieval_counts_a_retrieval():
+    """A reader that counted for itself could count twice or forget to: the search route, the
+    search tool and a turn's block read through memory.retrieval, which counts."""
+    callers = [
+        f"{path.relative_to(PROJECT)}:{node.lineno}"
+        for path in production_files()
+        if path.suffix == ".py" and path.relative_to(PROJECT).as_posix() != "memory/retrieval.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "records_retrieved"
+    ]
+
+    assert not callers, "Read through memory.retrieval instead of counting here:\n" + "\n".join(callers)

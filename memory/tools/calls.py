@@ -13,8 +13,9 @@ from core_memory.keys.models import ApiKey
 from memory.answers import record_write_answer
 from memory.injection.lines import confidence_percentage, data_json, episode_span
 from memory.models import MemoryRecord
-from memory.selectors import SEARCH_DEFAULT_LIMIT, record_search
-from memory.services import RecordDraft, record_write, records_retrieved
+from memory.retrieval import records_search_retrieve
+from memory.selectors import SEARCH_DEFAULT_LIMIT
+from memory.services import RecordDraft, record_write
 from memory.tools.catalogue import SEARCH, WRITE, tool_index, writable_types
 from stores.models import KnowledgeIndex
 
@@ -76,7 +77,7 @@ def _hit(record: MemoryRecord) -> dict:
 
 def _search(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, arguments: str, now: datetime) -> dict:
     values = _arguments(SearchArguments, arguments)
-    hits = record_search(
+    hits = records_search_retrieve(
         key=key,
         index=index,
         subject=subject,
@@ -87,7 +88,6 @@ def _search(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, argument
         limit=SEARCH_DEFAULT_LIMIT,
         now=now,
     )
-    records_retrieved(key=key, records=[record for record, _score in hits])
     return {"hits": [_hit(record) for record, _score in hits]}
 
 

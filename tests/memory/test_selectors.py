@@ -41,7 +41,7 @@ def test_search_for_nobody_finds_only_shared_records_unless_all_subjects(tenant,
 
 
 def test_search_itself_only_reads(tenant, records):
-    """Counting the hits (R-5.10) is memory.services.records_retrieved, the callers' write."""
+    """Counting the hits (R-5.10) is memory.retrieval's, which reads through the search and then counts."""
     hits = record_search(key=tenant.key, index=tenant.index, subject="anna", query="facturen")
 
     assert [record.text for record, _ in hits] == ["Facturen per brief", "Facturen gaan per e-mail", "Anna wil facturen per e-mail"]

@@ -34,8 +34,7 @@ from core_memory.pii.placeholders import RedactionError
 from core_memory.threads.models import Item, Response, Thread
 from core_memory.threads.selectors import items_as_key_reads, thread_get_available, thread_history
 from core_memory.threads.services import ItemDraft, thread_agent_record, thread_create, thread_items_append
-from memory.injection.walk import injection_block_build
-from memory.services import records_retrieved
+from memory.retrieval import injection_block_retrieve
 from memory.tools.calls import memory_tool_call
 from memory.tools.catalogue import TRUST_ENVELOPE_NOTE, is_memory_tool_name, memory_tools_offered, memory_tools_resolve
 
@@ -259,10 +258,9 @@ def _turn_close(*, turn: _Turn) -> None:
 def _turn_prepare(*, plan: TurnPlan, turn: _Turn, now: datetime) -> None:
     """The memory block (its records counted as retrieved), the system messages, the thread's
     conversation as this key may read it, and the tools the model is offered."""
-    block = injection_block_build(
+    block = injection_block_retrieve(
         key=plan.key, agent_version=plan.agent_version, subject=plan.subject, topic=_topic(plan.input), now=now
     )
-    records_retrieved(key=plan.key, records=block.records)
     turn.trace, turn.memory_detail = {"memory": block.trace}, block.detail
     turn.system = _system_messages(plan=plan, memory_block=block.text)
     # Another key's thread may hold what this key may not read: its memory tools' calls and

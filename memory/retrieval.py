@@ -1,0 +1,53 @@
+"""Retrieving records: reading them for someone and counting that they were shown.
+
+A search (the API's route and the search tool) and a turn's memory block read their records
+here, and only here does their `retrieval_count` rise (memory.services.records_retrieved): no
+reader counts for itself, and the readers below (`record_search`, `injection_block_build`)
+stay reads, which the speed bench calls without changing a count."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from core_memory.keys.models import ApiKey
+from memory.injection.walk import InjectionResult, injection_block_build
+from memory.models import MemoryRecord
+from memory.selectors import SEARCH_DEFAULT_LIMIT, record_search
+from memory.services import records_retrieved
+from stores.models import KnowledgeIndex
+
+
+def records_search_retrieve(
+    *,
+    key: ApiKey,
+    index: KnowledgeIndex,
+    subject: str | None,
+    query: str,
+    types: list[str] | None = None,
+    after: datetime | None = None,
+    before: datetime | None = None,
+    limit: int = SEARCH_DEFAULT_LIMIT,
+    all_subjects: bool = False,
+    now: datetime | None = None,
+) -> list[tuple[MemoryRecord, float]]:
+    """`record_search`'s hits, best first with their scores, each counted as retrieved once."""
+    hits = record_search(
+        key=key,
+        index=index,
+        subject=subject,
+        query=query,
+        types=types,
+        after=after,
+        before=before,
+        limit=limit,
+        all_subjects=all_subjects,
+        now=now,
+    )
+    records_retrieved(key=key, records=[record for record, _score in hits])
+    return hits
+
+
+def injection_block_retrieve(*, key: ApiKey, agent_version, subject: str | None, topic: str, now: datetime) -> InjectionResult:
+    """A turn's memory block (`injection_block_build`), its records counted as retrieved."""
+    block = injection_block_build(key=key, agent_version=agent_version, subject=subject, topic=topic, now=now)
+    records_retrieved(key=key, records=block.records)
+    return block
