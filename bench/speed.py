@@ -63,6 +63,7 @@ from django.utils import timezone
 
 from core_memory.base.api.models import IdempotentRequest
 from core_memory.keys.authentication import principal_for_secret
+from core_memory.keys.callers import Caller
 from core_memory.threads.models import Item, Response, Thread
 from memory.injection.walk import injection_block_build
 from memory.models import MemoryRecord
@@ -202,7 +203,7 @@ def in_process(store: SeededStore, result: SizeResult, *, operations: int, warmu
 
     def search_tool(number: int) -> None:
         arguments = json.dumps({"query": queries[number]})
-        memory_tool_call(key=key, tool_name=tool, arguments=arguments, subject=persons[number], provenance={}, now=timezone.now())
+        memory_tool_call(caller=Caller(key=key, subject=persons[number]), tool_name=tool, arguments=arguments, provenance={}, now=timezone.now())
 
     result.add("block", Measurement(
         "injection block, one person", "in process", _timed(block, operations=operations, warmup=warmup),

@@ -333,17 +333,16 @@ class MemorySearchApi(CoreApi):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         index = index_get_available(key=self.key, index_id=data["index_id"], param="index_id", right="read")
-        subject = self.request_subject()
+        caller = self.caller
         hits = records_search_retrieve(
-            key=self.key,
+            caller=caller,
             index=index,
-            subject=subject,
             query=data["query"],
             types=data["types"],
             after=data["after"],
             before=data["before"],
             limit=data["limit"],
-            all_subjects=subject is None,
+            all_subjects=caller.subject is None,
         )
         for record, score in hits:
             record.score = round(score, EFFECTIVE_CONFIDENCE_DIGITS)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from core_memory.keys.models import ApiKey
+from core_memory.keys.callers import Caller
 from memory.injection.walk import InjectionResult, injection_block_build
 from memory.models import MemoryRecord
 from memory.selectors import SEARCH_DEFAULT_LIMIT, record_search
@@ -18,9 +18,8 @@ from stores.models import KnowledgeIndex
 
 def records_search_retrieve(
     *,
-    key: ApiKey,
+    caller: Caller,
     index: KnowledgeIndex,
-    subject: str | None,
     query: str,
     types: list[str] | None = None,
     after: datetime | None = None,
@@ -29,11 +28,12 @@ def records_search_retrieve(
     all_subjects: bool = False,
     now: datetime | None = None,
 ) -> list[tuple[MemoryRecord, float]]:
-    """`record_search`'s hits, best first with their scores, each counted as retrieved once."""
+    """`record_search`'s hits for the caller's person, best first with their scores, each counted
+    as retrieved once."""
     hits = record_search(
-        key=key,
+        key=caller.key,
         index=index,
-        subject=subject,
+        subject=caller.subject,
         query=query,
         types=types,
         after=after,
@@ -42,12 +42,13 @@ def records_search_retrieve(
         all_subjects=all_subjects,
         now=now,
     )
-    records_retrieved(key=key, records=[record for record, _score in hits])
+    records_retrieved(key=caller.key, records=[record for record, _score in hits])
     return hits
 
 
-def injection_block_retrieve(*, key: ApiKey, agent_version, subject: str | None, topic: str, now: datetime) -> InjectionResult:
-    """A turn's memory block (`injection_block_build`), its records counted as retrieved."""
-    block = injection_block_build(key=key, agent_version=agent_version, subject=subject, topic=topic, now=now)
-    records_retrieved(key=key, records=block.records)
+def injection_block_retrieve(*, caller: Caller, agent_version, topic: str, now: datetime) -> InjectionResult:
+    """A turn's memory block for the caller's person (`injection_block_build`), its records
+    counted as retrieved."""
+    block = injection_block_build(key=caller.key, agent_version=agent_version, subject=caller.subject, topic=topic, now=now)
+    records_retrieved(key=caller.key, records=block.records)
     return block

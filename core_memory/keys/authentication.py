@@ -16,6 +16,7 @@ from django.db.models import Model
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import KEY_SECRET_PREFIX, SUBJECT_TOKEN_PREFIX, ApiKey, SubjectToken, secret_hash
 from core_memory.organisations.models import Organisation
 
@@ -40,6 +41,10 @@ class Principal:
     @property
     def actor(self) -> str:
         return self.key.id
+
+    def acting_for(self, subject: str | None) -> Caller:
+        """The key as it asks for `subject` (the request's person, checked by the view)."""
+        return Caller(key=self.key, subject=subject)
 
     def has_capability(self, capability: str) -> bool:
         """The key's capability; a subject token never has `management`: managing the

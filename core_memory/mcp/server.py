@@ -111,7 +111,7 @@ def _call(*, request, name: str, arguments: dict) -> tuple[str, bool, bool]:
     caller = _caller_of(request)
     key = caller.principal.key
     text = memory_tool_call(
-        key=key, tool_name=name, arguments=json.dumps(arguments), subject=caller.subject, provenance={}, now=timezone.now()
+        caller=caller.principal.acting_for(caller.subject), tool_name=name, arguments=json.dumps(arguments), provenance={}, now=timezone.now()
     )
     result = json.loads(text)
     refused = "error" in result or "error" in (result.get("content") or {})

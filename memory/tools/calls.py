@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer, first_error
-from core_memory.keys.models import ApiKey
+from core_memory.keys.callers import Caller
 from memory.answers import record_write_answer
 from memory.injection.lines import confidence_percentage, data_json, episode_span
 from memory.models import MemoryRecord
@@ -75,12 +75,11 @@ def _hit(record: MemoryRecord) -> dict:
     return hit
 
 
-def _search(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, arguments: str, now: datetime) -> dict:
+def _search(*, caller: Caller, index: KnowledgeIndex, arguments: str, now: datetime) -> dict:
     values = _arguments(SearchArguments, arguments)
     hits = records_search_retrieve(
-        key=key,
+        caller=caller,
         index=index,
-        subject=subject,
         query=values["query"],
         types=values.get("types") or None,
         after=values.get("after"),
@@ -91,16 +90,16 @@ def _search(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, argument
     return {"hits": [_hit(record) for record, _score in hits]}
 
 
-def _write(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, arguments: str, provenance: dict) -> dict:
+def _write(*, caller: Caller, index: KnowledgeIndex, arguments: str, provenance: dict) -> dict:
     allowed = writable_types(index=index)
     try:
         values = _arguments(WriteArguments, arguments)
         # record_write's own type rules refuse `episode`, `lesson` and unknown types.
         result = record_write(
-            key=key,
+            key=caller.key,
             index=index,
-            subject=subject,
-            actor=key.id,
+            subject=caller.subject,
+            actor=caller.key.id,
             draft=RecordDraft(
                 type=values["type"],
                 text=values["text"],
@@ -122,9 +121,9 @@ def _write(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, arguments
 
 
 def memory_tool_call(
-    *, key: ApiKey, tool_name: str, arguments: str, subject: str | None, provenance: dict, now: datetime
+    *, caller: Caller, tool_name: str, arguments: str, provenance: dict, now: datetime
 ) -> str:
-    """Run one call of a memory tool; the answer is the tool result's text.
+    """Run one call of a memory tool for the caller's person; the answer is the tool result's text.
 
     With the key's `trust_envelope` capability a search result (hits or a refusal) is
     wrapped as `{"trust": "data", "source": <tool name>, "content": …}`. A write's
@@ -134,16 +133,16 @@ def memory_tool_call(
     """
     kind = WRITE if tool_name.endswith(f"__{WRITE}") else SEARCH
     try:
-        index, kind = tool_index(key=key, name=tool_name, param=None)
+        index, kind = tool_index(key=caller.key, name=tool_name, param=None)
         if kind == SEARCH:
-            result = _search(key=key, index=index, subject=subject, arguments=arguments, now=now)
+            result = _search(caller=caller, index=index, arguments=arguments, now=now)
         else:
-            result = _write(key=key, index=index, subject=subject, arguments=arguments, provenance=provenance)
+            result = _write(caller=caller, index=index, arguments=arguments, provenance=provenance)
     except _Refusal as refusal:
         result = {"error": refusal.body}
     except ApplicationError as error:
         # Every refusal, whichever service raised it, is a result the model reads.
         result = {"error": _Refusal(status=error.status_code, message=error.message, param=error.param, error_type=error.error_type).body}
-    if kind == SEARCH and key.has_capability("trust_envelope"):
+    if kind == SEARCH and caller.key.has_capability("trust_envelope"):
         result = {"trust": "data", "source": tool_name, "content": result}
     return data_json(result)

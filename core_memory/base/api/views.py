@@ -28,6 +28,9 @@ class Caller(Protocol):
     organisation: Any
     token_subject: str | None
 
+    def acting_for(self, subject: str | None) -> Any:
+        """Who asks for `subject`, as the one value services take (the keys app's `Caller`)."""
+
 
 SUBJECT_HEADER = "HTTP_X_CORE_SUBJECT"
 MAX_SUBJECT_LENGTH = 255
@@ -62,6 +65,11 @@ class CoreApi(APIView):
     @property
     def organisation(self) -> Any:
         return self.principal.organisation
+
+    @property
+    def caller(self) -> Any:
+        """Who asks, for the request's person (`request_subject`): the key and her together."""
+        return self.principal.acting_for(self.request_subject())
 
     def request_subject(self, *, body_user=None, body_param: str = "user") -> str | None:
         """The request's person: token, else X-Core-Subject, else the body's `user`."""

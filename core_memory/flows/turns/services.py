@@ -25,6 +25,7 @@ from core_memory.base.errors import InvalidRequest
 from core_memory.base.transactions import lazily_committed
 from core_memory.flows.turns.conversation import items_to_messages
 from core_memory.flows.turns.redaction import TurnRedaction
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.llm.metering import token_limit_reached
 from core_memory.llm.protocol import ProviderError, TokenCount
@@ -65,6 +66,11 @@ class TurnPlan:
     caller_tools: list[dict] = field(default_factory=list)
     # Sampling and output settings (temperature, response_format, …) sent with every model call.
     model_options: dict = field(default_factory=dict)
+
+    @property
+    def caller(self) -> Caller:
+        """Who asks: the key, for the turn's person."""
+        return Caller(key=self.key, subject=self.subject)
 
     @property
     def caller_tool_names(self) -> set[str]:
@@ -185,9 +191,7 @@ def _tool_result(*, plan: TurnPlan, call, provenance: dict, now: datetime) -> st
     if call.name not in {tool.name for tool in plan.tools}:
         error = {"type": "unknown_tool", "message": f"No tool named {call.name!r} is offered in this turn."}
         return json.dumps({"error": error}, ensure_ascii=False)
-    return memory_tool_call(
-        key=plan.key, tool_name=call.name, arguments=call.arguments, subject=plan.subject, provenance=provenance, now=now
-    )
+    return memory_tool_call(caller=plan.caller, tool_name=call.name, arguments=call.arguments, provenance=provenance, now=now)
 
 
 @dataclass
@@ -258,9 +262,7 @@ def _turn_close(*, turn: _Turn) -> None:
 def _turn_prepare(*, plan: TurnPlan, turn: _Turn, now: datetime) -> None:
     """The memory block (its records counted as retrieved), the system messages, the thread's
     conversation as this key may read it, and the tools the model is offered."""
-    block = injection_block_retrieve(
-        key=plan.key, agent_version=plan.agent_version, subject=plan.subject, topic=_topic(plan.input), now=now
-    )
+    block = injection_block_retrieve(caller=plan.caller, agent_version=plan.agent_version, topic=_topic(plan.input), now=now)
     turn.trace, turn.memory_detail = {"memory": block.trace}, block.detail
     turn.system = _system_messages(plan=plan, memory_block=block.text)
     # Another key's thread may hold what this key may not read: its memory tools' calls and

@@ -5,6 +5,7 @@ import json
 
 from django.utils import timezone
 
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ALL_INDEXES
 from memory.models import MemoryRecord
 from memory.tools.calls import memory_tool_call
@@ -36,7 +37,7 @@ def write_name(index) -> str:
 def call(key, name, arguments, *, subject="anna") -> dict:
     return json.loads(
         memory_tool_call(
-            key=key, tool_name=name, arguments=json.dumps(arguments), subject=subject, provenance=PROVENANCE, now=NOW
+            caller=Caller(key=key, subject=subject), tool_name=name, arguments=json.dumps(arguments), provenance=PROVENANCE, now=NOW
         )
     )
 
