@@ -201,4 +201,6 @@ def test_the_shared_records_vectors_have_an_hnsw_graph_of_their_own(vectors):
         (definition,) = cursor.fetchone()
 
     assert "USING hnsw (vector halfvec_ip_ops)" in definition
+    # Built with a wider neighbour search: 0.70 of the nearest 50 at 1M records at pgvector's 64.
+    assert "ef_construction='256'" in definition
     assert definition.endswith("WHERE (subject IS NULL)")
