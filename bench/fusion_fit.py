@@ -230,11 +230,8 @@ def fit_models(questions: list[dict], *, leave_out: set[str] = frozenset()) -> d
     ):
         training = [q for q in chosen if q["training"]]
         models[name] = calibrate(training, fit_pairwise(training, fixed=set(fixed) | COLLINEAR | set(leave_out), set_weights=sets))
-        second = {"HYBRID": "RERANK_HYBRID", "HYBRID_CONVERSATION": "RERANK_CONVERSATION"}.get(name)
-        if second:
-            models[second] = as_addition(fit_rerank(training, models[name], set_weights=sets))
-        else:
-            models[f"RERANK_{name}"] = {}
+        second = {"HYBRID": "RERANK_HYBRID", "HYBRID_CONVERSATION": "RERANK_CONVERSATION"}.get(name, f"RERANK_{name}")
+        models[second] = as_addition(fit_rerank(training, models[name], set_weights=sets))
     return models
 
 
@@ -261,9 +258,10 @@ def fit_and_report(questions: list[dict], *, write: Path | None, leave_out: set[
         "with the second": rerank_scorer(models["HYBRID_CONVERSATION"], models["RERANK_CONVERSATION"]),
     })
     print("\n-- full text")
-    report(as_fact_store(text), {"hand-set": hand, "learned": linear(models["FULL_TEXT"])})
+    full_text = {"first look": linear(models["FULL_TEXT"]), "with the second": rerank_scorer(models["FULL_TEXT"], models["RERANK_FULL_TEXT"])}
+    report(as_fact_store(text), {"hand-set": hand, **full_text})
     print("\n-- full text, a conversation index")
-    report(as_conversation(text), {"learned": linear(models["FULL_TEXT"])})
+    report(as_conversation(text), full_text)
 
 
 def ablation(questions: list[dict]) -> None:

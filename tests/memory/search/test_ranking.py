@@ -34,6 +34,7 @@ def test_the_score_is_the_shipped_models_sigmoid_of_the_features(candidates, mod
     """The learned fusion is what ranks: full-text weights without vectors, hybrid ones with them
     (the first look: memory.search.rerank, the second, has tests of its own)."""
     monkeypatch.setattr(weights, "RERANK_HYBRID", {})
+    monkeypatch.setattr(weights, "RERANK_FULL_TEXT", {})
     features = candidates_features(candidates, query="facturen", windows=[], now=NOW)
 
     scores = dict(candidates_rank(candidates, query="facturen", windows=[], now=NOW, limit=5))
