@@ -368,9 +368,12 @@ def _text_candidates(
     matching = [part.filter(search_vector=search_query) for part in parts]
     if bounded is not None:
         version = _shared_version(key=key, index=index)
-        # Those few by primary key alone (at their version each holds a word of the question),
-        # or every shared match when the shared set has changed since.
-        few = parts[-1].alias(shared_version=version).filter(_IdAmong(F("id"), Value(bounded.ids)), shared_version=bounded.version)
+        # Those few by primary key alone, or every shared match when the shared set has changed
+        # since. At their version each is an active shared record of the index in the asked
+        # types and times that holds a word of the question: no other condition, which the
+        # planner would answer by reading the shared set's whole full-text index entry.
+        records = MemoryRecord.objects.for_organisation(key.organisation_id)
+        few = records.alias(shared_version=version).filter(_IdAmong(F("id"), Value(bounded.ids)), shared_version=bounded.version)
         matching[-1:] = [few, matching[-1].alias(shared_version=version).exclude(shared_version=bounded.version)]
     ranked = [part.order_by(rank.desc(), "id") for part in matching]
     if embeds:
