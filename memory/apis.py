@@ -162,12 +162,11 @@ class MemoryListCreateApi(CoreApi):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        subject = self.request_subject()
+        caller = self.caller
         index = index_get_available(key=self.key, index_id=data["index_id"], param="index_id")
         result = record_write(
-            key=self.key,
+            caller=caller,
             index=index,
-            subject=subject,
             actor=self.principal.actor,
             draft=RecordDraft(
                 type=data["type"],

@@ -34,6 +34,7 @@ from core_memory.base.errors import (
 )
 from core_memory.base.storable import metadata_check, storable_check, time_is_storable
 from core_memory.base.transactions import lazily_committed
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from memory.embedding.services import record_vector_forget
 from memory.exporting import records_export_with_history
@@ -247,20 +248,20 @@ class RecordDraft:
 
 
 def record_write(
-    *, key: ApiKey, index: KnowledgeIndex, subject: str | None, draft: RecordDraft, actor: str, now: datetime | None = None
+    *, caller: Caller, index: KnowledgeIndex, draft: RecordDraft, actor: str, now: datetime | None = None
 ) -> RecordWriteResult:
-    """Create, confirm or correct a record, in its own transaction.
+    """Create, confirm or correct a record for the caller's person, in its own transaction.
 
     The key's write right is checked first, outside it, so that a denial's
     `memory.write_denied` event is kept although the write fails. A caller that
     owns a transaction of its own (an extraction window) calls `record_write_within`.
     """
-    record_write_authorise(key=key, index=index, actor=actor)
-    return _record_write_authorised(index=index, subject=subject, draft=draft, actor=actor, now=now, durable=True)
+    record_write_authorise(key=caller.key, index=index, actor=actor)
+    return _record_write_authorised(index=index, subject=caller.subject, draft=draft, actor=actor, now=now, durable=True)
 
 
 def record_write_within(
-    *, key: ApiKey, index: KnowledgeIndex, subject: str | None, draft: RecordDraft, actor: str, now: datetime | None = None
+    *, caller: Caller, index: KnowledgeIndex, draft: RecordDraft, actor: str, now: datetime | None = None
 ) -> RecordWriteResult:
     """Create, confirm or correct a record.
 
@@ -274,8 +275,8 @@ def record_write_within(
     Inside the caller's transaction: everything it writes commits or rolls back with it (its own
     part in a savepoint).
     """
-    record_write_authorise(key=key, index=index, actor=actor)
-    return _record_write_authorised(index=index, subject=subject, draft=draft, actor=actor, now=now, durable=False)
+    record_write_authorise(key=caller.key, index=index, actor=actor)
+    return _record_write_authorised(index=index, subject=caller.subject, draft=draft, actor=actor, now=now, durable=False)
 
 
 def _record_write_authorised(

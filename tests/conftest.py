@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from core_memory.console.services import console_administrator_create
+from core_memory.keys.callers import Caller
 from core_memory.llm import openai
 from memory.embedding.services import record_embeddings_refresh
 from memory.embedding.storage import embedding_storage_forget, embedding_storage_ready
@@ -115,9 +116,8 @@ def write(tenant):
 
     def _write(text: str, *, type: str = "fact", subject: str | None = None, index=None, **fields) -> MemoryRecord:
         return record_write(
-            key=tenant.key,
+            caller=Caller(key=tenant.key, subject=subject),
             index=resolved_for(tenant.key, index or tenant.index),
-            subject=subject,
             actor="test",
             **with_draft(type=type, text=text, **fields),
         ).record
@@ -131,9 +131,8 @@ def other_write(other_tenant):
 
     def _write(text: str, **fields) -> MemoryRecord:
         return record_write(
-            key=other_tenant.key,
+            caller=Caller(key=other_tenant.key, subject=fields.pop("subject", None)),
             index=other_tenant.index,
-            subject=fields.pop("subject", None),
             actor="test",
             **with_draft(type="fact", text=text, **fields),
         ).record

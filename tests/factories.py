@@ -14,6 +14,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from core_memory.console.services import CONSOLE_APP_LABELS
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES
 from core_memory.keys.services import key_create
 from core_memory.organisations.models import Organisation
@@ -145,6 +146,8 @@ DRAFT_FIELDS = {field.name for field in dataclasses.fields(RecordDraft)}
 
 def with_draft(**arguments) -> dict:
     """A write's keyword arguments as a test spells them (type, text, metadata… beside key and
-    subject), with the draft's fields gathered into `draft`."""
+    subject), with the draft's fields gathered into `draft` and the key and subject into `caller`."""
     draft = {name: arguments.pop(name) for name in list(arguments) if name in DRAFT_FIELDS}
+    if "key" in arguments:
+        arguments["caller"] = Caller(key=arguments.pop("key"), subject=arguments.pop("subject", None))
     return {**arguments, "draft": RecordDraft(**draft)}

@@ -27,6 +27,7 @@ from django.db import connection, transaction
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from core_memory.agents.models import Agent
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.keys.services import key_revoke, subject_token_create
 from core_memory.organisations.models import Organisation
@@ -110,9 +111,9 @@ def world(tenant, other_tenant, settings):
     KnowledgeIndex.objects.filter(pk=tenant.index.pk).update(name="cnry-index-name")
     index = tenant.index
     elsewhere = make_index(organisation, name="cnry-elsewhere")
-    anna_fact = record_write(key=tenant.key, index=index, subject="anna", actor="test", draft=RecordDraft(type="fact", text="cnry-anna-fact")).record
-    shared_fact = record_write(key=tenant.key, index=index, subject=None, actor="test", draft=RecordDraft(type="fact", text="cnry-shared-fact")).record
-    bob_fact = record_write(key=tenant.key, index=index, subject="bob", actor="test", draft=RecordDraft(type="fact", text="Bob likes tea")).record
+    anna_fact = record_write(caller=Caller(key=tenant.key, subject="anna"), index=index, actor="test", draft=RecordDraft(type="fact", text="cnry-anna-fact")).record
+    shared_fact = record_write(caller=Caller(key=tenant.key, subject=None), index=index, actor="test", draft=RecordDraft(type="fact", text="cnry-shared-fact")).record
+    bob_fact = record_write(caller=Caller(key=tenant.key, subject="bob"), index=index, actor="test", draft=RecordDraft(type="fact", text="Bob likes tea")).record
     owner = tenant.client()
     thread = owner.post("/v1/threads", {"subject": "anna", "metadata": {"note": "cnry-anna-thread"}}, format="json").json()
     owner.post(f"/v1/threads/{thread['id']}/items", {"items": [{"role": "user", "content": "cnry-anna-said"}]}, format="json")

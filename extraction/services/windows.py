@@ -22,6 +22,7 @@ from django.utils import timezone
 from core_memory.base.errors import ApplicationError, Conflict, PermissionDenied
 from core_memory.base.work.claims import work_erased
 from core_memory.base.work.runner import End, WorkFailed, WorkRunner
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.llm.metering import token_limit_reached
 from core_memory.llm.structured import INVALID_MODEL_OUTPUT, structured_answer_read, structured_completion
@@ -248,9 +249,8 @@ class _Writer:
         reading = self.reading
         provenance = {"thread_id": reading.thread.pk, "item_ids": item_ids, "response_id": _response_of(reading, item_ids)}
         result = record_write_within(
-            key=reading.key,
+            caller=Caller(key=reading.key, subject=reading.thread.subject),
             index=reading.index,
-            subject=reading.thread.subject,
             draft=RecordDraft(type=type_name, text=text, source=MemoryRecord.Source.EXTRACTION, provenance=provenance, **fields),
             actor=self.actor,
             now=reading.now,

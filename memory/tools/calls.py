@@ -96,9 +96,8 @@ def _write(*, caller: Caller, index: KnowledgeIndex, arguments: str, provenance:
         values = _arguments(WriteArguments, arguments)
         # record_write's own type rules refuse `episode`, `lesson` and unknown types.
         result = record_write(
-            key=caller.key,
+            caller=caller,
             index=index,
-            subject=caller.subject,
             actor=caller.key.id,
             draft=RecordDraft(
                 type=values["type"],

@@ -6,6 +6,7 @@ import pytest
 from django.utils import timezone
 
 from core_memory.agents.models import Agent, AgentVersion
+from core_memory.keys.callers import Caller
 from core_memory.threads.models import Response
 from core_memory.threads.services import ItemDraft, thread_create
 from extraction.models import ExtractionSwitch
@@ -265,9 +266,8 @@ def test_a_lesson_she_has_in_nearly_the_same_words_is_confirmed_where_the_index_
     switch_put(tenant.client(), tenant.index.id, episodes=True, lessons=True)
     set_switch_since(timezone.now() - timedelta(days=1))
     stored = record_write(
-        key=tenant.key,
+        caller=Caller(key=tenant.key, subject="anna"),
         index=resolved_for(tenant.key, KnowledgeIndex.objects.get(pk=tenant.index.pk)),
-        subject="anna",
         actor="test",
         draft=RecordDraft(
             type="lesson",

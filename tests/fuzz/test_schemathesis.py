@@ -28,6 +28,7 @@ from django.db import close_old_connections
 from hypothesis import HealthCheck, assume, seed, settings
 
 from core_memory.base.storable import unstorable_value
+from core_memory.keys.callers import Caller
 from tests.fake_model import FakeChatModel
 from tests.fuzz.figures import SENT, STATUSES
 from tests.factories import OrganisationFactory, make_index, make_key, resolved_for
@@ -86,7 +87,7 @@ def fuzz_organisation(model_id: str) -> tuple[str, dict]:
     key, secret = make_key(organisation, name="owner")
     other_key, _ = make_key(organisation, name="fuzzed")
     index = resolved_for(key, make_index(organisation))
-    record = record_write(key=key, index=index, subject=None, actor="fuzz", draft=RecordDraft(type="fact", text="Kantoor sluit om vijf")).record
+    record = record_write(caller=Caller(key=key, subject=None), index=index, actor="fuzz", draft=RecordDraft(type="fact", text="Kantoor sluit om vijf")).record
     from tests.factories import client_for
 
     client = client_for(secret)

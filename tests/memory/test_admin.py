@@ -10,6 +10,7 @@ from django.test import Client
 from django.utils import timezone
 
 from audit.models import AuditEvent
+from core_memory.keys.callers import Caller
 from core_memory.keys.services import key_delete
 from core_memory.threads.services import thread_create
 from memory.models import MemoryRecord
@@ -223,9 +224,8 @@ def test_the_history_page_lists_every_version(console, write):
 def test_history_names_who_changed_what_and_highlights_the_change(console, tenant):
     """Issue 13 item 2: a key by its name, an administrator as such; text, confidence and metadata diffed."""
     record = record_write(
-        key=tenant.key,
+        caller=Caller(key=tenant.key, subject="anna"),
         index=tenant.index,
-        subject="anna",
         actor=tenant.key.id,
         draft=RecordDraft(
             type="fact",
@@ -254,7 +254,7 @@ def test_history_names_who_changed_what_and_highlights_the_change(console, tenan
 
 def test_history_names_a_deleted_key_by_its_id(console, tenant):
     client, key = tenant.key_client(name="weg")
-    record = record_write(key=key, index=resolved_for(key, tenant.index), subject=None, actor=key.id, draft=RecordDraft(type="fact", text="Iets")).record
+    record = record_write(caller=Caller(key=key, subject=None), index=resolved_for(key, tenant.index), actor=key.id, draft=RecordDraft(type="fact", text="Iets")).record
     key_id = key.id
     key_delete(key=key, actor="test")
 

@@ -10,6 +10,7 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.base.errors import InvalidRequest
+from core_memory.keys.callers import Caller
 from memory.models import MemoryRecord
 from memory.services import record_update, record_write
 from tests.factories import with_draft
@@ -114,7 +115,7 @@ def test_a_history_cursor_from_a_page_still_leads_to_the_next(tenant, write):
 def test_the_write_service_refuses_unstorable_text_for_every_caller(tenant, fields, param):
     """The write tool and extraction pass a model's words straight to the service (R-12.3)."""
     with pytest.raises(InvalidRequest) as refused:
-        record_write(key=tenant.key, index=tenant.index, subject=None, actor="test", **with_draft(type="fact", **fields))
+        record_write(caller=Caller(key=tenant.key, subject=None), index=tenant.index, actor="test", **with_draft(type="fact", **fields))
 
     assert refused.value.param == param
     assert not MemoryRecord.objects.exists()

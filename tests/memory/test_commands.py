@@ -9,6 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from audit.models import AuditEvent
+from core_memory.keys.callers import Caller
 from memory.models import MemoryRecord
 from tests.factories import make_index, make_key, resolved_for
 from memory.services import RecordDraft
@@ -23,7 +24,7 @@ def test_an_organisation_exported_and_imported_into_another_holds_the_same_recor
     ended = write("Woont in Delft.", subject="anna")
     from memory.services import record_write
 
-    record_write(key=tenant.key, index=tenant.index, subject="anna", actor="test", draft=RecordDraft(type="fact", text="Woont in Utrecht.", replaces=ended.id))
+    record_write(caller=Caller(key=tenant.key, subject="anna"), index=tenant.index, actor="test", draft=RecordDraft(type="fact", text="Woont in Utrecht.", replaces=ended.id))
     exported = tmp_path / "acme.jsonl"
     errors = StringIO()
 

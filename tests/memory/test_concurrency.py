@@ -4,6 +4,7 @@ import threading
 import pytest
 from django.db import connections, transaction
 
+from core_memory.keys.callers import Caller
 from memory.models import MemoryRecord
 from memory.services import RecordDraft, record_write, record_write_within
 from tests.locks import sessions_blocked_within
@@ -35,13 +36,13 @@ def test_a_write_racing_an_uncommitted_identical_write_confirms_it(tenant, subje
 
     def first():
         with transaction.atomic():
-            result = record_write_within(key=tenant.key, index=tenant.index, subject=subject, actor="a", draft=RecordDraft(type="fact", text="Acme betaalt per maand"))
+            result = record_write_within(caller=Caller(key=tenant.key, subject=subject), index=tenant.index, actor="a", draft=RecordDraft(type="fact", text="Acme betaalt per maand"))
             written.set()
             release.wait(LOCK_WAIT_SECONDS)
         return result
 
     def second():
-        return record_write(key=tenant.key, index=tenant.index, subject=subject, actor="b", draft=RecordDraft(type="fact", text="acme betaalt per maand."))
+        return record_write(caller=Caller(key=tenant.key, subject=subject), index=tenant.index, actor="b", draft=RecordDraft(type="fact", text="acme betaalt per maand."))
 
     first_thread = _in_thread(first, results, "first")
     assert written.wait(LOCK_WAIT_SECONDS)
@@ -67,7 +68,7 @@ def test_many_simultaneous_identical_writes_make_one_record(tenant):
 
     def write():
         barrier.wait(LOCK_WAIT_SECONDS)
-        return record_write(key=tenant.key, index=tenant.index, subject=None, actor="t", draft=RecordDraft(type="preference", text="Koffie zwart")).status
+        return record_write(caller=Caller(key=tenant.key, subject=None), index=tenant.index, actor="t", draft=RecordDraft(type="preference", text="Koffie zwart")).status
 
     threads = [_in_thread(write, results, number) for number in range(writers)]
     for thread in threads:

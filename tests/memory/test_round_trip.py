@@ -13,6 +13,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from core_memory.flows.export import person_export_document
+from core_memory.keys.callers import Caller
 from memory.models import MemoryRecord
 from memory.services import RecordDraft, record_update, record_write, record_write_by_core_within, records_contradiction_mark_within
 from tests.factories import make_index, resolved_for
@@ -32,7 +33,7 @@ def _organisation_with_everything(tenant):
 
     def write(text, *, index=None, subject=None, **fields):
         target = resolved_for(tenant.key, index or tenant.index)
-        return record_write(key=tenant.key, index=target, subject=subject, actor="test", **with_draft(text=text, **fields)).record
+        return record_write(caller=Caller(key=tenant.key, subject=subject), index=target, actor="test", **with_draft(text=text, **fields)).record
 
     preference = write("Wil facturen per e-mail.", type="preference", subject="anna", metadata={"bron": "crm"}, confidence=0.7)
     write("wil facturen per e-mail", type="preference", subject="anna")  # a confirmation

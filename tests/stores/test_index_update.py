@@ -4,6 +4,7 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.celery import app as celery_app
+from core_memory.keys.callers import Caller
 from memory.models import MemoryRecord, RecordEmbedding
 from memory.services import RecordDraft, record_write
 from stores.models import KnowledgeIndex
@@ -15,7 +16,7 @@ def test_switching_embeddings_on_embeds_the_records_the_index_holds(tenant, vect
     """R-4.1: the backfill runs by itself (the worker's task, here where it is sent)."""
     monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
     written = [
-        record_write(key=tenant.key, index=tenant.index, subject="anna", actor="test", draft=RecordDraft(type="fact", text=text)).record
+        record_write(caller=Caller(key=tenant.key, subject="anna"), index=tenant.index, actor="test", draft=RecordDraft(type="fact", text=text)).record
         for text in ("Anna woont in Utrecht.", "Anna fietst naar haar werk.")
     ]
     assert not RecordEmbedding.objects.filter(record_id__in=[record.id for record in written]).exists()

@@ -6,6 +6,7 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.flows.export import PERSON_EXPORT_PARTS, person_export_document
+from core_memory.keys.callers import Caller
 from core_memory.keys.services import subject_token_create
 from core_memory.persons.services import person_update
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
@@ -22,9 +23,8 @@ def anna(tenant, write):
     Bob's and a shared record beside it."""
     first = write("Woont in Delft.", subject="anna")
     corrected = record_write(
-                             key=tenant.key,
+                             caller=Caller(key=tenant.key, subject="anna"),
                              index=tenant.index,
-                             subject="anna",
                              actor="test",
                              draft=RecordDraft(
                                  type="fact",

@@ -22,6 +22,7 @@ import json
 import httpx
 import pytest
 
+from core_memory.keys.callers import Caller
 from core_memory.keys.services import key_revoke, subject_token_create
 from memory.models import MemoryRecord
 from memory.services import RecordDraft, record_write
@@ -55,7 +56,7 @@ def victim(tenant, other_tenant):
     """Anna's, bob's and a shared record in the victim's index, and a credential per attacker."""
     organisation, index = tenant.organisation, tenant.index
     records = {
-        who: record_write(key=tenant.key, index=index, subject=subject, actor="test", draft=RecordDraft(type="fact", text=f"cnry {who} geheim {who}")).record
+        who: record_write(caller=Caller(key=tenant.key, subject=subject), index=index, actor="test", draft=RecordDraft(type="fact", text=f"cnry {who} geheim {who}")).record
         for who, subject in (("anna", "anna"), ("shared", None), ("bob", "bob"))
     }
     elsewhere = make_index(organisation, name="elsewhere")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from memory.models import MemoryRecord
 from memory.services import RecordDraft, record_write
@@ -91,7 +92,7 @@ def make_app(site: str, **key_fields) -> App:
     memory = {"retrieval_tool": True, "write_tool": True, "injection": {"enabled": True, "index_id": index.id}}
     key, secret = make_key(organisation, name="app", memory=memory, **key_fields)
     resolved = resolved_for(key, index)
-    record_write(key=key, index=resolved, subject="anna", actor="test", draft=RecordDraft(type="preference", text=ANNA_RECORD))
+    record_write(caller=Caller(key=key, subject="anna"), index=resolved, actor="test", draft=RecordDraft(type="preference", text=ANNA_RECORD))
     return App(organisation=organisation, key=key, secret=secret, index=resolved, base_url=f"{site}/openai/v1")
 
 
