@@ -14,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from core_memory.beat import BEAT_SCHEDULE
+from core_memory.celery import app as celery_app
 from maintenance.models import MaintenanceJob, MaintenanceRun
 from maintenance.selectors import store_maintenance_status
 from maintenance.services.jobs import maintenance_job_run
@@ -88,10 +89,12 @@ def test_it_refuses_an_unknown_store_or_a_time_without_offset(tenant, arguments,
         call_command("run_maintenance", *arguments, stdout=StringIO())
 
 
-def test_beat_dispatches_maintenance_every_minute_and_its_task_plans_due_stores(tenant, fake_model, settings):
+def test_beat_dispatches_maintenance_every_minute_and_its_task_plans_due_stores(tenant, fake_model, monkeypatch):
     """R-1.4: beat calls the same code; the dispatch task hands each job to a worker."""
     assert BEAT_SCHEDULE["maintenance-dispatch"]["task"] == "maintenance.tasks.maintenance_dispatch_task"
-    settings.CELERY_TASK_ALWAYS_EAGER = True
+    # On the Celery app itself: its configuration is read once per process, so a Django setting
+    # changed after an earlier test in this process has read it would not reach it.
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
     tenant_write = MemoryRecord.objects.create
     for city in ("Delft", "Leiden"):
         text = f"Woont in {city}"
