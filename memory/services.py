@@ -512,13 +512,12 @@ def _record_insert(
     return record, status
 
 
-def record_update(
-    *, key: ApiKey, record_id: str, subject: str | None, actor: str, changes: dict, now: datetime | None = None
-) -> MemoryRecord:
+def record_update(*, caller: Caller, record_id: str, actor: str, changes: dict, now: datetime | None = None) -> MemoryRecord:
     """PATCH by a key: a record it may address (404 otherwise; for a request naming a
     person only her own), in an index it may write (403 and `memory.write_denied`).
     Whitelisted fields; any change restarts the decay age. Audited."""
-    record = record_get_available(key=key, record_id=record_id, subject=subject, own_only=True)
+    key = caller.key
+    record = record_get_available(key=key, record_id=record_id, subject=caller.subject, own_only=True)
     _write_right_check(key=key, index_id=record.index_id, actor=actor, param=None)
     return _record_change(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=actor, changes=changes, now=now)
 
@@ -578,11 +577,12 @@ def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: st
     return locked
 
 
-def record_delete(*, key: ApiKey, record_id: str, subject: str | None, actor: str) -> None:
+def record_delete(*, caller: Caller, record_id: str, actor: str) -> None:
     """DELETE by a key, with the rights of `record_update`: a soft delete, so its
     history stays readable to auditors while the record is invisible everywhere. A record
     it ended stays ended. Audited."""
-    record = record_get_available(key=key, record_id=record_id, subject=subject, own_only=True)
+    key = caller.key
+    record = record_get_available(key=key, record_id=record_id, subject=caller.subject, own_only=True)
     _write_right_check(key=key, index_id=record.index_id, actor=actor, param=None)
     _record_soft_delete(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=actor)
 

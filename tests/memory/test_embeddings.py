@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from core_memory.celery import app as celery_app
+from core_memory.keys.callers import Caller
 from core_memory.llm.embeddings import DIMENSIONS, MODEL_IDS, passages_embed, query_embed
 from memory.embedding.passages import passage_digest, record_passage
 from memory.models import MemoryRecord, RecordEmbedding
@@ -131,14 +132,14 @@ def test_editing_the_text_replaces_the_vector_and_deleting_removes_it(tenant, em
     vectors(record)
     before = _vector_of(record).text_digest
 
-    record_update(key=tenant.key, record_id=record.id, subject=None, actor="test", changes={"metadata": {"bron": "telefoon"}})
+    record_update(caller=Caller(key=tenant.key, subject=None), record_id=record.id, actor="test", changes={"metadata": {"bron": "telefoon"}})
     assert _vector_of(record).text_digest == before  # nothing the vector depends on changed
-    record_update(key=tenant.key, record_id=record.id, subject=None, actor="test", changes={"text": "Anna woont in Zwolle."})
+    record_update(caller=Caller(key=tenant.key, subject=None), record_id=record.id, actor="test", changes={"text": "Anna woont in Zwolle."})
     assert _vector_of(record) is None
     vectors(record)
     assert _vector_of(record).text_digest != before
 
-    record_delete(key=tenant.key, record_id=record.id, subject=None, actor="test")
+    record_delete(caller=Caller(key=tenant.key, subject=None), record_id=record.id, actor="test")
     assert _vector_of(record) is None
 
 

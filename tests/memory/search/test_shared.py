@@ -7,6 +7,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from core_memory.keys.callers import Caller
 from memory.models import MemoryRecord, SharedSetVersion
 from memory.search import query_terms
 from memory.search import shared as shared_module
@@ -149,10 +150,10 @@ def test_a_shared_write_deletion_and_correction_each_count_at_once(tenant, store
     assert written.id not in hits()
     assert corrected.id not in hits()
 
-    record_update(key=tenant.key, record_id=corrected.id, subject=None, actor="test", changes={"text": "Globex contract chat chat chat"})
+    record_update(caller=Caller(key=tenant.key, subject=None), record_id=corrected.id, actor="test", changes={"text": "Globex contract chat chat chat"})
     assert corrected.id in hits()
 
-    record_delete(key=tenant.key, record_id=corrected.id, subject=None, actor="test")
+    record_delete(caller=Caller(key=tenant.key, subject=None), record_id=corrected.id, actor="test")
     assert corrected.id not in hits()
 
 
