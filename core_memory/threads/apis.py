@@ -4,7 +4,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from core_memory.base.api.pagination import IdCursorPagination, paginated_response
-from core_memory.base.api.schema import list_envelope
+from core_memory.base.api.schema import NOT_BLANK_PATTERN, list_envelope
 from core_memory.base.api.views import CoreApi
 from core_memory.base.errors import Unprocessable
 from core_memory.base.storable import metadata_check, storable_check
@@ -78,6 +78,9 @@ def _item_variant(kind: str, roles: list[str], required: list[str], **properties
     return {"type": "object", "additionalProperties": False, "required": required, "properties": {**common, **properties}}
 
 
+# A call id or a tool's name is trimmed as it is read: it needs a character that is not whitespace.
+NOT_BLANK_TEXT = {"type": "string", "minLength": 1, "maxLength": 200, "pattern": NOT_BLANK_PATTERN}
+
 # The document states the kind/role rules of `validate`, one variant per kind (a message by default).
 ITEM_SCHEMA = {
     "oneOf": [
@@ -87,8 +90,8 @@ ITEM_SCHEMA = {
             ["role", "content"],
             content={"anyOf": [{"type": "string", "minLength": 1}, {"type": "object"}, {"type": "array"}, {"type": "number"}, {"type": "boolean"}]},
         ),
-        _item_variant("tool_call", ["assistant"], ["kind", "role", "call_id", "name"], call_id={"type": "string", "minLength": 1, "maxLength": 200}, name={"type": "string", "minLength": 1, "maxLength": 200}),
-        _item_variant("tool_result", ["tool"], ["kind", "role", "call_id"], call_id={"type": "string", "minLength": 1, "maxLength": 200}),
+        _item_variant("tool_call", ["assistant"], ["kind", "role", "call_id", "name"], call_id=NOT_BLANK_TEXT, name=NOT_BLANK_TEXT),
+        _item_variant("tool_result", ["tool"], ["kind", "role", "call_id"], call_id=NOT_BLANK_TEXT),
         _item_variant("reasoning", ["assistant"], ["kind", "role"]),
     ]
 }

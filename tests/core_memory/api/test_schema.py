@@ -299,3 +299,20 @@ def test_a_text_the_document_calls_valid_is_never_refused_as_blank(document, ten
     for schema, answer in ((name, created), (action, listed)):
         allowed = jsonschema_rs.is_valid(schema, value) or jsonschema.Draft202012Validator(schema).is_valid(value)
         assert answer.status_code != 400 if allowed else answer.status_code == 400, (value, schema, answer.content)
+
+
+@pytest.mark.parametrize("value", BLANK_LOOKING)
+def test_a_tool_items_call_id_the_document_calls_valid_is_never_refused_as_blank(document, tenant, value):
+    """R-1.5, R-2.3: the fuzz step sent a tool result whose call_id was a newline; the item's
+    variant in the document allowed it and the API, trimming it, refused it as missing."""
+    import jsonschema_rs
+
+    body = document["paths"]["/v1/threads/{thread_id}/items"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    variants = {**body, "components": document["components"]}  # its $ref resolves in the document
+    item = {"kind": "tool_result", "role": "tool", "call_id": value, "content": "ok"}
+    thread = tenant.client(subject="anna").post("/v1/threads", {}, format="json").json()["id"]
+
+    answer = tenant.client(subject="anna").post(f"/v1/threads/{thread}/items", {"items": [item]}, format="json")
+
+    allowed = jsonschema_rs.is_valid(variants, {"items": [item]})
+    assert answer.status_code != 400 if allowed else answer.status_code == 400, (value, answer.content)
