@@ -43,7 +43,7 @@ def console_read_audit(
         record_ids_by_organisation.setdefault(record_organisation_id, []).append(record_id)
     return [
         audit_event_record(
-            organisation=each_organisation_id,
+            organisation_id=each_organisation_id,
             actor=actor,
             action=CONSOLE_READ,
             target=target,

@@ -6,12 +6,11 @@ from django.db.models import QuerySet
 
 from audit.filters import AuditEventFilter
 from audit.models import AuditEvent
-from core_memory.base.tenancy import OrganisationLike
 
 
-def audit_event_list(*, organisation: OrganisationLike | str, filters: dict | None = None) -> QuerySet[AuditEvent]:
+def audit_event_list(*, organisation_id: str, filters: dict | None = None) -> QuerySet[AuditEvent]:
     """The organisation's events, newest first, narrowed by validated `filters`."""
-    events = AuditEvent.objects.for_organisation(organisation)
+    events = AuditEvent.objects.for_organisation(organisation_id)
     return AuditEventFilter(filters or {}, queryset=events).qs
 
 

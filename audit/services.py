@@ -7,7 +7,6 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from core_memory.base.tenancy import OrganisationLike, organisation_id_of
 
 ACTIONS = (
     "memory.write_denied",
@@ -31,8 +30,7 @@ ACTIONS = (
 )
 
 
-def audit_event_record(*, organisation: OrganisationLike | str, actor: str, action: str, target: str = "", details: dict | None = None) -> AuditEvent:
-    organisation_id = organisation_id_of(organisation)
+def audit_event_record(*, organisation_id: str, actor: str, action: str, target: str = "", details: dict | None = None) -> AuditEvent:
     return AuditEvent.objects.create(
         organisation_id=organisation_id, actor=actor, action=action, target=target, details=details or {}
     )

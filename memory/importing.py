@@ -360,7 +360,7 @@ def records_import(
             })
             if not dry_run:
                 audit_event_record(
-                    organisation=key.organisation_id,
+                    organisation_id=key.organisation_id,
                     actor=actor,
                     action="memory.imported",
                     target=index.id if index is not None else "",

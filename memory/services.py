@@ -93,7 +93,7 @@ def _write_right_check(*, key: ApiKey, index_id: str, actor: str, param: str | N
     # caller's own transaction, around this one, rolls back).
     with transaction.atomic():
         audit_event_record(
-            organisation=key.organisation_id, actor=actor, action="memory.write_denied", target=index_id, details={"key_id": key.id}
+            organisation_id=key.organisation_id, actor=actor, action="memory.write_denied", target=index_id, details={"key_id": key.id}
         )
     raise PermissionDenied("This key's policy does not allow writing this index.", param=param)
 
@@ -568,7 +568,7 @@ def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: st
         record_vector_forget(index=locked.index, record_ids=[locked.id])
         _embedding_schedule(index=locked.index, record_id=locked.id)
     audit_event_record(
-        organisation=locked.organisation_id,
+        organisation_id=locked.organisation_id,
         actor=actor,
         action="memory.updated",
         target=locked.id,
@@ -616,7 +616,7 @@ def _record_soft_delete_locked(*, records: QuerySet[MemoryRecord], record_id: st
     locked.save(update_fields=["status", "contested", "updated_at"])
     record_vector_forget(index=locked.index, record_ids=[locked.id])
     audit_event_record(
-        organisation=locked.organisation_id, actor=actor, action="memory.deleted", target=locked.id, details={"index_id": locked.index_id}
+        organisation_id=locked.organisation_id, actor=actor, action="memory.deleted", target=locked.id, details={"index_id": locked.index_id}
     )
     return True
 
@@ -628,7 +628,7 @@ def records_export_by_administrator(*, organisation_id: str, record_ids: Sequenc
     records = list(MemoryRecord.objects.for_organisation(organisation_id).filter(pk__in=list(record_ids)).order_by("index_id", "id"))
     lines = records_export_with_history(records)
     audit_event_record(
-        organisation=organisation_id, actor=actor, action="memory.exported",
+        organisation_id=organisation_id, actor=actor, action="memory.exported",
         details={"records": len(records), "record_ids": [record.id for record in records]},
     )
     return lines

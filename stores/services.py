@@ -29,7 +29,7 @@ def index_create(
     index_embeddings_check(embeddings=embeddings)
     index = KnowledgeIndex.objects.create(organisation=organisation, name=name, embeddings=embeddings, conversation=conversation)
     MemoryStore.objects.create(index=index)
-    audit_event_record(organisation=organisation, actor=actor, action="index.created", target=index.id, details={"name": name})
+    audit_event_record(organisation_id=organisation.id, actor=actor, action="index.created", target=index.id, details={"name": name})
     return index
 
 
@@ -49,7 +49,7 @@ def index_update(*, index: KnowledgeIndex, actor: str, changes: dict) -> tuple[K
         for name, value in changed.items():
             setattr(locked, name, value)
         locked.save(update_fields=list(changed))
-        audit_event_record(organisation=locked.organisation_id, actor=actor, action="index.updated", target=locked.id, details=changed)
+        audit_event_record(organisation_id=locked.organisation_id, actor=actor, action="index.updated", target=locked.id, details=changed)
     return locked, switched_on
 
 
@@ -60,7 +60,7 @@ def index_delete(*, index: KnowledgeIndex, actor: str) -> None:
         KnowledgeIndex.objects.for_organisation(index.organisation_id).live().filter(pk=index.pk).update(deleted_at=timezone.now())
     )
     if updated:
-        audit_event_record(organisation=index.organisation_id, actor=actor, action="index.deleted", target=index.id)
+        audit_event_record(organisation_id=index.organisation_id, actor=actor, action="index.deleted", target=index.id)
 
 
 def store_sections_validate(*, organisation: Organisation, sections: dict, may_promote: bool) -> dict:
@@ -100,7 +100,7 @@ def store_update(*, store: MemoryStore, sections: dict, actor: str, may_promote:
         setattr(locked, name, value)
     locked.save(update_fields=[*complete, "updated_at"])
     audit_event_record(
-        organisation=locked.index.organisation_id,
+        organisation_id=locked.index.organisation_id,
         actor=actor,
         action="store.updated",
         target=locked.index_id,

@@ -101,8 +101,6 @@ def test_no_function_of_a_service_selector_or_flow_is_longer_than_60_lines():
 EITHER_ORGANISATION = re.compile(r"\bOrganisation(?:Like)? \| str\b|\bstr \| Organisation(?:Like)?\b")
 EITHER_ORGANISATION_ALLOWED = {
     "core_memory/base/tenancy.py",  # the door itself: organisation_id_of
-    "audit/services.py",  # every app records through it, with an organisation or its id
-    "audit/selectors.py",
 }
 
 

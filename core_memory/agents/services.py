@@ -62,7 +62,7 @@ def agent_create(
         raise Conflict(f"An agent named {name!r} exists already.", param="name") from None
     version = _version_add(agent=agent, key=key, model=model, instructions=instructions, memory_injection=memory_injection)
     audit_event_record(
-        organisation=key.organisation_id, actor=actor, action="agent.created", target=agent.id, details={"version": version.version}
+        organisation_id=key.organisation_id, actor=actor, action="agent.created", target=agent.id, details={"version": version.version}
     )
     return agent
 
@@ -77,7 +77,7 @@ def agent_version_create(
         raise NotFound("No such agent.")
     version = _version_add(agent=locked, key=key, model=model, instructions=instructions, memory_injection=memory_injection)
     audit_event_record(
-        organisation=key.organisation_id,
+        organisation_id=key.organisation_id,
         actor=actor,
         action="agent.version_created",
         target=locked.id,
@@ -95,4 +95,4 @@ def agent_delete_within(*, agent: Agent, actor: str) -> None:
         return
     locked.deleted_at = timezone.now()
     locked.save(update_fields=["deleted_at", "updated_at"])
-    audit_event_record(organisation=locked.organisation_id, actor=actor, action="agent.deleted", target=locked.id)
+    audit_event_record(organisation_id=locked.organisation_id, actor=actor, action="agent.deleted", target=locked.id)

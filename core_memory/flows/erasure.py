@@ -70,7 +70,7 @@ def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dic
         **kept_elsewhere,
         "audit_events_scrubbed": audit_events,
     }
-    audit_event_record(organisation=organisation, actor=actor, action="person.erased", target=subject, details=details)
+    audit_event_record(organisation_id=organisation_id, actor=actor, action="person.erased", target=subject, details=details)
     return {"subject": subject, "erased": details}
 
 

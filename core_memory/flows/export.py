@@ -176,5 +176,5 @@ def person_export(*, organisation_id: str, subject: str, actor: str, key: ApiKey
     `person.exported` with what it held."""
     document = person_export_document(organisation_id=organisation_id, subject=subject, key=key)
     counts = {name: len(value) for name, value in document.items() if name in PERSON_EXPORT_PARTS and isinstance(value, list)}
-    audit_event_record(organisation=organisation_id, actor=actor, action="person.exported", target=subject, details=counts)
+    audit_event_record(organisation_id=organisation_id, actor=actor, action="person.exported", target=subject, details=counts)
     return document

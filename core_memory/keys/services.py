@@ -101,7 +101,7 @@ def key_create(
         secret_hint=secret[-4:],
     )
     _trail(organisation=organisation, key_id=key.id, event=KeyTrailEntry.Event.CREATED)
-    audit_event_record(organisation=organisation, actor=actor, action="key.created", target=key.id, details={"name": name})
+    audit_event_record(organisation_id=organisation.id, actor=actor, action="key.created", target=key.id, details={"name": name})
     return key, secret
 
 
@@ -131,7 +131,7 @@ def key_update(*, key: ApiKey, actor: str, changes: dict) -> ApiKey:
     if fields:
         key.save(update_fields=[*fields, "updated_at"])
         audit_event_record(
-            organisation=key.organisation_id, actor=actor, action="key.updated", target=key.id, details={"fields": fields}
+            organisation_id=key.organisation_id, actor=actor, action="key.updated", target=key.id, details={"fields": fields}
         )
     return key
 
@@ -143,7 +143,7 @@ def key_revoke(*, key: ApiKey, actor: str) -> ApiKey:
         locked.revoked_at = timezone.now()
         locked.save(update_fields=["revoked_at", "updated_at"])
         _trail(organisation=locked.organisation, key_id=locked.id, event=KeyTrailEntry.Event.REVOKED, at=locked.revoked_at)
-        audit_event_record(organisation=locked.organisation_id, actor=actor, action="key.revoked", target=locked.id)
+        audit_event_record(organisation_id=locked.organisation_id, actor=actor, action="key.revoked", target=locked.id)
     return locked
 
 
@@ -151,7 +151,7 @@ def key_revoke(*, key: ApiKey, actor: str) -> ApiKey:
 def key_delete(*, key: ApiKey, actor: str) -> None:
     """Removes the key for good; its id stays in the key trail for the retention period."""
     _trail(organisation=key.organisation, key_id=key.id, event=KeyTrailEntry.Event.DELETED)
-    audit_event_record(organisation=key.organisation_id, actor=actor, action="key.deleted", target=key.id)
+    audit_event_record(organisation_id=key.organisation_id, actor=actor, action="key.deleted", target=key.id)
     key.delete()
 
 

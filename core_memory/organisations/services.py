@@ -49,6 +49,6 @@ def organisation_update(*, organisation: Organisation, actor: str, changes: dict
         organisation.full_clean()
         organisation.save(update_fields=[*fields, "updated_at"])
         audit_event_record(
-            organisation=organisation, actor=actor, action="organisation.updated", target=organisation.id, details={"fields": fields}
+            organisation_id=organisation.id, actor=actor, action="organisation.updated", target=organisation.id, details={"fields": fields}
         )
     return organisation

@@ -26,7 +26,7 @@ def person_update(*, organisation: Organisation, subject: str, actor: str, helpe
     if fields:
         person.save(update_fields=[*fields, "updated_at"])
         audit_event_record(
-            organisation=organisation, actor=actor, action="person.updated", target=subject, details={"fields": fields}
+            organisation_id=organisation.id, actor=actor, action="person.updated", target=subject, details={"fields": fields}
         )
     return person
 

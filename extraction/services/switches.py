@@ -157,7 +157,7 @@ def extraction_switch_set(
     _switch_saved(switch, previous=previous, values=values, connector=connector, key=key, requeued=requeued, now=now)
     MemoryStore.objects.for_organisation(organisation).filter(index_id=index.pk).update(known_types=list(switch.types))
     audit_event_record(
-        organisation=organisation,
+        organisation_id=organisation.id,
         actor=actor,
         action="extraction.switch_set",
         target=index.id,
@@ -188,7 +188,7 @@ def connector_delete(*, connector: ExtractionConnector, actor: str) -> None:
     )
     if deleted:
         audit_event_record(
-            organisation=connector.organisation_id,
+            organisation_id=connector.organisation_id,
             actor=actor,
             action="connector.deleted",
             target=connector.id,

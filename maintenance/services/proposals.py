@@ -93,7 +93,7 @@ def _proposal_decide(*, proposals: QuerySet[Proposal], proposal_id: str, actor: 
     proposal.decided_at = now
     proposal.save(update_fields=["status", "applied_record", "decided_by", "decided_at"])
     audit_event_record(
-        organisation=proposal.organisation_id,
+        organisation_id=proposal.organisation_id,
         actor=actor,
         action="proposal.applied" if apply else "proposal.rejected",
         target=proposal.pk,

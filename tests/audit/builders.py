@@ -28,4 +28,4 @@ def audit_event_at(*, organisation_id: str, at: datetime, action: str = "key.upd
 
 def audit_event_of(tenant, target: str) -> AuditEvent:
     """An event of `tenant`'s organisation about `target`, written as the services write one."""
-    return audit_event_record(organisation=tenant.organisation, actor="test", action="key.updated", target=target)
+    return audit_event_record(organisation_id=tenant.organisation.id, actor="test", action="key.updated", target=target)

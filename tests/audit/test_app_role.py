@@ -18,7 +18,7 @@ APP_ROLE = "core_test_app"
 @pytest.fixture
 def app_role(tenant):
     """The service's role as `manage.py database_roles` makes it, inside the test's transaction."""
-    audit_event_record(organisation=tenant.organisation, actor="test", action="key.updated", target="key_x")
+    audit_event_record(organisation_id=tenant.organisation.id, actor="test", action="key.updated", target="key_x")
     call_command("database_roles", "--app-role", APP_ROLE, stdout=StringIO())
     return APP_ROLE
 

@@ -22,7 +22,7 @@ def organisation():
 @pytest.fixture
 def events(organisation):
     return [
-        audit_event_record(organisation=organisation, actor="key_a", action="key.updated", target=f"key_{n}", details={"n": n, "tekst": "één"})
+        audit_event_record(organisation_id=organisation.id, actor="key_a", action="key.updated", target=f"key_{n}", details={"n": n, "tekst": "één"})
         for n in range(5)
     ]
 
@@ -72,7 +72,7 @@ def test_each_event_is_the_next_link_of_its_organisations_chain(organisation, ev
 
 def test_two_organisations_have_chains_of_their_own(organisation, events):
     other = OrganisationFactory()
-    audit_event_record(organisation=other, actor="key_b", action="key.created")
+    audit_event_record(organisation_id=other.id, actor="key_b", action="key.created")
 
     assert [sequence for sequence, _p, _h in chain_of(other)] == [1]
     assert report_of(other).intact and report_of(organisation).intact

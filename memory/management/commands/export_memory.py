@@ -33,7 +33,7 @@ class Command(BaseCommand):
                     if count % PROGRESS_EVERY == 0:
                         self.stderr.write(f"exported {count} records…")
                 audit_event_record(
-                    organisation=organisation, actor="command:export_memory", action="memory.exported", details={"records": count}
+                    organisation_id=organisation.id, actor="command:export_memory", action="memory.exported", details={"records": count}
                 )
         finally:
             if target is not self.stdout:
