@@ -447,11 +447,10 @@ class MemoryImportApi(CoreApi):
         index = index_get_available(key=self.key, index_id=options["index_id"], param="index_id", right="write")
         try:
             report = records_import(
-                key=self.key,
+                caller=self.caller,
                 lines=lines,
                 format=options["origin"],
                 index=index,
-                subject=self.request_subject(),
                 dry_run=options["dry_run"],
                 actor=self.principal.actor,
             )

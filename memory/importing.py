@@ -27,6 +27,7 @@ from audit.services import audit_event_record
 from core_memory.base.errors import ApplicationError, InvalidRequest
 from core_memory.base.storable import storable_check
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer, first_error
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from memory.exporting import PERSON_EXPORT_FORMAT, PERSON_EXPORT_RECORD_PARTS
 from memory.models import MemoryRecord
@@ -307,22 +308,21 @@ def json_lines_split(text: str) -> list[str]:
 
 def records_import(
     *,
-    key: ApiKey,
+    caller: Caller,
     lines: Iterable[str],
     format: str = "core",  # noqa: A002 — the format's name
     index: KnowledgeIndex | None = None,
     index_map: dict[str, str] | None = None,
-    subject: str | None = None,
     dry_run: bool = False,
     actor: str,
     progress: Callable[[int], None] | None = None,
 ) -> dict:
-    """Imports JSON Lines of records (docs/portability.md) as the key, all or nothing.
+    """Imports JSON Lines of records (docs/portability.md) as the caller's key, all or nothing.
 
     `index` (read for the key with the write right) receives every line, whatever index a line
     names; without it each line names its `index_id`, read through `index_map` (the source
-    organisation's index id → this one's) when it is there. `subject` set (the request's person)
-    allows only her lines (a line naming nobody becomes hers). Blank lines are skipped; a line
+    organisation's index id → this one's) when it is there. The caller's person, when set (the
+    request's person), allows only her lines (a line naming nobody becomes hers). Blank lines are skipped; a line
     of a deleted record (or a Zep fact with `invalid_at`) is counted as skipped, one this
     organisation already imported (or holds: a restore) as already imported. Raises
     ImportFailed listing the failing lines; a dry run answers the same report and writes
@@ -330,6 +330,7 @@ def records_import(
     """
     if format not in FORMATS:
         raise InvalidRequest(f"format is one of {', '.join(FORMATS)}.", param="format")
+    key, subject = caller.key, caller.subject
     report = ImportReport(dry_run=dry_run)
     state = _ImportState(
         now=timezone.now(), core_written_allowed=format == "core" and key.has_capability("management"), index_map=index_map or {}

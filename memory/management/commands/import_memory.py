@@ -7,6 +7,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from core_memory.base.errors import ApplicationError
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from memory.importing import FORMATS, ImportFailed, records_import
 from stores.selectors import index_get_available
@@ -41,7 +42,7 @@ class Command(BaseCommand):
         source = sys.stdin if input == "-" else open(input, encoding="utf-8")  # noqa: SIM115 — closed below
         try:
             report = records_import(
-                key=api_key,
+                caller=Caller(key=api_key),
                 lines=source,
                 format=origin,
                 index=target,
