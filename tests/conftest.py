@@ -44,6 +44,9 @@ def pytest_configure(config):
 def pytest_sessionfinish(session):
     if hasattr(session.config, "workeroutput"):
         session.config.workeroutput["fuzz"] = fuzz_figures.as_output()
+    elif os.environ.get("FUZZ_EVERY_OPERATION") and fuzz_figures.operations_missed():
+        # CI's fuzz step: a run that silently sent some operations nothing has not fuzzed the API.
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -56,6 +59,8 @@ def pytest_terminal_summary(terminalreporter):
     """The fuzz step's figures for CI's log: its seed, cases sent, operations, statuses by class."""
     for line in fuzz_figures.lines():
         terminalreporter.write_line(line)
+    if os.environ.get("FUZZ_EVERY_OPERATION") and fuzz_figures.operations_missed():
+        terminalreporter.write_line(f"fuzz: FAILED: {fuzz_figures.operations_missed()} operations of the document were sent no case", red=True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -7,16 +7,25 @@ from collections import Counter
 
 SENT: Counter = Counter()
 STATUSES: Counter = Counter()
+# The operations of the API document, known where the fuzz module is imported (a worker).
+DOCUMENT_OPERATIONS = 0
 
 
 def as_output() -> dict:
-    return {"sent": dict(SENT), "statuses": dict(STATUSES)}
+    return {"sent": dict(SENT), "statuses": dict(STATUSES), "operations": DOCUMENT_OPERATIONS}
 
 
 def add_output(output: dict | None) -> None:
+    global DOCUMENT_OPERATIONS
     if output:
         SENT.update(output["sent"])
         STATUSES.update(output["statuses"])
+        DOCUMENT_OPERATIONS = max(DOCUMENT_OPERATIONS, output["operations"])
+
+
+def operations_missed() -> int:
+    """How many of the document's operations were sent no case, once any was."""
+    return max(0, DOCUMENT_OPERATIONS - len(SENT)) if SENT else 0
 
 
 def lines() -> list[str]:
@@ -27,5 +36,5 @@ def lines() -> list[str]:
     return [
         f"fuzz: seed {seed} (FUZZ_SEED={seed} sends these cases again)",
         f"fuzz: {sum(SENT.values())} cases over {len(SENT)} operations "
-        f"(fewest {min(SENT.values())}, most {max(SENT.values())}); statuses: {statuses}",
+        f"(fewest {min(SENT.values())}, most {max(SENT.values())}) of the document's {DOCUMENT_OPERATIONS}; statuses: {statuses}",
     ]

@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, assume, seed, settings
 from core_memory.base.storable import unstorable_value
 from core_memory.keys.callers import Caller
 from tests.fake_model import FakeChatModel
+from tests.fuzz import figures
 from tests.fuzz.figures import SENT, STATUSES
 from tests.factories import OrganisationFactory, make_index, make_key, resolved_for
 from memory.services import RecordDraft
@@ -63,6 +64,8 @@ def _json_lines(context, value) -> bytes:
 # Loaded at collection (the document needs no database): from_fixture() is broken on pytest 9.
 application = get_wsgi_application()
 schema = schemathesis.openapi.from_wsgi("/v1/schema", application, config=CONFIG)
+# How many operations the document has: the step fails when fewer were fuzzed (tests/conftest.py).
+figures.DOCUMENT_OPERATIONS = sum(1 for _ in schema.get_all_operations())
 
 
 @pytest.fixture
