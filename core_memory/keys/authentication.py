@@ -44,14 +44,12 @@ class Principal:
 
     def acting_for(self, subject: str | None) -> Caller:
         """The key as it asks for `subject` (the request's person, checked by the view)."""
-        return Caller(key=self.key, subject=subject)
+        return Caller(key=self.key, subject=subject, by_subject_token=self.token_subject is not None)
 
     def has_capability(self, capability: str) -> bool:
-        """The key's capability; a subject token never has `management`: managing the
-        organisation is not one person's (core_memory.base.api.permissions)."""
-        if capability == "management" and self.token_subject is not None:
-            return False
-        return self.key.has_capability(capability)
+        """The key's capability as its caller holds it: a subject token never has `management`
+        (core_memory.base.api.permissions)."""
+        return self.acting_for(self.token_subject).may(capability)
 
 
 class KeyAuthentication(authentication.BaseAuthentication):

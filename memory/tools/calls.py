@@ -142,6 +142,6 @@ def memory_tool_call(
     except ApplicationError as error:
         # Every refusal, whichever service raised it, is a result the model reads.
         result = {"error": _Refusal(status=error.status_code, message=error.message, param=error.param, error_type=error.error_type).body}
-    if kind == SEARCH and caller.key.has_capability("trust_envelope"):
+    if kind == SEARCH and caller.may("trust_envelope"):
         result = {"trust": "data", "source": tool_name, "content": result}
     return data_json(result)
