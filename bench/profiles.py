@@ -37,6 +37,7 @@ from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
 
 from core_memory.keys.authentication import principal_for_secret
+from core_memory.keys.callers import Caller
 from memory.injection.walk import injection_block_build
 from memory.selectors import record_search
 from stores.selectors import index_find_available
@@ -205,14 +206,15 @@ def plans(store) -> list[str]:
     for person in (typical, heaviest):
         topic, query = turn_input(generator), query_text(generator)
         # Once before, so that what is read once per process (the words' lexemes) is read.
-        injection_block_build(key=key, agent_version=None, subject=person, topic=topic, now=timezone.now())
-        record_search(key=key, index=index, subject=person, query=query, now=timezone.now())
+        caller = Caller(key=key, subject=person)
+        injection_block_build(caller=caller, agent_version=None, topic=topic, now=timezone.now())
+        record_search(caller=caller, index=index, query=query, now=timezone.now())
         records = store.persons[person]
         lines += explain(store, f"Injection block for a person with {records:,} records, topic “{topic}”", lambda: injection_block_build(
-            key=key, agent_version=None, subject=person, topic=topic, now=timezone.now()
+            caller=caller, agent_version=None, topic=topic, now=timezone.now()
         ))
         lines += explain(store, f"Search for the same person, query “{query}”", lambda: record_search(
-            key=key, index=index, subject=person, query=query, now=timezone.now()
+            caller=caller, index=index, query=query, now=timezone.now()
         ))
     return lines
 

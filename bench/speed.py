@@ -196,10 +196,10 @@ def in_process(store: SeededStore, result: SizeResult, *, operations: int, warmu
     tool = f"memory__{store.index_id}__search"
 
     def block(number: int) -> None:
-        injection_block_build(key=key, agent_version=None, subject=persons[number], topic=topics[number], now=timezone.now())
+        injection_block_build(caller=Caller(key=key, subject=persons[number]), agent_version=None, topic=topics[number], now=timezone.now())
 
     def search(number: int) -> None:
-        record_search(key=key, index=index, subject=persons[number], query=queries[number], now=timezone.now())
+        record_search(caller=Caller(key=key, subject=persons[number]), index=index, query=queries[number], now=timezone.now())
 
     def search_tool(number: int) -> None:
         arguments = json.dumps({"query": queries[number]})
@@ -318,7 +318,7 @@ def agreement(store: SeededStore, result: SizeResult, *, queries: int) -> None:
             for exhaustive in (False, True) if number % 2 else (True, False):
                 started = time.perf_counter()
                 answers[exhaustive] = record_search(
-                    key=key, index=index, subject=person, query=question, now=now, exhaustive=exhaustive
+                    caller=Caller(key=key, subject=person), index=index, query=question, now=now, exhaustive=exhaustive
                 )
                 (whole_ms if exhaustive else bounded_ms).append((time.perf_counter() - started) * 1000)
             bounded, whole = answers[False], answers[True]

@@ -1,6 +1,8 @@
 """The record routes: one view per resource, methods mapped to capabilities."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import BaseParser
@@ -18,6 +20,7 @@ from memory.models import MemoryRecord
 from memory.selectors import (
     SEARCH_DEFAULT_LIMIT,
     SEARCH_MAX_LIMIT,
+    SearchFilters,
     change_reason_parts,
     record_get_available,
     record_history,
@@ -135,7 +138,7 @@ class MemoryListCreateApi(CoreApi):
         """
         filters = self._filters(request.query_params)
         index = index_get_available(key=self.key, index_id=filters["index_id"], param="index_id", right="read")
-        records = record_list(key=self.key, index=index, subject=self.request_subject(), filters=filters)
+        records = record_list(caller=self.caller, index=index, filters=filters)
         return paginated_response(queryset=records, request=request, view=self, serializer_class=self.OutputSerializer)
 
     @extend_schema(
@@ -217,7 +220,7 @@ class MemoryDetailApi(CoreApi):
         One record with its effective confidence (after decay under this key's half-lives). A
         request with a person sees only hers and shared ones.
         """
-        record = record_get_available(key=self.key, record_id=record_id, subject=self.request_subject(), right="read")
+        record = record_get_available(caller=self.caller, record_id=record_id, right="read")
         return Response(self.OutputSerializer(record).data)
 
     @extend_schema(
@@ -236,11 +239,12 @@ class MemoryDetailApi(CoreApi):
         """
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        updated = record_update(caller=self.caller, record_id=record_id, actor=self.principal.actor, changes=serializer.validated_data)
-        if not self.key.may_read(updated.index_id):
+        caller = self.caller
+        updated = record_update(caller=caller, record_id=record_id, actor=self.principal.actor, changes=serializer.validated_data)
+        if not caller.may_read(updated.index_id):
             # Writing is not reading: a key that may only write is not shown the record.
             return Response(status=status.HTTP_204_NO_CONTENT)
-        changed = record_get_available(key=self.key, record_id=record_id, subject=None, right="read")
+        changed = record_get_available(caller=replace(caller, subject=None), record_id=record_id, right="read")
         return Response(self.OutputSerializer(changed).data)
 
     def delete(self, request, record_id: str):
@@ -286,7 +290,7 @@ class MemoryHistoryApi(CoreApi):
         Every version of the record, newest first: its stored fields then, what changed it
         (`created`, `confirmed`, `corrected`, `updated`, `ended`, `deleted`), when and by whom.
         """
-        record = record_get_available(key=self.key, record_id=record_id, subject=self.request_subject(), right="read")
+        record = record_get_available(caller=self.caller, record_id=record_id, right="read")
         return paginated_response(
             queryset=record_history(record=record),
             request=request,
@@ -335,11 +339,9 @@ class MemorySearchApi(CoreApi):
             caller=caller,
             index=index,
             query=data["query"],
-            types=data["types"],
-            after=data["after"],
-            before=data["before"],
-            limit=data["limit"],
-            all_subjects=caller.subject is None,
+            filters=SearchFilters(
+                types=data["types"], after=data["after"], before=data["before"], limit=data["limit"], all_subjects=caller.subject is None
+            ),
         )
         for record, score in hits:
             record.score = round(score, EFFECTIVE_CONFIDENCE_DIGITS)

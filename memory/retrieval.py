@@ -11,7 +11,7 @@ from datetime import datetime
 from core_memory.keys.callers import Caller
 from memory.injection.walk import InjectionResult, injection_block_build
 from memory.models import MemoryRecord
-from memory.selectors import SEARCH_DEFAULT_LIMIT, record_search
+from memory.selectors import SearchFilters, record_search
 from memory.services import records_retrieved
 from stores.models import KnowledgeIndex
 
@@ -21,27 +21,12 @@ def records_search_retrieve(
     caller: Caller,
     index: KnowledgeIndex,
     query: str,
-    types: list[str] | None = None,
-    after: datetime | None = None,
-    before: datetime | None = None,
-    limit: int = SEARCH_DEFAULT_LIMIT,
-    all_subjects: bool = False,
+    filters: SearchFilters = SearchFilters(),
     now: datetime | None = None,
 ) -> list[tuple[MemoryRecord, float]]:
     """`record_search`'s hits for the caller's person, best first with their scores, each counted
     as retrieved once."""
-    hits = record_search(
-        key=caller.key,
-        index=index,
-        subject=caller.subject,
-        query=query,
-        types=types,
-        after=after,
-        before=before,
-        limit=limit,
-        all_subjects=all_subjects,
-        now=now,
-    )
+    hits = record_search(caller=caller, index=index, query=query, filters=filters, now=now)
     records_retrieved(key=caller.key, records=[record for record, _score in hits])
     return hits
 
@@ -49,6 +34,6 @@ def records_search_retrieve(
 def injection_block_retrieve(*, caller: Caller, agent_version, topic: str, now: datetime) -> InjectionResult:
     """A turn's memory block for the caller's person (`injection_block_build`), its records
     counted as retrieved."""
-    block = injection_block_build(key=caller.key, agent_version=agent_version, subject=caller.subject, topic=topic, now=now)
+    block = injection_block_build(caller=caller, agent_version=agent_version, topic=topic, now=now)
     records_retrieved(key=caller.key, records=block.records)
     return block

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -15,6 +17,7 @@ from pgvector import HalfVector
 from pgvector.django import MaxInnerProduct
 
 from core_memory.base.errors import ImproperlyScoped, NotFound
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.llm.embeddings import query_embed, query_embed_begin
 from memory.embedding.storage import index_embeds
@@ -120,16 +123,32 @@ def records_with_decay(queryset: QuerySet[MemoryRecord], *, key: ApiKey, now: da
     return queryset.annotate(effective_confidence=effective_confidence_expression(half_life_days=key_half_lives(key=key), now=now))
 
 
-def records_in_scope(
-    *, key: ApiKey, index: KnowledgeIndex, subject: str | None, all_subjects: bool = False, shared: bool = True
-) -> QuerySet[MemoryRecord]:
-    """Not-deleted records of the index a request may see.
+@dataclass(frozen=True)
+class SearchFilters:
+    """What a search asks for besides its question: the types and times of the records, how many
+    hits, and whose records. With no person, `all_subjects` searches every person's records (an
+    organisation-level API request) rather than only the shared ones; for a person, `shared=False`
+    leaves the shared ones out."""
 
-    `index` must have been read for this key (`KnowledgeIndex.objects.for_key`); anything
+    types: Sequence[str] | None = None
+    after: datetime | None = None
+    before: datetime | None = None
+    limit: int = SEARCH_DEFAULT_LIMIT
+    all_subjects: bool = False
+    shared: bool = True
+
+
+def records_in_scope(
+    *, caller: Caller, index: KnowledgeIndex, all_subjects: bool = False, shared: bool = True
+) -> QuerySet[MemoryRecord]:
+    """Not-deleted records of the index the caller may see.
+
+    `index` must have been read for the caller's key (`KnowledgeIndex.objects.for_key`); anything
     else is a bug. A person sees hers and the shared ones (only hers with `shared=False`,
     for a part that is hers alone, such as her past sessions); with no person, `all_subjects`
     decides between every record (an organisation-level API request) and only the shared ones.
     """
+    key, subject = caller.key, caller.subject
     if not index.resolved_for(key):
         raise ImproperlyScoped(f"index {index.pk} was not read for key {key.pk}")
     records = (
@@ -144,30 +163,22 @@ def records_in_scope(
     return records.filter(subject__isnull=True)
 
 
-def records_visible(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, shared: bool = True) -> QuerySet[MemoryRecord]:
-    """Active records the person may see: hers and the shared ones (only hers with `shared=False`;
-    only shared when `subject` is None)."""
-    return records_in_scope(key=key, index=index, subject=subject, shared=shared).filter(status=MemoryRecord.Status.ACTIVE)
+def records_visible(*, caller: Caller, index: KnowledgeIndex, shared: bool = True) -> QuerySet[MemoryRecord]:
+    """Active records the caller's person may see: hers and the shared ones (only hers with
+    `shared=False`; only shared when the caller is for nobody)."""
+    return records_in_scope(caller=caller, index=index, shared=shared).filter(status=MemoryRecord.Status.ACTIVE)
 
 
-def record_list(
-    *,
-    key: ApiKey,
-    index: KnowledgeIndex,
-    subject: str | None,
-    filters: dict,
-    now: datetime | None = None,
-) -> QuerySet[MemoryRecord]:
+def record_list(*, caller: Caller, index: KnowledgeIndex, filters: dict, now: datetime | None = None) -> QuerySet[MemoryRecord]:
     """The record list: `filters` holds the validated query parameters (memory.filters)."""
-    records = records_with_decay(records_in_scope(key=key, index=index, subject=subject, all_subjects=True), key=key, now=now)
+    records = records_with_decay(records_in_scope(caller=caller, index=index, all_subjects=True), key=caller.key, now=now)
     return MemoryRecordFilter({**filters, "status": filters.get("status") or MemoryRecord.Status.ACTIVE}, queryset=records).qs
 
 
 def record_get_available(
     *,
-    key: ApiKey,
+    caller: Caller,
     record_id: str,
-    subject: str | None,
     own_only: bool = False,
     right: str | None = None,
     param: str | None = None,
@@ -176,10 +187,11 @@ def record_get_available(
     """A record the request may address, annotated with its effective confidence; else 404.
 
     404 when it does not exist, is deleted, belongs to another organisation, lives in an
-    index unavailable to the key, or — for a request naming a person — is another
+    index unavailable to the caller's key, or — for a caller acting for a person — is another
     person's (or, with `own_only`, a shared one). `right="read"` answers 403 when
     the policy names the index for writing only.
     """
+    key, subject = caller.key, caller.subject
     record = records_with_decay(MemoryRecord.objects.for_key(key).select_related("index"), key=key, now=now).filter(pk=record_id).first()
     if record is None:
         raise NotFound("No such record.", param=param)
@@ -196,20 +208,15 @@ def record_history(*, record: MemoryRecord) -> QuerySet:
 
 def record_search(
     *,
-    key: ApiKey,
+    caller: Caller,
     index: KnowledgeIndex,
-    subject: str | None,
     query: str,
-    types: list[str] | None = None,
-    after: datetime | None = None,
-    before: datetime | None = None,
-    limit: int = SEARCH_DEFAULT_LIMIT,
-    all_subjects: bool = False,
-    shared: bool = True,
+    filters: SearchFilters = SearchFilters(),
     now: datetime | None = None,
     exhaustive: bool = False,
 ) -> list[tuple[MemoryRecord, float]]:
-    """Active records most relevant to `query`, best first, each with its score 0..1.
+    """Active records most relevant to `query`, best first, each with its score 0..1, among those
+    the caller's person may see (`filters` narrows them).
 
     Candidates are the best `SEARCH_DEPTH` by full text and, when the index embeds
     (memory.embedding.storage.index_embeds), the `SEARCH_DEPTH` nearest by meaning, of her own
@@ -226,10 +233,7 @@ def record_search(
     (no HNSW graph): the answer the faster candidates must give, which the speed bench compares
     them with.
     """
-    arguments = dict(
-        key=key, index=index, subject=subject, query=query, filters={"types": types, "after": after, "before": before},
-        limit=limit, all_subjects=all_subjects, shared=shared, now=now or timezone.now(), exhaustive=exhaustive,
-    )
+    arguments = dict(caller=caller, index=index, query=query, filters=filters, now=now or timezone.now(), exhaustive=exhaustive)
     found = _search(**arguments, bound=not exhaustive)
     if found is None:
         # Two words of the question stood in one place of a shared record: ranked whole again.
@@ -238,13 +242,14 @@ def record_search(
 
 
 def _search(
-    *, key: ApiKey, index: KnowledgeIndex, subject: str | None, query: str, filters: dict, limit: int, all_subjects: bool,
-    shared: bool, now: datetime, exhaustive: bool, bound: bool,
+    *, caller: Caller, index: KnowledgeIndex, query: str, filters: SearchFilters, now: datetime, exhaustive: bool, bound: bool
 ) -> list[tuple[MemoryRecord, float]] | None:
     """record_search; None when the shared set's bounded candidates turn out not to be the best."""
-    scope = records_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared)
-    records = _search_filtered(scope, **filters)
-    parts = _search_parts(key=key, index=index, subject=subject, shared=shared, filters=filters) or [records]
+    key, subject, limit, all_subjects, shared = caller.key, caller.subject, filters.limit, filters.all_subjects, filters.shared
+    scope = records_in_scope(caller=caller, index=index, all_subjects=all_subjects, shared=shared)
+    narrowing = {"types": filters.types, "after": filters.after, "before": filters.before}
+    records = _search_filtered(scope, **narrowing)
+    parts = _search_parts(caller=caller, index=index, shared=shared, filters=narrowing) or [records]
     embeds = index_embeds(index)
     if embeds:
         # The engine embeds the question on its own thread while the full-text candidates are read.
@@ -253,14 +258,14 @@ def _search(
     if not terms and not embeds:
         return []
     depth = max(SEARCH_DEPTH, limit)
-    bounded = _shared_bounded(key=key, index=index, terms=terms, filters=filters, depth=depth) if bound and len(parts) > 1 else None
+    bounded = _shared_bounded(key=key, index=index, terms=terms, filters=narrowing, depth=depth) if bound and len(parts) > 1 else None
     text = _text_candidates(parts, terms=terms, depth=depth, embeds=embeds, key=key, index=index, bounded=bounded)
     if text is None:
         return None
     pools, text_score = text
     similarity = Value(None, output_field=FloatField())
     if embeds:
-        vectors = _vectors_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared, **filters)
+        vectors = _vectors_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared, **narrowing)
         vector_pools, similarity = _vector_candidates(
             vectors, query=query, subject=subject, shared=shared, depth=depth, exhaustive=exhaustive
         )
@@ -318,15 +323,15 @@ def _bounded_settled(bounded: Bounded, found: list) -> bool:
     return bounded_settled(bounded, version=version, ranked=[(rank, record_id) for record_id, rank, _v in rows if record_id in wanted])
 
 
-def _search_parts(*, key: ApiKey, index: KnowledgeIndex, subject: str | None, shared: bool, filters: dict) -> list[QuerySet[MemoryRecord]]:
+def _search_parts(*, caller: Caller, index: KnowledgeIndex, shared: bool, filters: dict) -> list[QuerySet[MemoryRecord]]:
     """For a person with the shared records, the two parts a search takes its candidates from
     apart: hers and the shared ones, each read by its own indexes (memory.models). Otherwise
     none: the candidates come from the whole."""
-    if subject is None or not shared:
+    if caller.subject is None or not shared:
         return []
     return [
-        _search_filtered(records_in_scope(key=key, index=index, subject=subject, shared=False), **filters),
-        _search_filtered(records_in_scope(key=key, index=index, subject=None), **filters),
+        _search_filtered(records_in_scope(caller=caller, index=index, shared=False), **filters),
+        _search_filtered(records_in_scope(caller=replace(caller, subject=None), index=index), **filters),
     ]
 
 

@@ -517,7 +517,7 @@ def record_update(*, caller: Caller, record_id: str, actor: str, changes: dict, 
     person only her own), in an index it may write (403 and `memory.write_denied`).
     Whitelisted fields; any change restarts the decay age. Audited."""
     key = caller.key
-    record = record_get_available(key=key, record_id=record_id, subject=caller.subject, own_only=True)
+    record = record_get_available(caller=caller, record_id=record_id, own_only=True)
     _write_right_check(key=key, index_id=record.index_id, actor=actor, param=None)
     return _record_change(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=actor, changes=changes, now=now)
 
@@ -582,7 +582,7 @@ def record_delete(*, caller: Caller, record_id: str, actor: str) -> None:
     history stays readable to auditors while the record is invisible everywhere. A record
     it ended stays ended. Audited."""
     key = caller.key
-    record = record_get_available(key=key, record_id=record_id, subject=caller.subject, own_only=True)
+    record = record_get_available(caller=caller, record_id=record_id, own_only=True)
     _write_right_check(key=key, index_id=record.index_id, actor=actor, param=None)
     _record_soft_delete(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=actor)
 

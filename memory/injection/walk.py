@@ -17,19 +17,19 @@ records `limit` left out are counted per section, not named: naming them would r
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.db import connection
 from django.db.models import Case, F, IntegerField, QuerySet, Value, When
 
-from core_memory.keys.models import ApiKey
+from core_memory.keys.callers import Caller
 from core_memory.llm.embeddings import query_embed_begin
 from memory.embedding.storage import index_embeds
 from memory.injection.lines import record_line, token_estimate, tokens_of_bytes
 from memory.injection.settings import BlockSettings, block_settings, governing_block, readable_index
 from memory.models import MemoryRecord
-from memory.selectors import TIE_BREAKERS, record_search, records_visible, records_with_decay
+from memory.selectors import TIE_BREAKERS, SearchFilters, record_search, records_visible, records_with_decay
 from stores.models import KnowledgeIndex
 
 SECTIONS = ("commitments", "behaviour", "about_this_person", "organisation", "past_sessions")
@@ -173,9 +173,8 @@ CONFIDENCE_ORDER = TIE_BREAKERS
 
 def _topic_hits(
     *,
-    key: ApiKey,
+    caller: Caller,
     index: KnowledgeIndex,
-    subject: str | None,
     topic: str,
     types: list[str] | None,
     limit: int,
@@ -187,7 +186,7 @@ def _topic_hits(
     if not topic.strip():
         return {}
     found = record_search(
-        key=key, index=index, subject=subject, query=topic, types=types, limit=limit, shared=shared, now=now
+        caller=caller, index=index, query=topic, filters=SearchFilters(types=types, limit=limit, shared=shared), now=now
     )
     best = max((hit_score for _, hit_score in found), default=0.0) or 1.0
     return {record.id: hit_score / best for record, hit_score in found}
@@ -250,14 +249,14 @@ def _capped_counts(querysets: dict[str, QuerySet]) -> dict[str, int]:
         return dict(zip(querysets, cursor.fetchone(), strict=True))
 
 
-def injection_block_build(
-    *, key: ApiKey, agent_version, subject: str | None, topic: str, now: datetime
-) -> InjectionResult:
-    """The turn's memory block, its trace, and the ids injected (their retrieval counts rise).
+def injection_block_build(*, caller: Caller, agent_version, topic: str, now: datetime) -> InjectionResult:
+    """The turn's memory block for the caller's person, its trace, and the ids injected (their
+    retrieval counts rise).
 
     Nothing is injected — silently — without the `memory` capability, with a
-    disabled block, or when the calling key may not read the block's index.
+    disabled block, or when the caller's key may not read the block's index.
     """
+    key, subject = caller.key, caller.subject
     block_config, source = governing_block(key=key, agent_version=agent_version)
     index_id = block_config.get("index_id") if block_config else None
     trace = _trace(source=source, index_id=index_id)
@@ -274,19 +273,19 @@ def injection_block_build(
         query_embed_begin(topic)
     # Each section reads hers and the shared ones as separate queries, each of which an index
     # answers in order; "hers OR shared" in one query cannot be read in order.
-    hers = _candidates_of(key=key, index=index, person=subject, settings=settings, now=now) if subject is not None else None
-    shared = _candidates_of(key=key, index=index, person=None, settings=settings, now=now)
+    hers = _candidates_of(caller=caller, index=index, settings=settings, now=now) if subject is not None else None
+    shared = _candidates_of(caller=replace(caller, subject=None), index=index, settings=settings, now=now)
     shared_budget = settings.budget * settings.organisation_share if subject is not None else None
     block = _Block(budget=settings.budget, shared_budget=shared_budget)
     topic = topic or ""
     _walk_commitments(hers=hers, shared=shared, settings=settings, block=block)
     _walk_behaviour(hers=hers, settings=settings, block=block)
     dropped_by_section = _walk_person_and_shared(
-        key=key, index=index, subject=subject, topic=topic, hers=hers, shared=shared, settings=settings, block=block, now=now
+        caller=caller, index=index, topic=topic, hers=hers, shared=shared, settings=settings, block=block, now=now
     )
     # Hers only for a turn for a person, shared only for a turn for nobody.
     sessions_of = hers if hers is not None else shared
-    _walk_past_sessions(key=key, index=index, subject=subject, topic=topic, records=sessions_of, settings=settings, block=block, now=now)
+    _walk_past_sessions(caller=caller, index=index, topic=topic, records=sessions_of, settings=settings, block=block, now=now)
     text = "\n".join(block.lines)
     trace.update(
         injected=len(block.records),
@@ -299,10 +298,10 @@ def injection_block_build(
     return InjectionResult(text=text, trace=trace, records=list(block.records), detail=detail)
 
 
-def _candidates_of(*, key: ApiKey, index: KnowledgeIndex, person: str | None, settings: BlockSettings, now: datetime) -> QuerySet:
-    """Her records (`person`), or the shared ones (None), under the block's filters."""
-    records = records_visible(key=key, index=index, subject=person, shared=False).only(*LINE_FIELDS)
-    records = records_with_decay(records, key=key, now=now)
+def _candidates_of(*, caller: Caller, index: KnowledgeIndex, settings: BlockSettings, now: datetime) -> QuerySet:
+    """Her records (the caller's person), or the shared ones (a caller for nobody), under the block's filters."""
+    records = records_visible(caller=caller, index=index, shared=False).only(*LINE_FIELDS)
+    records = records_with_decay(records, key=caller.key, now=now)
     if settings.metadata:
         records = records.filter(metadata__contains=settings.metadata)
     if settings.min_confidence > 0:
@@ -335,9 +334,8 @@ def _walk_behaviour(*, hers: QuerySet | None, settings: BlockSettings, block: _B
 
 def _walk_past_sessions(
     *,
-    key: ApiKey,
+    caller: Caller,
     index: KnowledgeIndex,
-    subject: str | None,
     topic: str,
     records: QuerySet,
     settings: BlockSettings,
@@ -354,9 +352,7 @@ def _walk_past_sessions(
         age_days = max(0.0, (now - record.created_at).total_seconds() / 86400)
         return relevance * (1 + 0.5 ** (age_days / EPISODE_RECENCY_HALF_LIFE_DAYS))
 
-    hits = _topic_hits(
-        key=key, index=index, subject=subject, topic=topic, types=["episode"], limit=page_size * 2, now=now, shared=False
-    )
+    hits = _topic_hits(caller=caller, index=index, topic=topic, types=["episode"], limit=page_size * 2, now=now, shared=False)
     candidates = _ranked_by_topic(
         section_queryset=episodes, hits=hits, fallback_order=("-created_at", *CONFIDENCE_ORDER),
         page_size=page_size, block=block, score=episode_score,
@@ -366,9 +362,8 @@ def _walk_past_sessions(
 
 def _walk_person_and_shared(
     *,
-    key: ApiKey,
+    caller: Caller,
     index: KnowledgeIndex,
-    subject: str | None,
     topic: str,
     hers: QuerySet | None,
     shared: QuerySet,
@@ -393,7 +388,7 @@ def _walk_person_and_shared(
     remaining = settings.limit
     page_size = settings.limit + PAGE_MARGIN
     hits = (
-        _topic_hits(key=key, index=index, subject=subject, topic=topic, types=section_types, limit=page_size * 2, now=now)
+        _topic_hits(caller=caller, index=index, topic=topic, types=section_types, limit=page_size * 2, now=now)
         if settings.rank in RANK_SCORES and remaining > 0
         else {}
     )
@@ -406,9 +401,7 @@ def _walk_person_and_shared(
                 candidates,
                 lessons=lambda queryset=queryset: _ranked_by_topic(
                     section_queryset=queryset.filter(type=LESSON),
-                    hits=_topic_hits(
-                        key=key, index=index, subject=subject, topic=topic, types=[LESSON], limit=page_size, now=now, shared=False
-                    ),
+                    hits=_topic_hits(caller=caller, index=index, topic=topic, types=[LESSON], limit=page_size, now=now, shared=False),
                     fallback_order=CONFIDENCE_ORDER,
                     page_size=page_size,
                     block=block,

@@ -14,7 +14,7 @@ from memory.answers import record_write_answer
 from memory.injection.lines import confidence_percentage, data_json, episode_span
 from memory.models import MemoryRecord
 from memory.retrieval import records_search_retrieve
-from memory.selectors import SEARCH_DEFAULT_LIMIT
+from memory.selectors import SearchFilters
 from memory.services import RecordDraft, record_write
 from memory.tools.catalogue import SEARCH, WRITE, tool_index, writable_types
 from stores.models import KnowledgeIndex
@@ -81,10 +81,7 @@ def _search(*, caller: Caller, index: KnowledgeIndex, arguments: str, now: datet
         caller=caller,
         index=index,
         query=values["query"],
-        types=values.get("types") or None,
-        after=values.get("after"),
-        before=values.get("before"),
-        limit=SEARCH_DEFAULT_LIMIT,
+        filters=SearchFilters(types=values.get("types") or None, after=values.get("after"), before=values.get("before")),
         now=now,
     )
     return {"hits": [_hit(record) for record, _score in hits]}

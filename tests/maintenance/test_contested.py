@@ -82,7 +82,7 @@ def test_the_mark_shows_in_the_list_search_the_search_tool_and_the_injection_blo
     listed = client.get(f"/v1/memory?index_id={tenant.index.id}&contested=true").json()["data"]
     found = client.post("/v1/memory/search", {"index_id": tenant.index.id, "query": "woont"}, format="json").json()["data"]
     tool = call(tool_key(tenant), search_name(tenant.index), {"query": "woont"})
-    block = injection_block_build(key=injecting_key(tenant), agent_version=None, subject="anna", topic="", now=None).text
+    block = injection_block_build(caller=Caller(key=injecting_key(tenant), subject="anna"), agent_version=None, topic="", now=None).text
 
     assert sorted(record["id"] for record in listed) == sorted([delft.id, leiden.id])
     assert [hit["contested"] for hit in found] == [True, True]

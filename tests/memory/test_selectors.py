@@ -3,7 +3,8 @@ import pytest
 
 from core_memory.base.errors import ImproperlyScoped
 from memory.models import MemoryRecord
-from memory.selectors import record_search, records_visible
+from core_memory.keys.callers import Caller
+from memory.selectors import SearchFilters, record_search, records_visible
 from stores.models import KnowledgeIndex
 
 pytestmark = pytest.mark.django_db
@@ -20,17 +21,17 @@ def records(write):
 
 
 def test_records_visible_to_a_person_are_her_active_ones_and_the_shared_ones(tenant, records):
-    visible = set(records_visible(key=tenant.key, index=tenant.index, subject="anna").values_list("text", flat=True))
+    visible = set(records_visible(caller=Caller(key=tenant.key, subject="anna"), index=tenant.index).values_list("text", flat=True))
     assert visible == {"Anna wil facturen per e-mail", "Facturen gaan per e-mail", "Facturen per brief"}
 
 
 def test_records_visible_to_nobody_are_only_the_shared_ones(tenant, records):
-    assert list(records_visible(key=tenant.key, index=tenant.index, subject=None)) == [records["shared"]]
+    assert list(records_visible(caller=Caller(key=tenant.key), index=tenant.index)) == [records["shared"]]
 
 
 def test_search_for_nobody_finds_only_shared_records_unless_all_subjects(tenant, records):
-    shared_only = record_search(key=tenant.key, index=tenant.index, subject=None, query="facturen")
-    everyone = record_search(key=tenant.key, index=tenant.index, subject=None, query="facturen", all_subjects=True)
+    shared_only = record_search(caller=Caller(key=tenant.key), index=tenant.index, query="facturen")
+    everyone = record_search(caller=Caller(key=tenant.key), index=tenant.index, query="facturen", filters=SearchFilters(all_subjects=True))
 
     assert [record.id for record, _ in shared_only] == [records["shared"].id]
     # The same words: the learned fusion puts the shorter record first (by full text a long
@@ -42,7 +43,7 @@ def test_search_for_nobody_finds_only_shared_records_unless_all_subjects(tenant,
 
 def test_search_itself_only_reads(tenant, records):
     """Counting the hits (R-5.10) is memory.retrieval's, which reads through the search and then counts."""
-    hits = record_search(key=tenant.key, index=tenant.index, subject="anna", query="facturen")
+    hits = record_search(caller=Caller(key=tenant.key, subject="anna"), index=tenant.index, query="facturen")
 
     assert [record.text for record, _ in hits] == ["Facturen per brief", "Facturen gaan per e-mail", "Anna wil facturen per e-mail"]
     assert set(MemoryRecord.objects.unscoped().values_list("retrieval_count", flat=True)) == {0}
@@ -52,13 +53,13 @@ def test_record_selectors_refuse_an_index_not_read_for_the_key(tenant, other_ten
     """Tenancy in the structure: an index handed in must come from KnowledgeIndex.objects.for_key
     for the same key, or the selector stops (a bug, never a quiet read of another's records)."""
     with pytest.raises(ImproperlyScoped):
-        records_visible(key=other_tenant.key, index=tenant.index, subject=None)
+        records_visible(caller=Caller(key=other_tenant.key), index=tenant.index)
     with pytest.raises(ImproperlyScoped):
-        records_visible(key=tenant.key, index=KnowledgeIndex.objects.unscoped().get(pk=tenant.index.pk), subject=None)
+        records_visible(caller=Caller(key=tenant.key), index=KnowledgeIndex.objects.unscoped().get(pk=tenant.index.pk))
 
 
 def test_search_scores_are_best_first_between_zero_and_one(tenant, records):
-    hits = record_search(key=tenant.key, index=tenant.index, subject="anna", query="anna facturen e-mail")
+    hits = record_search(caller=Caller(key=tenant.key, subject="anna"), index=tenant.index, query="anna facturen e-mail")
     # Cover density normalised as rank / (rank + 1): 0.8 → 4/9, 0.6 → 3/8, 0.2 → 1/6, read by
     # the learned fusion (memory.search.ranking, tests/memory/search/test_ranking.py pins it).
     assert [record.text for record, _ in hits] == ["Anna wil facturen per e-mail", "Facturen gaan per e-mail", "Facturen per brief"]

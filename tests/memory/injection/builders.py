@@ -5,6 +5,7 @@ import json
 
 from django.utils import timezone
 
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ALL_INDEXES
 from memory.injection.walk import injection_block_build
 from memory.models import MemoryRecord
@@ -33,7 +34,7 @@ def store_injection(index, **settings):
 
 
 def build(key, *, subject: str | None = "anna", topic: str = "", agent_version=None, now=None):
-    return injection_block_build(key=key, agent_version=agent_version, subject=subject, topic=topic, now=now or NOW)
+    return injection_block_build(caller=Caller(key=key, subject=subject), agent_version=agent_version, topic=topic, now=now or NOW)
 
 
 def sections(text: str) -> dict[str, list[dict]]:

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 
+from core_memory.keys.callers import Caller
 from memory.injection.walk import injection_block_build
 from tests.memory.injection.builders import NOW, build, injecting_key, record, store_injection, texts
 
@@ -88,7 +89,7 @@ def test_past_sessions_closest_in_meaning_come_first(tenant, embedding_index, ve
     _embedded(embedding_index, vectors, "Zocht een nieuwe laptop uit voor haar werk.", type="episode", subject="anna", created_at=NOW - timedelta(days=40))
     key = injecting_key(tenant, index_id=embedding_index.id)
 
-    result = injection_block_build(key=key, agent_version=None, subject="anna", topic="What computer did she choose?", now=NOW)
+    result = injection_block_build(caller=Caller(key=key, subject="anna"), agent_version=None, topic="What computer did she choose?", now=NOW)
 
     assert texts(result.text, "past_sessions") == ["Zocht een nieuwe laptop uit voor haar werk."]
 

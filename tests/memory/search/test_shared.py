@@ -12,7 +12,7 @@ from memory.models import MemoryRecord, SharedSetVersion
 from memory.search import query_terms
 from memory.search import shared as shared_module
 from memory.search.shared import bounded_candidates, forget
-from memory.selectors import SEARCH_DEPTH, record_search
+from memory.selectors import SEARCH_DEPTH, SearchFilters, record_search
 from memory.services import record_delete, record_update, records_retrieved, text_normalise
 
 pytestmark = pytest.mark.django_db
@@ -72,8 +72,9 @@ def store(tenant):
     return records
 
 
-def _answer(tenant, question: str, **arguments):
-    found = record_search(key=tenant.key, index=tenant.index, subject="anna", query=question, **arguments)
+def _answer(tenant, question: str, exhaustive: bool = False, **filters):
+    caller = Caller(key=tenant.key, subject="anna")
+    found = record_search(caller=caller, index=tenant.index, query=question, filters=SearchFilters(**filters), exhaustive=exhaustive)
     return [(record.id, score) for record, score in found]
 
 
