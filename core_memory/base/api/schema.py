@@ -30,6 +30,8 @@ MUTATING_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 # and as a client reads the document (JSON Schema's patterns are ECMA-262, whose `\s` leaves out
 # the separators U+001C–U+001F and U+0085 that Python strips): named here, so both agree.
 NOT_BLANK_PATTERN = r"[^\s\x1c-\x1f\x85]"
+# A person (a subject): an opaque string of 1 to 255 characters, not only whitespace.
+PERSON = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": NOT_BLANK_PATTERN}
 PATH_VARIABLE = re.compile(r"{[^}]+}")
 
 
@@ -180,12 +182,16 @@ class CoreAutoSchema(AutoSchema):
         parameters: list = [
             OpenApiParameter(
                 "X-Core-Subject",
-                {"type": "string", "minLength": 1, "maxLength": 255, "pattern": NOT_BLANK_PATTERN},
+                PERSON,
                 OpenApiParameter.HEADER,
                 description="The person this request is for, an opaque string of at most 255 characters. "
                 "A subject token already names its person: another value here is a 403.",
             )
         ]
+        if "{subject}" in self.path:
+            parameters.append(
+                OpenApiParameter("subject", PERSON, OpenApiParameter.PATH, description="The person, as the API names her elsewhere.")
+            )
         if self.method in MUTATING_METHODS:
             parameters.append(
                 OpenApiParameter(

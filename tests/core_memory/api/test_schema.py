@@ -316,3 +316,18 @@ def test_a_tool_items_call_id_the_document_calls_valid_is_never_refused_as_blank
 
     allowed = jsonschema_rs.is_valid(variants, {"items": [item]})
     assert answer.status_code != 400 if allowed else answer.status_code == 400, (value, answer.content)
+
+
+@pytest.mark.parametrize("value", BLANK_LOOKING)
+def test_a_person_in_the_path_the_document_calls_valid_is_never_refused_as_blank(document, tenant, value):
+    """R-2.2, R-2.3: the fuzz step sent `GET /v1/persons/%09/export`; the path's person had no
+    rule in the document, and the API refused the tab as no person at all."""
+    import jsonschema_rs
+    from urllib.parse import quote
+
+    schema = next(p for p in document["paths"]["/v1/persons/{subject}/export"]["get"]["parameters"] if p["name"] == "subject")["schema"]
+
+    answer = tenant.client().get(f"/v1/persons/{quote(value)}/export")
+
+    allowed = jsonschema_rs.is_valid(schema, value)
+    assert answer.status_code != 400 if allowed else answer.status_code == 400, (value, schema, answer.content)
