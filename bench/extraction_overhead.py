@@ -32,6 +32,7 @@ from django.db import connection
 from django.test.utils import override_settings
 from django.utils import timezone
 
+from core_memory.keys.callers import Caller
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
 from extraction.services.planning import extraction_switch_plan
 from extraction.services.switches import extraction_switch_set
@@ -127,7 +128,7 @@ def measure(*, model: FakeChatModel, items: int, records: int, windows: int, red
     _records(organisation=organisation, index=index, count=records)
     start = timezone.now() - timedelta(hours=3)
     for _ in range(windows + 1):  # one more: the first window read is a warm-up
-        thread = thread_create(organisation=organisation, key=key, subject=SUBJECT)
+        thread = thread_create(caller=Caller(key=key, subject=SUBJECT))
         thread_items_append(thread=thread, key=key, drafts=_drafts(items), now=start)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memory_memoryrecord; ANALYZE threads_item")

@@ -21,6 +21,7 @@ from harness import scratch_database  # sets Django up, so the project's imports
 
 from django.test.utils import override_settings
 
+from core_memory.keys.callers import Caller
 from core_memory.pii.detection import findings_in
 from core_memory.threads.models import Item
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
@@ -48,8 +49,8 @@ def detection_per_kilobyte(repeats: int) -> tuple[float, float]:
     return statistics.median(timings), statistics.quantiles(timings, n=10, method="inclusive")[8]
 
 
-def thread_with_history(*, organisation, key, items: int) -> str:
-    thread = thread_create(organisation=organisation, key=key, subject=SUBJECT)
+def thread_with_history(*, key, items: int) -> str:
+    thread = thread_create(caller=Caller(key=key, subject=SUBJECT))
     drafts = [
         ItemDraft(role=Item.Role.USER if number % 2 == 0 else Item.Role.ASSISTANT, content=MESSAGES[number % len(MESSAGES)])
         for number in range(items)
@@ -96,7 +97,7 @@ def main() -> None:
             print(f"{'-' * 13}-+-{'-' * 12}-+-{'-' * 16}-+-{'-' * 7}-+-{'-' * 12}")
             for history in sorted(int(size) for size in arguments.histories.split(",")):
                 clients = {
-                    redacts: (client_for(secret, subject=SUBJECT), thread_with_history(organisation=organisation, key=key, items=history))
+                    redacts: (client_for(secret, subject=SUBJECT), thread_with_history(key=key, items=history))
                     for redacts, (key, secret) in keys.items()
                 }
                 results = before_model(clients=clients, model=model, turns=arguments.turns)

@@ -125,7 +125,7 @@ def world(tenant, other_tenant, settings):
     ).json()
     named_key, _secret = make_key(organisation, name="cnry-key-name")
     owner.patch("/v1/persons/anna", {"helper_model_may_read": False}, format="json")
-    anna_token, _token_secret = subject_token_create(key=tenant.key, subject="anna", ttl_seconds=600)
+    anna_token, _token_secret = subject_token_create(caller=Caller(key=tenant.key, subject="anna"), ttl_seconds=600)
     anna_turn = owner.post("/v1/responses", {"model": "fake-chat", "input": "cnry-anna-asked", "user": "anna"}, format="json").json()
     proposal = Proposal.objects.create(
         organisation=organisation, index=index, type="fact", text="cnry-anna-fact", reason="general_knowledge", created_at=anna_fact.created_at
@@ -138,7 +138,7 @@ def world(tenant, other_tenant, settings):
     _write_client, _k = tenant.key_client(read=(), write=(index.id,), **full)
     _bare_client, _k = tenant.key_client(capabilities=(), **full)
     bob_key, _bob_key_secret = make_key(organisation, name="attacker")
-    _bob_token, bob_token_secret = subject_token_create(key=bob_key, subject="bob", ttl_seconds=600)
+    _bob_token, bob_token_secret = subject_token_create(caller=Caller(key=bob_key, subject="bob"), ttl_seconds=600)
     revoked_key, revoked_secret = make_key(organisation, name="attacker")
     key_revoke(key=revoked_key, actor="test")
     header_key, header_secret = make_key(organisation, name="attacker")
@@ -635,7 +635,7 @@ def test_a_narrow_key_reads_another_keys_thread_without_the_index_it_may_not_rea
 
 def test_a_subject_token_of_the_narrow_key_reads_no_more(tenant, thread_of_another_key):
     thread_id, narrow, _secret = thread_of_another_key
-    _token, token_secret = subject_token_create(key=narrow, subject="zoe", ttl_seconds=600)
+    _token, token_secret = subject_token_create(caller=Caller(key=narrow, subject="zoe"), ttl_seconds=600)
 
     items = client_for(token_secret).get(f"/v1/threads/{thread_id}/items")
 

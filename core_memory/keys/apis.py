@@ -178,6 +178,7 @@ class SubjectTokenCreateApi(CoreApi):
             raise PermissionDenied("A subject token cannot mint subject tokens.")
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        token, secret = subject_token_create(key=self.key, **serializer.validated_data)
+        data = serializer.validated_data
+        token, secret = subject_token_create(caller=self.principal.acting_for(data["subject"]), ttl_seconds=data["ttl_seconds"])
         token.token = secret
         return Response(self.OutputSerializer(token).data, status=status.HTTP_201_CREATED)

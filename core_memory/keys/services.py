@@ -10,6 +10,7 @@ from django.utils.translation import gettext
 
 from audit.services import audit_event_record
 from core_memory.base.errors import Conflict, Unprocessable
+from core_memory.keys.callers import Caller
 from core_memory.keys.configuration import memory_config_normalise
 from core_memory.keys.models import (
     ALL_INDEXES,
@@ -187,8 +188,12 @@ def key_trail_purge(*, now: datetime | None = None) -> int:
 
 
 @transaction.atomic
-def subject_token_create(*, key: ApiKey, subject: str, ttl_seconds: int) -> tuple[SubjectToken, str]:
-    """A token acting as `key` for one person; it never outlives its key. Names the person."""
+def subject_token_create(*, caller: Caller, ttl_seconds: int) -> tuple[SubjectToken, str]:
+    """A token acting as the caller's key for the caller's person; it never outlives its key.
+    Names the person."""
+    key, subject = caller.key, caller.subject
+    if subject is None:
+        raise ValueError("A subject token is for one person: the caller names none.")
     person_ensure(organisation=key.organisation, subject=subject)
     secret = new_secret(SUBJECT_TOKEN_PREFIX)
     expires_at = timezone.now() + timedelta(seconds=ttl_seconds)

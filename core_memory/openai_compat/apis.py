@@ -222,8 +222,7 @@ class ChatCompletionCreateApi(OpenAIApi):
         if data["response_format"] is not None:
             options["response_format"] = _response_format(data["response_format"])
         plan = turn_plan(
-            key=self.key,
-            subject=self.request_subject(body_user=data["user"]),
+            caller=self.request_caller(body_user=data["user"]),
             model_id=data["model"],
             input=drafts,
             tool_names=[],
@@ -334,12 +333,10 @@ class ResponseCreateApi(OpenAIApi):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        subject = self.request_subject(body_user=data["user"])
+        caller = self.request_caller(body_user=data["user"])
         thread_id, known_calls = None, {}
         if data["previous_response_id"] is not None:
-            previous = response_get_available(
-                key=self.key, response_id=data["previous_response_id"], subject=subject, param="previous_response_id"
-            )
+            previous = response_get_available(caller=caller, response_id=data["previous_response_id"], param="previous_response_id")
             thread_id = previous.thread_id
             known_calls = thread_tool_calls(thread_id=thread_id, organisation_id=self.organisation.id)
         input_instructions, drafts = wire.responses_input_read(data["input"], known_calls=known_calls)
@@ -355,8 +352,7 @@ class ResponseCreateApi(OpenAIApi):
         if response_format is not None:
             options["response_format"] = response_format
         plan = turn_plan(
-            key=self.key,
-            subject=subject,
+            caller=caller,
             model_id=data["model"],
             input=drafts,
             tool_names=[],
@@ -396,9 +392,7 @@ class ResponseDetailApi(OpenAIApi):
         (instructions, tools, sampling) is not kept, so those fields read as their defaults. A key
         without `threads` reads only the turns it made itself; a request for one person only hers.
         """
-        response = response_get_available(
-            key=self.key, response_id=response_id, subject=self.request_subject(), param="response_id"
-        )
+        response = response_get_available(caller=self.caller, response_id=response_id, param="response_id")
         answer = Response(wire.responses_body(response, response_output_as_key_reads(key=self.key, response=response)))
         answer[RESPONSE_ID_HEADER], answer[THREAD_ID_HEADER] = response.id, response.thread_id
         return answer

@@ -150,11 +150,9 @@ class ThreadCreateApi(CoreApi):
         """
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        subject = self.request_subject(body_user=serializer.validated_data["subject"], body_param="subject")
+        caller = self.request_caller(body_user=serializer.validated_data["subject"], body_param="subject")
         metadata_check(serializer.validated_data["metadata"], param="metadata")
-        thread = thread_create(
-            organisation=self.organisation, key=self.key, subject=subject, metadata=serializer.validated_data["metadata"]
-        )
+        thread = thread_create(caller=caller, metadata=serializer.validated_data["metadata"])
         return Response(ThreadOutputSerializer(thread).data, status=status.HTTP_201_CREATED)
 
 

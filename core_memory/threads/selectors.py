@@ -8,6 +8,7 @@ import re
 from django.db.models import Count, F, Max, QuerySet
 
 from core_memory.base.errors import NotFound
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.organisations.models import Organisation
 from core_memory.threads.models import Item, Response, Thread
@@ -86,15 +87,15 @@ def person_threads_counted(*, organisation_id: str, subject: str) -> int:
     return Thread.objects.for_organisation(organisation_id).filter(subject=subject).count()
 
 
-def response_get_available(*, key: ApiKey, response_id: str, subject: str | None, param: str | None = None) -> Response:
-    """A turn the key may read or continue: one of the organisation's, and without the `threads`
-    capability (which reads every conversation) only one the key made itself; for a request that
-    names a person, only one of hers. Anything else is the same 404 as a missing one."""
-    responses = Response.objects.for_organisation(key.organisation_id).filter(id=response_id)
-    if not key.has_capability("threads"):
-        responses = responses.filter(key_id=key.id)
-    if subject is not None:
-        responses = responses.filter(subject=subject)
+def response_get_available(*, caller: Caller, response_id: str, param: str | None = None) -> Response:
+    """A turn the caller may read or continue: one of the organisation's, and without the `threads`
+    capability (which reads every conversation) only one its key made itself; for a caller acting
+    for a person, only one of hers. Anything else is the same 404 as a missing one."""
+    responses = Response.objects.for_organisation(caller.organisation_id).filter(id=response_id)
+    if not caller.may("threads"):
+        responses = responses.filter(key_id=caller.key.id)
+    if caller.subject is not None:
+        responses = responses.filter(subject=caller.subject)
     response = responses.select_related("agent_version").first() if isinstance(response_id, str) else None
     if response is None:
         raise NotFound("No such response.", param=param)

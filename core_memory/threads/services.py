@@ -9,8 +9,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
-from core_memory.organisations.models import Organisation
 from core_memory.threads.models import Item, Thread
 
 
@@ -28,8 +28,10 @@ class ItemDraft:
 
 
 @transaction.atomic
-def thread_create(*, organisation: Organisation, key: ApiKey, subject: str | None, metadata: dict | None = None) -> Thread:
-    return Thread.objects.create(organisation=organisation, key=key, subject=subject, metadata=metadata or {})
+def thread_create(*, caller: Caller, metadata: dict | None = None) -> Thread:
+    """A new conversation of the caller's key, for the caller's person (or for nobody)."""
+    key = caller.key
+    return Thread.objects.create(organisation=key.organisation, key=key, subject=caller.subject, metadata=metadata or {})
 
 
 @transaction.atomic

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from core_memory.keys.callers import Caller
 from core_memory.threads.models import Item, Thread
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
 from tests.fake_model import completion
@@ -28,7 +29,7 @@ def conversation(
     """A thread whose items are `messages` — text (alternating user/assistant) or ItemDraft —
     the first at `at` (default: two hours ago), each `gap` after the one before."""
     at = at or timezone.now() - timedelta(hours=2)
-    thread = thread_create(organisation=organisation, key=key, subject=subject)
+    thread = thread_create(caller=Caller(key=key, subject=subject))
     return thread, items_add(thread=thread, key=key, messages=messages, at=at, gap=gap)
 
 

@@ -6,6 +6,7 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from core_memory.agents.models import Agent
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import KEY_CAPABILITIES, ApiKey, KeyTrailEntry
 from core_memory.keys.services import key_delete, key_revoke
 from core_memory.threads.services import thread_create
@@ -464,7 +465,7 @@ def windows(tenant, fake_model):
     """A switch with one ready window and failed ones for the model's answer and for the key."""
     switch_put(tenant.client(), tenant.index.id)
     switch = ExtractionSwitch.objects.get()
-    thread = thread_create(organisation=tenant.organisation, key=tenant.key, subject="anna")
+    thread = thread_create(caller=Caller(key=tenant.key, subject="anna"))
     now = timezone.now()
     made = {}
     for position, (status, code) in enumerate(

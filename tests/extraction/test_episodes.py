@@ -39,7 +39,7 @@ def session(tenant):
     result that succeeded and one that was refused."""
     agent = Agent.objects.create(organisation=tenant.organisation, name="planner", latest_version=2)
     version = AgentVersion.objects.create(agent=agent, version=2, model="fake-chat", created_by=tenant.key.id)
-    thread = thread_create(organisation=tenant.organisation, key=tenant.key, subject="anna")
+    thread = thread_create(caller=Caller(key=tenant.key, subject="anna"))
     start = timezone.now() - timedelta(hours=2)
     responses = [
         Response.objects.create(organisation=tenant.organisation, thread=thread, key=tenant.key, model="fake-chat", agent_version=version, status=status)

@@ -6,6 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.llm.structured import structured_completion
 from core_memory.pii import placeholders as pii_placeholders
@@ -36,7 +37,7 @@ def records() -> list[tuple]:
 @pytest.fixture
 def anna(tenant):
     """Anna's conversation: a message, a tool call and its result, reasoning, a sealed note."""
-    thread = thread_create(organisation=tenant.organisation, key=tenant.key, subject="anna")
+    thread = thread_create(caller=Caller(key=tenant.key, subject="anna"))
     at = timezone.now() - timedelta(hours=1)
     items = items_add(
         thread=thread,

@@ -425,7 +425,7 @@ def test_records_are_never_added_in_the_console(console):
 
 def test_a_records_provenance_links_its_thread_under_the_person(console, tenant, write):
     """R-10.1: provenance, without a column of its own."""
-    thread = thread_create(organisation=tenant.organisation, key=tenant.key, subject="anna")
+    thread = thread_create(caller=Caller(key=tenant.key, subject="anna"))
     write("Anna drinkt koffie", subject="anna", provenance={"thread_id": thread.id, "item_ids": ["itm_a", "itm_b"], "response_id": None})
 
     page = console.get(RECORDS).content.decode()

@@ -9,6 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from audit.models import AuditEvent
+from core_memory.keys.callers import Caller
 from memory.models import MemoryRecord
 from tests.factories import make_key
 
@@ -169,7 +170,7 @@ def test_another_person_token_cannot_import_into_her_name(tenant):
     """Owner, other person: a subject token for anna with X-Core-Subject bob is a 403."""
     from core_memory.keys.services import subject_token_create
 
-    token, secret = subject_token_create(key=tenant.key, subject="anna", ttl_seconds=600)
+    token, secret = subject_token_create(caller=Caller(key=tenant.key, subject="anna"), ttl_seconds=600)
     from tests.factories import client_for
 
     response = _import(client_for(secret, subject="bob"), tenant.index.id, _lines({"type": "fact", "text": "x"}))

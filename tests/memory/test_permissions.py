@@ -165,7 +165,7 @@ def test_a_subject_token_with_another_x_core_subject_is_a_403(tenant, record):
     """R-2.2."""
     from core_memory.keys.services import subject_token_create
 
-    _token, secret = subject_token_create(key=tenant.key, subject="anna", ttl_seconds=60)
+    _token, secret = subject_token_create(caller=Caller(key=tenant.key, subject="anna"), ttl_seconds=60)
     client = client_for(secret, subject="bram")
     before = _state()
     _assert_denied(_call(client, "write", record), 403, before)

@@ -69,7 +69,11 @@ class CoreApi(APIView):
     @property
     def caller(self) -> Any:
         """Who asks, for the request's person (`request_subject`): the key and her together."""
-        return self.principal.acting_for(self.request_subject())
+        return self.request_caller()
+
+    def request_caller(self, *, body_user=None, body_param: str = "user") -> Any:
+        """Who asks, for the request's person as `request_subject` reads her, the body's `user` too."""
+        return self.principal.acting_for(self.request_subject(body_user=body_user, body_param=body_param))
 
     def request_subject(self, *, body_user=None, body_param: str = "user") -> str | None:
         """The request's person: token, else X-Core-Subject, else the body's `user`."""

@@ -187,8 +187,7 @@ class ResponseCreateApi(CoreApi):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         plan = turn_plan(
-            key=self.key,
-            subject=self.request_subject(body_user=data["user"]),
+            caller=self.request_caller(body_user=data["user"]),
             model_id=data["model"],
             input=data["input"],
             tool_names=[tool["name"] for tool in data["tools"]],
@@ -225,9 +224,7 @@ class ResponseDetailApi(CoreApi):
         `trace.memory`. A key without `threads` reads only the turns it made itself; a request for one
         person (a subject token, `X-Core-Subject`) reads only her turns.
         """
-        response = response_get_available(
-            key=self.key, response_id=response_id, subject=self.request_subject(), param="response_id"
-        )
+        response = response_get_available(caller=self.caller, response_id=response_id, param="response_id")
         return Response(self.OutputSerializer(response, context={"output": response_output_as_key_reads(key=self.key, response=response)}).data)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.utils import timezone
@@ -49,10 +49,10 @@ TOKEN_LIMIT_REACHED = {"code": "token_limit_reached", "message": "The organisati
 
 @dataclass(frozen=True)
 class TurnPlan:
-    """A validated request: everything a turn needs, nothing written yet."""
+    """A validated request: everything a turn needs, nothing written yet. `caller` is who asks,
+    for the turn's person (the thread's, when it continues one)."""
 
-    key: ApiKey
-    subject: str | None
+    caller: Caller
     model: dict
     agent: Agent | None
     agent_version: AgentVersion | None
@@ -68,9 +68,12 @@ class TurnPlan:
     model_options: dict = field(default_factory=dict)
 
     @property
-    def caller(self) -> Caller:
-        """Who asks: the key, for the turn's person."""
-        return Caller(key=self.key, subject=self.subject)
+    def key(self) -> ApiKey:
+        return self.caller.key
+
+    @property
+    def subject(self) -> str | None:
+        return self.caller.subject
 
     @property
     def caller_tool_names(self) -> set[str]:
@@ -89,8 +92,7 @@ class TurnEvent:
 
 def turn_plan(
     *,
-    key: ApiKey,
-    subject: str | None,
+    caller: Caller,
     model_id: str | None,
     input: list[ItemDraft],
     tool_names: list[str],
@@ -109,6 +111,7 @@ def turn_plan(
     `offer_memory_tools` adds every memory tool the key's own configuration offers, unnamed
     (a client that knows nothing of Core still gets them); `caller_tools` must not share a
     name with a memory tool (400 on `tools[i]`)."""
+    key = caller.key
     organisation = key.organisation
     agent = agent_version = None
     if agent_ref is not None:
@@ -120,8 +123,8 @@ def turn_plan(
     thread = None
     if thread_id is not None:
         # A turn on a thread is for the thread's person; a request for someone else does not see it.
-        thread = thread_get_available(organisation=organisation, thread_id=thread_id, subject=subject, param="thread_id")
-        subject = thread.subject
+        thread = thread_get_available(organisation=organisation, thread_id=thread_id, subject=caller.subject, param="thread_id")
+        caller = replace(caller, subject=thread.subject)
     timezone_name = timezone_name or organisation.timezone or "UTC"
     tools = []
     requested = list(enumerate(tool_names))
@@ -133,8 +136,7 @@ def turn_plan(
         if is_memory_tool_name(tool["function"]["name"]):
             raise InvalidRequest("A memory tool's name is Core's own: name the function otherwise.", param=f"tools[{position}]")
     return TurnPlan(
-        key=key,
-        subject=subject,
+        caller=caller,
         model=model,
         agent=agent,
         agent_version=agent_version,
@@ -152,7 +154,7 @@ def _turn_open(*, plan: TurnPlan, now: datetime) -> tuple[Response, Thread, list
     """The thread, the response and the input items. The commit does not wait for the disk:
     the turn's closing commit waits, and makes these durable with it (core_memory.base.transactions)."""
     with lazily_committed(durable=True):
-        thread = plan.thread or thread_create(organisation=plan.key.organisation, key=plan.key, subject=plan.subject)
+        thread = plan.thread or thread_create(caller=plan.caller)
         # Its id is known before it is saved: the input items name it, and it records where they end.
         response = Response(
             organisation_id=plan.key.organisation_id,

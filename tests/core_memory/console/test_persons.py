@@ -7,6 +7,7 @@ from django.contrib.admin.utils import quote
 from django.test import Client
 
 from audit.models import AuditEvent
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import SubjectToken
 from core_memory.keys.services import subject_token_create
 from core_memory.persons.models import Person
@@ -33,7 +34,7 @@ def test_the_list_names_everyone_core_knows_with_records_per_type_threads_activi
     write("Anna drinkt koffie", subject="anna")
     write("Anna houdt van jazz", subject="anna", type="preference")
     write("Anna houdt van blues", subject="anna", type="preference")
-    thread_create(organisation=tenant.organisation, key=tenant.key, subject="bert")
+    thread_create(caller=Caller(key=tenant.key, subject="bert"))
     person_update(organisation=tenant.organisation, subject="carla", actor="test", helper_model_may_read=False)
     write("Gedeeld feit")
     person_update(organisation=other_tenant.organisation, subject="dirk", actor="test", helper_model_may_read=False)
@@ -72,7 +73,7 @@ def test_her_page_shows_her_records_by_section_in_injection_order_her_threads_an
     weak = write("Anna houdt van jazz", subject="anna", type="preference", confidence=0.4)
     write("Iets gedeelds")
     write("Bert zijn feit", subject="bert")
-    thread = thread_create(organisation=tenant.organisation, key=tenant.key, subject="anna")
+    thread = thread_create(caller=Caller(key=tenant.key, subject="anna"))
 
     response = console.get(person_url(tenant, "anna"))
 
@@ -105,7 +106,7 @@ def test_erasing_her_shows_what_will_go_then_erases_through_the_flow_and_gives_a
     write("Anna woont in Utrecht", subject="anna", replaces=old.id)
     write("Anna houdt van jazz", subject="anna", type="preference")
     kept = write("Bert blijft", subject="bert")
-    subject_token_create(key=tenant.key, subject="anna", ttl_seconds=600)
+    subject_token_create(caller=Caller(key=tenant.key, subject="anna"), ttl_seconds=600)
 
     confirmation = console.get(person_url(tenant, "anna", "erase"))
 

@@ -6,6 +6,7 @@ import pytest
 from django.contrib.admin.utils import quote
 
 from audit.models import AuditEvent
+from core_memory.keys.callers import Caller
 from core_memory.threads.services import thread_create
 from memory.models import MemoryRecord
 from tests.core_memory.console.world import build_world, contest, response_of
@@ -70,7 +71,7 @@ def test_an_erased_record_shows_as_gone_not_as_an_error(console, tenant, fake_mo
 
 def test_another_organisations_thread_is_a_404_and_no_read(console, other_tenant):
     """R-2.5, R-12.1."""
-    thread = thread_create(organisation=other_tenant.organisation, key=other_tenant.key, subject="dirk")
+    thread = thread_create(caller=Caller(key=other_tenant.key, subject="dirk"))
 
     assert console.get(thread_url(thread.id)).status_code == 404
     assert not AuditEvent.objects.filter(action="memory.console_read").exists()
@@ -78,7 +79,7 @@ def test_another_organisations_thread_is_a_404_and_no_read(console, other_tenant
 
 
 def test_who_administers_nothing_sees_no_thread(tenant):
-    thread = thread_create(organisation=tenant.organisation, key=tenant.key, subject="anna")
+    thread = thread_create(caller=Caller(key=tenant.key, subject="anna"))
     client = console_client(staff_without_organisation(with_permissions=True))
 
     assert client.get(thread_url(thread.id)).status_code == 404
@@ -106,7 +107,7 @@ def test_a_tool_of_an_index_deleted_since_shows_nothing_of_what_it_read(console,
 def test_the_thread_list_shows_person_agents_last_message_and_finds_by_person_and_words(console, tenant, fake_model):
     """Issue 24: threads by person and content, not by exact id alone; the search is in the list's audited read."""
     world = build_world(tenant, fake_model)
-    thread_create(organisation=tenant.organisation, key=tenant.key, subject="bert")
+    thread_create(caller=Caller(key=tenant.key, subject="bert"))
 
     listed = console.get("/console/threads/thread/")
     by_person = console.get("/console/threads/thread/", {"q": "ann"})

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from core_memory.keys.callers import Caller
 from core_memory.keys.services import subject_token_create
 from core_memory.persons.services import person_update
 from core_memory.threads.models import Response
@@ -96,7 +97,7 @@ def build_world(tenant, fake_model) -> World:
     )
     write("x" * 300, subject="anna", confidence=0.99)  # too long for the key's budget: skipped
     person_update(organisation=tenant.organisation, subject="anna", actor="test", helper_model_may_read=False)
-    subject_token_create(key=key, subject="carla", ttl_seconds=600)
+    subject_token_create(caller=Caller(key=key, subject="carla"), ttl_seconds=600)
 
     bram = write("Declaraties gaan voor de 25e naar financiën.", subject="bram")
     anna_too = write("Declaraties gaan voor de 25e naar financiën.")

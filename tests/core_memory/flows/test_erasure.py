@@ -15,6 +15,7 @@ from audit.models import AuditEvent
 from audit.services import audit_event_record
 from core_memory.base.api.models import IdempotentRequest
 from core_memory.flows.erasure import person_erase
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import SubjectToken
 from core_memory.keys.services import subject_token_create
 from core_memory.persons.models import Person
@@ -118,8 +119,8 @@ def test_erasing_a_person_never_named_is_not_an_error(tenant):
 
 def test_erasing_a_person_removes_the_real_values_behind_her_threads_placeholders(tenant):
     """R-3.4, R-8.8: the placeholders hold her e-mail and phone number in clear; counted in the receipt."""
-    hers = [thread_create(organisation=tenant.organisation, key=tenant.key, subject="anna") for _ in range(2)]
-    brams = thread_create(organisation=tenant.organisation, key=tenant.key, subject="bram")
+    hers = [thread_create(caller=Caller(key=tenant.key, subject="anna")) for _ in range(2)]
+    brams = thread_create(caller=Caller(key=tenant.key, subject="bram"))
     for thread in (*hers, brams):
         thread_texts_redact(thread=thread, texts=["Mail anna@example.nl of bel 06-12345678"])
 
@@ -203,7 +204,7 @@ def everything_about_her(tenant, write, fake_model, settings):
     write("Werkt in Gouda", subject=ERASED)
     maintenance_store_plan(index_id=tenant.index.id, force=True)  # a job about her, waiting (and three done)
     person_update(organisation=tenant.organisation, subject=ERASED, actor="test", helper_model_may_read=False)
-    subject_token_create(key=tenant.key, subject=ERASED, ttl_seconds=600)
+    subject_token_create(caller=Caller(key=tenant.key, subject=ERASED), ttl_seconds=600)
     switch_put(tenant.client(), tenant.index.id)
     thread, _ = conversation(organisation=tenant.organisation, key=tenant.key, subject=ERASED, messages=["Mail me op anna@example.nl"])
     Response.objects.create(organisation=tenant.organisation, thread=thread, key=tenant.key, subject=ERASED, model="fake-chat")

@@ -43,9 +43,9 @@ def anna(tenant, write):
     )
     ProposalSource.objects.bulk_create([ProposalSource(record=corrected, proposal=proposal), ProposalSource(record=bobs, proposal=proposal)])
     person_update(organisation=tenant.organisation, subject="anna", actor="test", helper_model_may_read=False)
-    thread = thread_create(organisation=tenant.organisation, key=tenant.key, subject="anna", metadata={"kanaal": "chat"})
+    thread = thread_create(caller=Caller(key=tenant.key, subject="anna"), metadata={"kanaal": "chat"})
     thread_items_append(thread=thread, key=tenant.key, drafts=[ItemDraft(role="user", content="Hallo")])
-    token, _ = subject_token_create(key=tenant.key, subject="anna", ttl_seconds=600)
+    token, _ = subject_token_create(caller=Caller(key=tenant.key, subject="anna"), ttl_seconds=600)
     return {
         "first": first, "corrected": corrected, "gone": gone, "episode": episode, "lesson": lesson, "thread": thread, "token": token,
         "proposal": proposal,
@@ -105,7 +105,7 @@ def test_only_management_exports_and_a_denial_writes_nothing(tenant, anna, anony
     """R-2.7: like erasing her, exporting her needs `management`; a subject token never has it."""
     from tests.factories import client_for
 
-    _, token_secret = subject_token_create(key=tenant.key, subject="anna", ttl_seconds=600)
+    _, token_secret = subject_token_create(caller=Caller(key=tenant.key, subject="anna"), ttl_seconds=600)
     clients = {
         "memory_key": lambda: tenant.key_client(capabilities=["knowledge", "memory"])[0],
         "subject_token": lambda: client_for(token_secret),

@@ -67,7 +67,7 @@ def victim(tenant, other_tenant):
     _key, write_only = make_key(organisation, read=(), memory=WRITING)
     _key, bare = make_key(organisation, capabilities=["knowledge"], memory=WRITING)
     bob_key, _secret = make_key(organisation, memory=WRITING)
-    _token, bob_token = subject_token_create(key=bob_key, subject="bob", ttl_seconds=600)
+    _token, bob_token = subject_token_create(caller=Caller(key=bob_key, subject="bob"), ttl_seconds=600)
     _key, header = make_key(organisation, memory=WRITING)
     revoked_key, revoked = make_key(organisation, memory=WRITING)
     key_revoke(key=revoked_key, actor="test")

@@ -16,6 +16,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from audit.models import AuditEvent
+from core_memory.keys.callers import Caller
 from core_memory.keys.services import subject_token_create
 from core_memory.mcp.server import TRUST_ENVELOPE_NOTE
 from memory.models import MemoryRecord
@@ -84,7 +85,7 @@ def test_a_subject_token_sees_only_her_records_and_the_shared_ones(site, tenant,
     shared = write("Acme factureert maandelijks.")
     hers = write("Anna factureert per kwartaal.", subject="anna")
     write("Bob factureert per jaar.", subject="bob")
-    token, secret = subject_token_create(key=tenant.key, subject="anna", ttl_seconds=600)
+    token, secret = subject_token_create(caller=Caller(key=tenant.key, subject="anna"), ttl_seconds=600)
 
     async def work(session):
         return await session.call_tool(f"memory__{tenant.index.id}__search", {"query": "factureert"})
@@ -181,7 +182,7 @@ def test_without_a_valid_credential_mcp_answers_401_with_the_error_body(site, te
 
 def test_a_subject_token_naming_another_person_and_a_key_without_memory_are_403(site, tenant):
     """R-2.2, R-2.7."""
-    token, token_secret = subject_token_create(key=tenant.key, subject="anna", ttl_seconds=600)
+    token, token_secret = subject_token_create(caller=Caller(key=tenant.key, subject="anna"), ttl_seconds=600)
     knowledge_only, knowledge_secret = make_key(tenant.organisation, capabilities=["knowledge"])
     before = AuditEvent.objects.count()
 

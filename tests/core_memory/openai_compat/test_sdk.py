@@ -16,6 +16,7 @@ import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response as OpenAIResponse
 
+from core_memory.keys.callers import Caller
 from core_memory.threads.models import Item, Response, Thread
 from tests.core_memory.openai_compat.conftest import ANNA_RECORD
 from tests.fake_model import completion
@@ -300,7 +301,7 @@ def test_errors_take_openais_shape_and_statuses(app, model, site):
 def _token_for_bob(app) -> openai.OpenAI:
     from core_memory.keys.services import subject_token_create
 
-    _token, secret = subject_token_create(key=app.key, subject="bob", ttl_seconds=600)
+    _token, secret = subject_token_create(caller=Caller(key=app.key, subject="bob"), ttl_seconds=600)
     return openai.OpenAI(base_url=app.base_url, api_key=secret, max_retries=0)
 
 

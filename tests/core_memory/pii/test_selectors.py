@@ -1,6 +1,7 @@
 """How extraction may read a thread (core_memory.pii.selectors.thread_read_mode, R-8.8)."""
 import pytest
 
+from core_memory.keys.callers import Caller
 from core_memory.keys.services import key_delete, key_revoke
 from core_memory.pii.models import ThreadPlaceholders
 from core_memory.pii.selectors import ReadMode, thread_read_mode
@@ -13,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 def older_thread(organisation, key, *, redacted_values: dict | None = None) -> Thread:
     """A thread from before the marking existed: items, no mark, and the placeholders Core stored then."""
-    thread = thread_create(organisation=organisation, key=key, subject="anna")
+    thread = thread_create(caller=Caller(key=key, subject="anna"))
     Thread.objects.filter(pk=thread.pk).update(item_count=1)
     if redacted_values is not None:
         ThreadPlaceholders.objects.create(thread=thread, organisation=organisation, values=redacted_values, counters={"EMAIL": 1})
@@ -24,7 +25,7 @@ def older_thread(organisation, key, *, redacted_values: dict | None = None) -> T
 def test_a_thread_a_redacting_key_wrote_into_is_marked_and_redacted(tenant):
     """R-8.8: Core marks a thread the first time a redacting key writes to it."""
     key, _ = make_key(tenant.organisation, pii_redaction=True)
-    thread = thread_create(organisation=tenant.organisation, key=tenant.key, subject="anna")
+    thread = thread_create(caller=Caller(key=tenant.key, subject="anna"))
 
     thread_items_append(thread=thread, key=key, drafts=[ItemDraft(role="user", content="Hallo")])
 
@@ -35,7 +36,7 @@ def test_a_thread_a_redacting_key_wrote_into_is_marked_and_redacted(tenant):
 
 def test_a_marked_thread_stays_redacted_after_its_key_stops_redacting_or_is_deleted(tenant):
     key, _ = make_key(tenant.organisation, pii_redaction=True)
-    thread = thread_create(organisation=tenant.organisation, key=key, subject="anna")
+    thread = thread_create(caller=Caller(key=key, subject="anna"))
     thread_items_append(thread=thread, key=key, drafts=[ItemDraft(role="user", content="Hallo")])
     thread.refresh_from_db()
 
@@ -45,7 +46,7 @@ def test_a_marked_thread_stays_redacted_after_its_key_stops_redacting_or_is_dele
 
 
 def test_a_thread_only_non_redacting_keys_wrote_into_is_read_as_written(tenant):
-    thread = thread_create(organisation=tenant.organisation, key=tenant.key, subject="anna")
+    thread = thread_create(caller=Caller(key=tenant.key, subject="anna"))
     thread_items_append(thread=thread, key=tenant.key, drafts=[ItemDraft(role="user", content="Mail jan@example.nl")])
     thread.refresh_from_db()
 

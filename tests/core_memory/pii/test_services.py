@@ -6,6 +6,7 @@ import phonenumbers
 import pytest
 from django.db import connections, transaction
 
+from core_memory.keys.callers import Caller
 from core_memory.pii.models import ThreadPlaceholders
 from core_memory.pii.placeholders import RedactionError
 from core_memory.pii.selectors import thread_placeholders
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def thread(tenant):
-    return thread_create(organisation=tenant.organisation, key=tenant.key, subject="anna")
+    return thread_create(caller=Caller(key=tenant.key, subject="anna"))
 
 
 def test_a_value_keeps_its_placeholder_on_every_later_call_and_new_values_get_the_next_number(thread):
@@ -44,7 +45,7 @@ def test_the_placeholders_are_stored_with_the_thread_and_its_organisation(thread
 
 
 def test_each_thread_numbers_its_own_values(tenant, thread):
-    other = thread_create(organisation=tenant.organisation, key=tenant.key, subject="anna")
+    other = thread_create(caller=Caller(key=tenant.key, subject="anna"))
     thread_texts_redact(thread=thread, texts=["jan@example.nl"])
 
     redaction = thread_texts_redact(thread=other, texts=["piet@example.nl en jan@example.nl"])
@@ -82,8 +83,8 @@ def test_a_failing_detection_raises_and_stores_nothing(thread, monkeypatch):
 
 def test_erasing_a_person_removes_her_threads_placeholders_only(tenant, other_tenant, thread):
     """R-3.4: the placeholders hold real values, so they go with her."""
-    brams = thread_create(organisation=tenant.organisation, key=tenant.key, subject="bram")
-    elsewhere = thread_create(organisation=other_tenant.organisation, key=other_tenant.key, subject="anna")
+    brams = thread_create(caller=Caller(key=tenant.key, subject="bram"))
+    elsewhere = thread_create(caller=Caller(key=other_tenant.key, subject="anna"))
     for each in (thread, brams, elsewhere):
         thread_texts_redact(thread=each, texts=["jan@example.nl"])
 
@@ -97,7 +98,7 @@ def test_erasing_a_person_removes_her_threads_placeholders_only(tenant, other_te
 def test_a_redaction_waits_for_another_on_the_same_thread_and_numbers_after_it(tenant):
     """Two turns at once on one thread never give one placeholder to two values: the second
     waits for the first's lock and reads what it stored."""
-    thread = thread_create(organisation=tenant.organisation, key=tenant.key, subject="anna")
+    thread = thread_create(caller=Caller(key=tenant.key, subject="anna"))
     thread_texts_redact(thread=thread, texts=["jan@example.nl"])
     locked, release, results = threading.Event(), threading.Event(), {}
 
