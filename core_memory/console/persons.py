@@ -30,6 +30,7 @@ from core_memory.base.console.pages import OrganisationScopedAdmin, thread_url
 from core_memory.flows.erasure import person_erase, person_erasure_preview
 from core_memory.flows.export import person_export
 from core_memory.flows.persons import persons_page
+from core_memory.keys.callers import Caller
 from core_memory.organisations.models import Organisation
 from core_memory.persons.models import Person
 from core_memory.persons.selectors import person_rules
@@ -226,7 +227,7 @@ class PersonAdmin(OrganisationScopedAdmin):
         subject = unquote(subject)
         # The API's document to the letter, its times in UTC, whatever zone the console shows.
         with timezone.override(dt_timezone.utc):
-            document = person_export(organisation_id=organisation.id, subject=subject, actor=self.actor(request))
+            document = person_export(caller=Caller.console(organisation_id=organisation.id, subject=subject), actor=self.actor(request))
         record_ids = [record["id"] for part in ("records", "episodes", "lessons") for record in document.get(part) or []]
         console_read_audit(
             actor=self.actor(request),

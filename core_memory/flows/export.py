@@ -3,7 +3,9 @@ docs/portability.md): `GET /v1/persons/{subject}/export` and the console's perso
 here.
 
 The document is a fixed head (`format`, `version`, `exported_at`, `organisation_id`, `subject`)
-and one key per part. A part is a function of (organisation, subject) in `PERSON_EXPORT_PARTS`:
+and one key per part. A part is a function of the caller — its organisation and person, and for
+a key's caller what that key may read now; the console's (`Caller.console`) reads everything — in
+`PERSON_EXPORT_PARTS`:
 what a later app keeps about her (extraction's windows, maintenance's proposals) joins the
 document as one more entry there, and readers ignore parts they do not know. Erasure
 (`core_memory.flows.erasure`) removes what the parts show.
@@ -17,7 +19,8 @@ from django.utils import timezone
 from rest_framework.fields import DateTimeField
 
 from audit.services import audit_event_record
-from core_memory.keys.models import ApiKey, SubjectToken
+from core_memory.keys.callers import Caller
+from core_memory.keys.models import SubjectToken
 from core_memory.persons.models import Person
 from core_memory.threads.models import Item, Thread
 from core_memory.threads.selectors import items_as_key_reads
@@ -35,26 +38,24 @@ def _time(value) -> str | None:
     return _TIME.to_representation(value) if value is not None else None
 
 
-def _person(*, organisation_id: str, subject: str, key: ApiKey | None) -> dict | None:
-    person = Person.objects.for_organisation(organisation_id).filter(subject=subject).first()
+def _person(*, caller: Caller) -> dict | None:
+    person = Person.objects.for_organisation(caller.organisation_id).filter(subject=caller.subject).first()
     if person is None:
         return None
     return {"helper_model_may_read": person.helper_model_may_read, "created_at": _time(person.created_at), "updated_at": _time(person.updated_at)}
 
 
-def _readable_index_ids(key: ApiKey | None) -> list[str] | None:
-    """The indexes whose records `key` may read now; None (every index) for the organisation's
-    own export (the console's)."""
-    if key is None:
+def _readable_index_ids(caller: Caller) -> list[str] | None:
+    """The indexes whose records the caller's key may read now; None (every index) for the
+    organisation's own export (the console's, with no key)."""
+    if caller.key is None:
         return None
-    return [index.id for index in index_list_available(key=key) if key.may_read(index.id)]
+    return [index.id for index in index_list_available(key=caller.key) if caller.may_read(index.id)]
 
 
-def _records_of_types(
-    *, organisation_id: str, subject: str, key: ApiKey | None, types: tuple[str, ...] | None, excluding: tuple[str, ...] = ()
-):
-    records = MemoryRecord.objects.for_organisation(organisation_id).filter(subject=subject).order_by("id")
-    readable = _readable_index_ids(key)
+def _records_of_types(*, caller: Caller, types: tuple[str, ...] | None, excluding: tuple[str, ...] = ()):
+    records = MemoryRecord.objects.for_organisation(caller.organisation_id).filter(subject=caller.subject).order_by("id")
+    readable = _readable_index_ids(caller)
     if readable is not None:
         records = records.filter(index_id__in=readable)
     if types is not None:
@@ -64,18 +65,18 @@ def _records_of_types(
     return records_export_with_history(records)
 
 
-def _records(*, organisation_id: str, subject: str, key: ApiKey | None) -> list[dict]:
+def _records(*, caller: Caller) -> list[dict]:
     """Her records of every index and status (deleted ones too: their versions are kept), each
     with its history and provenance; episodes and lessons have parts of their own."""
-    return _records_of_types(organisation_id=organisation_id, subject=subject, key=key, types=None, excluding=CORE_WRITTEN_TYPES)
+    return _records_of_types(caller=caller, types=None, excluding=CORE_WRITTEN_TYPES)
 
 
-def _episodes(*, organisation_id: str, subject: str, key: ApiKey | None) -> list[dict]:
-    return _records_of_types(organisation_id=organisation_id, subject=subject, key=key, types=("episode",))
+def _episodes(*, caller: Caller) -> list[dict]:
+    return _records_of_types(caller=caller, types=("episode",))
 
 
-def _lessons(*, organisation_id: str, subject: str, key: ApiKey | None) -> list[dict]:
-    return _records_of_types(organisation_id=organisation_id, subject=subject, key=key, types=("lesson",))
+def _lessons(*, caller: Caller) -> list[dict]:
+    return _records_of_types(caller=caller, types=("lesson",))
 
 
 def _item(item: Item) -> dict:
@@ -94,12 +95,12 @@ def _item(item: Item) -> dict:
     }
 
 
-def _threads(*, organisation_id: str, subject: str, key: ApiKey | None) -> list[dict]:
+def _threads(*, caller: Caller) -> list[dict]:
     """Her conversations, each with its items in order (for a key, as it may read them now)."""
-    threads = Thread.objects.for_organisation(organisation_id).filter(subject=subject).order_by("id")
+    threads = Thread.objects.for_organisation(caller.organisation_id).filter(subject=caller.subject).order_by("id")
     items: dict[str, list[dict]] = {}
-    stored = list(Item.objects.for_organisation(organisation_id).filter(thread__in=threads).order_by("thread_id", "position"))
-    for item in stored if key is None else items_as_key_reads(key=key, items=stored):
+    stored = list(Item.objects.for_organisation(caller.organisation_id).filter(thread__in=threads).order_by("thread_id", "position"))
+    for item in stored if caller.key is None else items_as_key_reads(key=caller.key, items=stored):
         items.setdefault(item.thread_id, []).append(_item(item))
     return [
         {
@@ -114,16 +115,16 @@ def _threads(*, organisation_id: str, subject: str, key: ApiKey | None) -> list[
     ]
 
 
-def _subject_tokens(*, organisation_id: str, subject: str, key: ApiKey | None) -> list[dict]:
+def _subject_tokens(*, caller: Caller) -> list[dict]:
     """The tokens minted for her (never a secret: Core keeps only a hash)."""
-    tokens = SubjectToken.objects.for_organisation(organisation_id).filter(subject=subject).order_by("id")
+    tokens = SubjectToken.objects.for_organisation(caller.organisation_id).filter(subject=caller.subject).order_by("id")
     return [{"id": token.id, "key_id": token.key_id, "created_at": _time(token.created_at), "expires_at": _time(token.expires_at)} for token in tokens]
 
 
-def _proposals(*, organisation_id: str, subject: str, key: ApiKey | None) -> list[dict]:
+def _proposals(*, caller: Caller) -> list[dict]:
     """The proposals resting on her records, each with her records among its sources
     (not another person's: those are theirs)."""
-    readable = _readable_index_ids(key)
+    readable = _readable_index_ids(caller)
     return [
         {
             "id": proposal.id,
@@ -132,11 +133,11 @@ def _proposals(*, organisation_id: str, subject: str, key: ApiKey | None) -> lis
             "text": proposal.text,
             "reason": proposal.reason,
             "status": proposal.status,
-            "record_ids": [source.record_id for source in proposal.sources.all() if source.record.subject == subject],
+            "record_ids": [source.record_id for source in proposal.sources.all() if source.record.subject == caller.subject],
             "created_at": _time(proposal.created_at),
             "decided_at": _time(proposal.decided_at),
         }
-        for proposal in person_proposals(organisation_id=organisation_id, subject=subject)
+        for proposal in person_proposals(organisation_id=caller.organisation_id, subject=caller.subject)
         if readable is None or proposal.index_id in readable
     ]
 
@@ -154,27 +155,27 @@ PERSON_EXPORT_PARTS: dict[str, Callable[..., object]] = {
 }
 
 
-def person_export_document(*, organisation_id: str, subject: str, key: ApiKey | None = None) -> dict:
-    """The document (a read; `person_export` is the audited service that hands it out). For a
-    `key` it holds only what the key may read now: records, proposals and memory tools' results
-    of the indexes it may read."""
+def person_export_document(*, caller: Caller) -> dict:
+    """The document about the caller's person (a read; `person_export` is the audited service that
+    hands it out). For a key's caller it holds only what the key may read now: records, proposals
+    and memory tools' results of the indexes it may read; the console's holds everything."""
     document = {
         "format": PERSON_EXPORT_FORMAT,
         "version": PERSON_EXPORT_VERSION,
         "exported_at": _time(timezone.now()),
-        "organisation_id": organisation_id,
-        "subject": subject,
+        "organisation_id": caller.organisation_id,
+        "subject": caller.subject,
     }
     for name, part in PERSON_EXPORT_PARTS.items():
-        document[name] = part(organisation_id=organisation_id, subject=subject, key=key)
+        document[name] = part(caller=caller)
     return document
 
 
 @transaction.atomic(durable=True)
-def person_export(*, organisation_id: str, subject: str, actor: str, key: ApiKey | None = None) -> dict:
-    """Everything Core holds about her (that `key` may read, when a key asks), audited as
-    `person.exported` with what it held."""
-    document = person_export_document(organisation_id=organisation_id, subject=subject, key=key)
+def person_export(*, caller: Caller, actor: str) -> dict:
+    """Everything Core holds about the caller's person (that its key may read, when a key asks),
+    audited as `person.exported` with what it held."""
+    document = person_export_document(caller=caller)
     counts = {name: len(value) for name, value in document.items() if name in PERSON_EXPORT_PARTS and isinstance(value, list)}
-    audit_event_record(organisation_id=organisation_id, actor=actor, action="person.exported", target=subject, details=counts)
+    audit_event_record(organisation_id=caller.organisation_id, actor=actor, action="person.exported", target=caller.subject, details=counts)
     return document
