@@ -108,14 +108,12 @@ def _tools_of(*, request) -> list[types.Tool]:
 def _call(*, request, name: str, arguments: dict) -> tuple[str, bool, bool]:
     """The tool result's text, whether it is a refusal, and whether the key
     has the trust envelope."""
-    caller = _caller_of(request)
-    key = caller.principal.key
-    text = memory_tool_call(
-        caller=caller.principal.acting_for(caller.subject), tool_name=name, arguments=json.dumps(arguments), provenance={}, now=timezone.now()
-    )
+    connection_caller = _caller_of(request)
+    caller = connection_caller.principal.acting_for(connection_caller.subject)
+    text = memory_tool_call(caller=caller, tool_name=name, arguments=json.dumps(arguments), provenance={}, now=timezone.now())
     result = json.loads(text)
     refused = "error" in result or "error" in (result.get("content") or {})
-    return text, refused, key.has_capability("trust_envelope")
+    return text, refused, caller.may("trust_envelope")
 
 
 async def _list_tools(ctx, params) -> types.ListToolsResult:
