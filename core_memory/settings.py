@@ -131,12 +131,14 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # pgvector's HNSW scans on until enough rows pass a query's filters (organisation, index,
 # shared set), instead of returning the ef_search nearest and filtering most of them away
 # (docs/decisions.md "Search"). A placeholder setting until pgvector loads; harmless without it.
-# Its first pass keeps the 300 nearest it meets (pgvector's default, 40, is fewer than the 50 a
-# search asks for): on the 1M bench store, 300 questions, the shared set's 50 nearest were found
-# at recall 0.969 against 0.945 at 200 and 0.987 at 400, for 4.4 / 2.8 / 5.2 ms p50
-# (bench/RESULTS.md, docs/decisions.md "Search").
+# Its first pass keeps the 800 nearest it meets (pgvector's default, 40, is fewer than the 50 a
+# search asks for). On the 1M bench store a narrower walk missed the whole neighbourhood of a few
+# questions, and those questions' top 10 then differed from the exact answer: 1,000 questions
+# agreed with the exhaustive ranking at 0.975 / 0.993 / 0.996 at 300 / 600 / 800, for a walk of
+# about 4 / 9 / 12 ms p50 under load (bench/RESULTS.md, docs/decisions.md "Search").
 _options = DATABASES["default"].setdefault("OPTIONS", {})
-_options["options"] = (_options.get("options", "") + " -c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=300").strip()
+HNSW_EF_SEARCH = env.int("HNSW_EF_SEARCH", default=800)
+_options["options"] = (_options.get("options", "") + f" -c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={HNSW_EF_SEARCH}").strip()
 # Parallel test runs on one server (several developers, CI) each name their own test database.
 if env.str("TEST_DATABASE_NAME", default=""):
     DATABASES["default"]["TEST"] = {"NAME": env.str("TEST_DATABASE_NAME")}
