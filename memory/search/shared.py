@@ -65,6 +65,8 @@ class _Shared:
     stale: bool = False
     # Arrays of the lists above, remade when records were added.
     id_rank: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    sorted_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))  # the ids in id order
+    by_id: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # their positions in `ids`
     type_array: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
     created_array: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
@@ -138,9 +140,18 @@ def _added(shared: _Shared, found: dict[str, list[tuple]]) -> _Shared:
             score=np.array([row[2] for row in rows], dtype=np.float64),
         )
         shared.postings += len(rows)
-    # Ties are broken by id: each record's place in id order.
-    shared.id_rank = np.empty(len(shared.ids), dtype=np.int64)
-    shared.id_rank[np.argsort(np.array(shared.ids, dtype=str), kind="stable")] = np.arange(len(shared.ids))
+    # Ties are broken by id: each record's place in id order. The records new to this version are
+    # sorted among themselves and merged into the order kept so far (sorting every kept id again
+    # on each new word was a tenth of a fresh process's search).
+    known = len(shared.by_id)
+    if len(shared.ids) > known:
+        added = np.array(shared.ids[known:], dtype=object)
+        order = np.argsort(added, kind="stable")
+        places = np.searchsorted(shared.sorted_ids, added[order])
+        shared.sorted_ids = np.insert(shared.sorted_ids, places, added[order])
+        shared.by_id = np.insert(shared.by_id, places, np.arange(known, len(shared.ids), dtype=np.int64)[order])
+        shared.id_rank = np.empty(len(shared.ids), dtype=np.int64)
+        shared.id_rank[shared.by_id] = np.arange(len(shared.ids))
     shared.type_array = np.array(shared.types, dtype=object)
     shared.created_array = np.array(shared.created, dtype=np.int64)
     return shared
