@@ -468,3 +468,20 @@ def test_selected_records_are_exported_as_import_lines_with_history_audited(cons
     assert [(line["id"], line["text"], len(line["history"])) for line in lines] == [(first.id, "Een", 1), (second.id, "Twee", 1)]
     event = AuditEvent.objects.get(action="memory.exported")
     assert (event.actor, event.details["record_ids"]) == ("console:anna", [first.id, second.id])
+
+
+def test_times_are_shown_in_the_organisations_zone_and_say_which(console, tenant, write):
+    """R-10.1: a record made at 21:17 UTC for an Amsterdam organisation reads 22:17 CET, and the
+    page says in which zone its times are (it showed "21:17", no zone)."""
+    from datetime import datetime, timezone as dt_timezone
+
+    from core_memory.organisations.models import Organisation
+
+    Organisation.objects.filter(pk=tenant.organisation.pk).update(timezone="Europe/Amsterdam")
+    record = write("Anna woont in Leiden")
+    MemoryRecord.objects.unscoped().filter(pk=record.pk).update(created_at=datetime(2026, 12, 1, 21, 17, tzinfo=dt_timezone.utc))
+
+    page = console.get(record_url(record)).content.decode()
+
+    assert "22:17 CET" in page and "21:17" not in page
+    assert "Europe/Amsterdam" in page

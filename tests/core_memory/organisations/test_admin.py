@@ -64,3 +64,14 @@ def test_another_organisations_limit_cannot_be_changed(console, other_tenant):
 
     assert response.status_code == 404
     assert Organisation.objects.get(pk=other_tenant.organisation.pk).rate_limit_per_minute is None
+
+
+def test_the_page_shows_the_models_the_api_offers(console, tenant):
+    """R-3.1, R-10.1: with no list of its own the organisation is offered every configured model
+    (the suite's: jouw-chatmodel and helper), as `GET /v1/models` answers; the page said "-"."""
+    every = console.get(page(tenant)).content.decode()
+    Organisation.objects.filter(pk=tenant.organisation.pk).update(offered_models=["helper"])
+    chosen = console.get(page(tenant)).content.decode()
+
+    assert "jouw-chatmodel, helper" in every
+    assert "jouw-chatmodel" not in chosen and "helper" in chosen
