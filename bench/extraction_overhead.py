@@ -109,7 +109,7 @@ def measure(*, model: FakeChatModel, items: int, records: int, windows: int, red
     index = make_index(organisation)
     key, _ = make_key(organisation, pii_redaction=redacting)
     extraction_switch_set(
-        key=key,
+        caller=Caller(key=key),
         index=index_get_available(key=key, index_id=index.id),
         values={
             "enabled": True,
@@ -129,7 +129,7 @@ def measure(*, model: FakeChatModel, items: int, records: int, windows: int, red
     start = timezone.now() - timedelta(hours=3)
     for _ in range(windows + 1):  # one more: the first window read is a warm-up
         thread = thread_create(caller=Caller(key=key, subject=SUBJECT))
-        thread_items_append(thread=thread, key=key, drafts=_drafts(items), now=start)
+        thread_items_append(thread=thread, caller=Caller(key=key), drafts=_drafts(items), now=start)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memory_memoryrecord; ANALYZE threads_item")
 

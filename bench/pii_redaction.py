@@ -56,7 +56,7 @@ def thread_with_history(*, key, items: int) -> str:
         for number in range(items)
     ]
     for start in range(0, len(drafts), 100):
-        thread_items_append(thread=thread, key=key, drafts=drafts[start : start + 100])
+        thread_items_append(thread=thread, caller=Caller(key=key), drafts=drafts[start : start + 100])
     return thread.id
 
 

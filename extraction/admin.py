@@ -25,6 +25,7 @@ from core_memory.base.console.pages import OrganisationScopedAdmin, thread_url
 from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import first_error
 from core_memory.keys.actors import actor_labels
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from extraction.configuration import SwitchSerializer
 from extraction.models import ExtractionSwitch, ExtractionWindow
@@ -235,7 +236,7 @@ class ExtractionSwitchAdmin(OrganisationScopedAdmin):
                 raise ApplicationError(str(_("That key cannot use this store.")))
             serializer = SwitchSerializer(data=settings)
             serializer.is_valid(raise_exception=True)
-            extraction_switch_set(key=key, index=index, values=serializer.validated_data, sent=set(settings), actor=self.actor(request))
+            extraction_switch_set(caller=Caller(key=key), index=index, values=serializer.validated_data, sent=set(settings), actor=self.actor(request))
         except DrfValidationError as error:
             path, message = first_error(error.detail)
             messages.error(request, f"{path}: {message}" if path else message)
@@ -283,7 +284,7 @@ class ExtractionSwitchAdmin(OrganisationScopedAdmin):
         try:
             if index is None:
                 raise ApplicationError(str(_("That key cannot use this store.")))
-            extraction_switch_set(key=key, index=index, values=serializer.validated_data, sent=set(settings), actor=self.actor(request))
+            extraction_switch_set(caller=Caller(key=key), index=index, values=serializer.validated_data, sent=set(settings), actor=self.actor(request))
         except ApplicationError as error:
             messages.error(request, f"{error.param}: {error.message}" if error.param else error.message)
         else:

@@ -140,7 +140,7 @@ class ExtractionSwitchApi(CoreApi):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         switch = extraction_switch_set(
-            key=self.key,
+            caller=self.caller,
             index=index,
             values=serializer.validated_data,
             sent=set(request.data),
@@ -171,7 +171,7 @@ class ConnectorDetailApi(CoreApi):
         The connector through which a store's extraction switch reads the organisation's
         conversations. Needs `knowledge` and an index the key's policy names.
         """
-        connector = connector_get_available(key=self.key, connector_id=connector_id)
+        connector = connector_get_available(caller=self.caller, connector_id=connector_id)
         return Response(self.OutputSerializer(connector).data)
 
     def delete(self, request, connector_id: str):
@@ -181,6 +181,6 @@ class ConnectorDetailApi(CoreApi):
         gives it a new connector; what was written stays. Needs `knowledge` and the write right on
         the index, not `threads`.
         """
-        connector = connector_get_available(key=self.key, connector_id=connector_id, right="write")
+        connector = connector_get_available(caller=self.caller, connector_id=connector_id, right="write")
         connector_delete(connector=connector, actor=self.principal.actor)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from core_memory.base.errors import NotFound
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.llm.registry import models_offered
 from extraction.models import ExtractionConnector, ExtractionRun, ExtractionSwitch, ExtractionWindow
@@ -138,16 +139,17 @@ def switch_status(*, switch: ExtractionSwitch, now: datetime | None = None) -> S
     )
 
 
-def connector_get_available(*, key: ApiKey, connector_id: str, right: str | None = None) -> ExtractionConnector:
-    """A connector that is not deleted, of an index available to the key; else 404, as for any object the key may not see."""
+def connector_get_available(*, caller: Caller, connector_id: str, right: str | None = None) -> ExtractionConnector:
+    """A connector that is not deleted, of an index available to the caller's key; else 404, as
+    for any object the key may not see."""
     connector = (
-        ExtractionConnector.objects.for_organisation(key.organisation_id).live().filter(pk=connector_id).first()
+        ExtractionConnector.objects.for_organisation(caller.organisation_id).live().filter(pk=connector_id).first()
         if isinstance(connector_id, str)
         else None
     )
-    if connector is None or index_find_available(key=key, index_id=connector.index_id) is None:
+    if connector is None or index_find_available(key=caller.key, index_id=connector.index_id) is None:
         raise NotFound("No such connector.")
-    policy_right_check(key=key, index_id=connector.index_id, right=right)
+    policy_right_check(key=caller.key, index_id=connector.index_id, right=right)
     return connector
 
 

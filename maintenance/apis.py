@@ -81,7 +81,7 @@ class ProposalListApi(_ProposalApi):
         index = None
         if "index_id" in filters:
             index = index_get_available(key=self.key, index_id=filters["index_id"], param="index_id", right="read")
-        proposals = proposal_list(key=self.key, index=index, status=filters.get("status"))
+        proposals = proposal_list(caller=self.caller, index=index, status=filters.get("status"))
         return paginated_response(queryset=proposals, request=request, view=self, serializer_class=self.OutputSerializer)
 
 
@@ -89,8 +89,9 @@ class _ProposalDecisionApi(_ProposalApi):
     decide = None
 
     def post(self, request, proposal_id: str):
-        proposal = type(self).decide(key=self.key, proposal_id=proposal_id, actor=self.principal.actor)
-        return Response(self.OutputSerializer(proposal_get_available(key=self.key, proposal_id=proposal.pk)).data)
+        caller = self.caller
+        proposal = type(self).decide(caller=caller, proposal_id=proposal_id, actor=self.principal.actor)
+        return Response(self.OutputSerializer(proposal_get_available(caller=caller, proposal_id=proposal.pk)).data)
 
 
 class ProposalApplyApi(_ProposalDecisionApi):

@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 
 from core_memory.base.errors import NotFound
-from core_memory.keys.models import ApiKey
+from core_memory.keys.callers import Caller
 from core_memory.organisations.models import Organisation
 from core_memory.persons.models import Person
 from maintenance.models import (
@@ -307,10 +307,10 @@ def _proposals_shown(proposals: QuerySet[Proposal]) -> QuerySet[Proposal]:
     return proposals.prefetch_related(Prefetch("sources", queryset=sources))
 
 
-def proposal_list(*, key: ApiKey, index: KnowledgeIndex | None = None, status: str | None = None) -> QuerySet[Proposal]:
-    """Proposals of the indexes the key may read (the one given, read for this key), newest first."""
-    proposals = Proposal.objects.for_key(key)
-    readable = key.named_index_ids(right="read")
+def proposal_list(*, caller: Caller, index: KnowledgeIndex | None = None, status: str | None = None) -> QuerySet[Proposal]:
+    """Proposals of the indexes the caller's key may read (the one given, read for this key), newest first."""
+    proposals = Proposal.objects.for_key(caller.key)
+    readable = caller.key.named_index_ids(right="read")
     if index is not None:
         proposals = proposals.filter(index_id=index.pk)
     elif readable is not None:
@@ -320,9 +320,9 @@ def proposal_list(*, key: ApiKey, index: KnowledgeIndex | None = None, status: s
     return _proposals_shown(proposals)
 
 
-def proposal_get_available(*, key: ApiKey, proposal_id: str) -> Proposal:
-    """A proposal of an index available to the key; else 404, as for any object the key may not see."""
-    proposal = _proposals_shown(Proposal.objects.for_key(key)).filter(pk=proposal_id).first()
+def proposal_get_available(*, caller: Caller, proposal_id: str) -> Proposal:
+    """A proposal of an index available to the caller's key; else 404, as for any object the key may not see."""
+    proposal = _proposals_shown(Proposal.objects.for_key(caller.key)).filter(pk=proposal_id).first()
     if proposal is None:
         raise NotFound("No such proposal.")
     return proposal
@@ -347,9 +347,9 @@ def proposal_get_for_organisation(*, organisation_id: str, proposal_id: str) -> 
     return proposal
 
 
-def proposal_rights_check(*, key: ApiKey, proposal: Proposal, right: str) -> None:
-    """403 when the key's policy names the proposal's index for the other right only."""
-    policy_right_check(key=key, index_id=proposal.index_id, right=right)
+def proposal_rights_check(*, caller: Caller, proposal: Proposal, right: str) -> None:
+    """403 when the caller's key's policy names the proposal's index for the other right only."""
+    policy_right_check(key=caller.key, index_id=proposal.index_id, right=right)
 
 
 def proposals_resting_only_on(*, organisation_id: str, subject: str) -> QuerySet[Proposal]:

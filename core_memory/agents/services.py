@@ -8,21 +8,21 @@ from django.utils import timezone
 from audit.services import audit_event_record
 from core_memory.agents.models import Agent, AgentVersion
 from core_memory.base.errors import Conflict, NotFound, Unprocessable
-from core_memory.keys.models import ApiKey
+from core_memory.keys.callers import Caller
 from core_memory.llm.registry import model_get
 from stores.selectors import index_get_available
 
 
-def agent_memory_injection_check(*, key: ApiKey, memory_injection: dict | None) -> dict | None:
+def agent_memory_injection_check(*, caller: Caller, memory_injection: dict | None) -> dict | None:
     """422 on `memory_injection.index_id` unless the block's index is one of the organisation's
-    that the saving key's own policy names. The block's shape is validated by the caller
+    that the saving caller's key's own policy names. The block's shape is validated by the caller
     with `InjectionConfigSerializer`, which fills every default."""
     if memory_injection is None:
         return None
     block = dict(memory_injection)
     if block.get("index_id") is not None:
         try:
-            index_get_available(key=key, index_id=block["index_id"])
+            index_get_available(key=caller.key, index_id=block["index_id"])
         except NotFound:
             raise Unprocessable(
                 "The index must be one of your organisation's that this key's policy names.",
@@ -31,9 +31,10 @@ def agent_memory_injection_check(*, key: ApiKey, memory_injection: dict | None) 
     return block
 
 
-def _version_add(*, agent: Agent, key: ApiKey, model: str, instructions: str, memory_injection: dict | None) -> AgentVersion:
+def _version_add(*, agent: Agent, caller: Caller, model: str, instructions: str, memory_injection: dict | None) -> AgentVersion:
+    key = caller.key
     model_get(organisation=key.organisation, model_id=model, param="model")
-    block = agent_memory_injection_check(key=key, memory_injection=memory_injection)
+    block = agent_memory_injection_check(caller=caller, memory_injection=memory_injection)
     Agent.objects.for_organisation(agent.organisation_id).filter(pk=agent.pk).update(
         latest_version=F("latest_version") + 1, updated_at=timezone.now()
     )
@@ -52,32 +53,32 @@ def _version_add(*, agent: Agent, key: ApiKey, model: str, instructions: str, me
 
 @transaction.atomic(durable=True)
 def agent_create(
-    *, key: ApiKey, actor: str, name: str, model: str, instructions: str = "", memory_injection: dict | None = None
+    *, caller: Caller, actor: str, name: str, model: str, instructions: str = "", memory_injection: dict | None = None
 ) -> Agent:
-    """A new agent with its first version."""
+    """A new agent of the caller's organisation with its first version, saved by the caller's key."""
     try:
         with transaction.atomic():
-            agent = Agent.objects.create(organisation_id=key.organisation_id, name=name)
+            agent = Agent.objects.create(organisation_id=caller.organisation_id, name=name)
     except IntegrityError:
         raise Conflict(f"An agent named {name!r} exists already.", param="name") from None
-    version = _version_add(agent=agent, key=key, model=model, instructions=instructions, memory_injection=memory_injection)
+    version = _version_add(agent=agent, caller=caller, model=model, instructions=instructions, memory_injection=memory_injection)
     audit_event_record(
-        organisation_id=key.organisation_id, actor=actor, action="agent.created", target=agent.id, details={"version": version.version}
+        organisation_id=caller.organisation_id, actor=actor, action="agent.created", target=agent.id, details={"version": version.version}
     )
     return agent
 
 
 @transaction.atomic(durable=True)
 def agent_version_create(
-    *, agent: Agent, key: ApiKey, actor: str, model: str, instructions: str = "", memory_injection: dict | None = None
+    *, agent: Agent, caller: Caller, actor: str, model: str, instructions: str = "", memory_injection: dict | None = None
 ) -> Agent:
-    """A new, complete version; turns run it from now on."""
+    """A new, complete version, saved by the caller's key; turns run it from now on."""
     locked = Agent.objects.for_organisation(agent.organisation_id).live().select_for_update().filter(pk=agent.pk).first()
     if locked is None:
         raise NotFound("No such agent.")
-    version = _version_add(agent=locked, key=key, model=model, instructions=instructions, memory_injection=memory_injection)
+    version = _version_add(agent=locked, caller=caller, model=model, instructions=instructions, memory_injection=memory_injection)
     audit_event_record(
-        organisation_id=key.organisation_id,
+        organisation_id=caller.organisation_id,
         actor=actor,
         action="agent.version_created",
         target=locked.id,

@@ -23,7 +23,7 @@ from core_memory.keys.callers import Caller
 from core_memory.keys.models import SubjectToken
 from core_memory.persons.models import Person
 from core_memory.threads.models import Item, Thread
-from core_memory.threads.selectors import items_as_key_reads
+from core_memory.threads.selectors import items_as_caller_reads
 from maintenance.selectors import person_proposals
 from memory.exporting import PERSON_EXPORT_FORMAT, records_export_with_history
 from memory.models import MemoryRecord
@@ -90,7 +90,7 @@ def _item(item: Item) -> dict:
         "sealed": item.sealed,
         "response_id": item.response_id,
         "created_at": _time(item.created_at),
-        # Only where a key's export left a memory tool's content out (threads.selectors.items_as_key_reads).
+        # Only where a key's export left a memory tool's content out (threads.selectors.items_as_caller_reads).
         **({"withheld": True} if getattr(item, "withheld", False) else {}),
     }
 
@@ -100,7 +100,7 @@ def _threads(*, caller: Caller) -> list[dict]:
     threads = Thread.objects.for_organisation(caller.organisation_id).filter(subject=caller.subject).order_by("id")
     items: dict[str, list[dict]] = {}
     stored = list(Item.objects.for_organisation(caller.organisation_id).filter(thread__in=threads).order_by("thread_id", "position"))
-    for item in stored if caller.key is None else items_as_key_reads(key=caller.key, items=stored):
+    for item in items_as_caller_reads(caller=caller, items=stored):
         items.setdefault(item.thread_id, []).append(_item(item))
     return [
         {

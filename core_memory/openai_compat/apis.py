@@ -25,7 +25,7 @@ from core_memory.base.validation import StrictSerializer
 from core_memory.flows.turns.services import turn_plan, turn_run
 from core_memory.llm.registry import models_offered
 from core_memory.openai_compat import wire
-from core_memory.threads.selectors import response_get_available, response_output_as_key_reads, thread_tool_calls
+from core_memory.threads.selectors import response_get_available, response_output_as_caller_reads, thread_tool_calls
 
 RESPONSE_ID_HEADER = "X-Core-Response-Id"
 THREAD_ID_HEADER = "X-Core-Thread-Id"
@@ -392,8 +392,9 @@ class ResponseDetailApi(OpenAIApi):
         (instructions, tools, sampling) is not kept, so those fields read as their defaults. A key
         without `threads` reads only the turns it made itself; a request for one person only hers.
         """
-        response = response_get_available(caller=self.caller, response_id=response_id, param="response_id")
-        answer = Response(wire.responses_body(response, response_output_as_key_reads(key=self.key, response=response)))
+        caller = self.caller
+        response = response_get_available(caller=caller, response_id=response_id, param="response_id")
+        answer = Response(wire.responses_body(response, response_output_as_caller_reads(caller=caller, response=response)))
         answer[RESPONSE_ID_HEADER], answer[THREAD_ID_HEADER] = response.id, response.thread_id
         return answer
 

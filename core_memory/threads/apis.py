@@ -10,7 +10,7 @@ from core_memory.base.errors import Unprocessable
 from core_memory.base.storable import metadata_check, storable_check
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from core_memory.threads.models import Item
-from core_memory.threads.selectors import items_as_key_reads, thread_get_available, thread_items
+from core_memory.threads.selectors import items_as_caller_reads, thread_get_available, thread_items
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
 
 MAX_IMPORTED_ITEMS = 100
@@ -195,7 +195,7 @@ class ThreadItemsApi(CoreApi):
             view=self,
             serializer_class=ItemOutputSerializer,
             pagination_class=ItemPositionPagination,
-            shown=lambda page: items_as_key_reads(key=self.key, items=page),
+            shown=lambda page: items_as_caller_reads(caller=self.caller, items=page),
         )
 
     @extend_schema(responses={201: list_envelope("ImportedItems", ItemOutputSerializer, cursor=False)})
@@ -218,6 +218,6 @@ class ThreadItemsApi(CoreApi):
                 # Well-formed but against the rules: a 422, which the document can state but not check.
                 raise Unprocessable("An imported item cannot be from the future.", param=f"items[{position}].created_at")
         items = thread_items_append(
-            thread=thread, key=self.key, drafts=[ItemDraft(**item) for item in serializer.validated_data["items"]]
+            thread=thread, caller=self.caller, drafts=[ItemDraft(**item) for item in serializer.validated_data["items"]]
         )
         return Response({"data": ItemOutputSerializer(items, many=True).data}, status=status.HTTP_201_CREATED)

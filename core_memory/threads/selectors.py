@@ -9,7 +9,6 @@ from django.db.models import Count, F, Max, QuerySet
 
 from core_memory.base.errors import NotFound
 from core_memory.keys.callers import Caller
-from core_memory.keys.models import ApiKey
 from core_memory.organisations.models import Organisation
 from core_memory.threads.models import Item, Response, Thread
 from stores.selectors import index_find_available
@@ -118,29 +117,33 @@ def thread_tool_calls(*, thread_id: str, organisation_id: str) -> dict[str, str]
     return dict(calls.values_list("call_id", "name"))
 
 
-# --- what a key may read of a thread now -------------------------------------------------------
+# --- what a caller may read of a thread now ----------------------------------------------------
 
 # A memory tool's name names its index; a search result holds its records' text, a write's call
 # and result the text written there.
 MEMORY_TOOL = re.compile(r"^memory__(?P<index_id>.+)__(?:search|write)$")
 
 
-def response_output_as_key_reads(*, key: ApiKey, response: Response) -> list[Item]:
-    """A turn's output read back by `key`: what `items_as_key_reads` withholds is left out, as
-    a turn continuing the thread leaves it out of what the model is sent."""
-    return [item for item in items_as_key_reads(key=key, items=response_output(response=response)) if not getattr(item, "withheld", False)]
+def response_output_as_caller_reads(*, caller: Caller, response: Response) -> list[Item]:
+    """A turn's output read back by the caller: what `items_as_caller_reads` withholds is left out,
+    as a turn continuing the thread leaves it out of what the model is sent."""
+    output = response_output(response=response)
+    return [item for item in items_as_caller_reads(caller=caller, items=output) if not getattr(item, "withheld", False)]
 
 
-def items_as_key_reads(*, key: ApiKey, items: list[Item]) -> list[Item]:
-    """`items` as `key` may read them now: a call or result of a memory tool whose index the key
-    may not read now (another key's thread, or a policy narrowed since) is withheld — its
-    content and tool name left out (`withheld` set), as absent as that index. The items
-    themselves are copies; the stored ones are unchanged."""
+def items_as_caller_reads(*, caller: Caller, items: list[Item]) -> list[Item]:
+    """`items` as the caller may read them now: a call or result of a memory tool whose index the
+    caller's key may not read now (another key's thread, or a policy narrowed since) is withheld —
+    its content and tool name left out (`withheld` set), as absent as that index. The items
+    themselves are copies; the stored ones are unchanged. The console (`Caller.console`, no key)
+    reads every index: it gets `items` as they are."""
+    if caller.key is None:
+        return list(items)
     names = {item.call_id: item.name for item in items if item.kind == Item.Kind.TOOL_CALL}
     unnamed = {item.call_id for item in items if item.kind == Item.Kind.TOOL_RESULT and not item.name and item.call_id not in names}
     if unnamed:
         # A result's call on an earlier page, or an imported result that named no tool.
-        calls = Item.objects.for_organisation(key.organisation_id).filter(
+        calls = Item.objects.for_organisation(caller.organisation_id).filter(
             thread_id__in={item.thread_id for item in items}, kind=Item.Kind.TOOL_CALL, call_id__in=unnamed
         )
         names.update(calls.values_list("call_id", "name"))
@@ -148,7 +151,7 @@ def items_as_key_reads(*, key: ApiKey, items: list[Item]) -> list[Item]:
 
     def may_read(index_id: str) -> bool:
         if index_id not in readable:
-            readable[index_id] = key.may_read(index_id) and index_find_available(key=key, index_id=index_id) is not None
+            readable[index_id] = caller.may_read(index_id) and index_find_available(key=caller.key, index_id=index_id) is not None
         return readable[index_id]
 
     shown = []

@@ -10,7 +10,6 @@ from django.db.models import F
 from django.utils import timezone
 
 from core_memory.keys.callers import Caller
-from core_memory.keys.models import ApiKey
 from core_memory.threads.models import Item, Thread
 
 
@@ -36,9 +35,10 @@ def thread_create(*, caller: Caller, metadata: dict | None = None) -> Thread:
 
 @transaction.atomic
 def thread_items_append(
-    *, thread: Thread, key: ApiKey, drafts: list[ItemDraft], response_id: str | None = None, now: datetime | None = None
+    *, thread: Thread, caller: Caller, drafts: list[ItemDraft], response_id: str | None = None, now: datetime | None = None
 ) -> list[Item]:
-    """Adds items after the thread's last one, in the given order."""
+    """Adds the caller's items after the thread's last one, in the given order. A key that redacts
+    personal data (`pii_redaction`) marks the thread as written by one."""
     if not drafts:
         return []
     now = now or timezone.now()
@@ -64,7 +64,7 @@ def thread_items_append(
     changes: dict = {"item_count": F("item_count") + len(items)}
     if locked.last_item_at is None or newest > locked.last_item_at:
         changes["last_item_at"] = newest
-    if key.pii_redaction and locked.redacting_key_wrote_at is None:
+    if caller.key.pii_redaction and locked.redacting_key_wrote_at is None:
         changes["redacting_key_wrote_at"] = now
     threads.filter(pk=thread.pk).update(**changes)
     thread.item_count = locked.item_count + len(items)

@@ -11,6 +11,7 @@ from django.utils.translation import gettext
 from audit.services import audit_event_record
 from core_memory.agents.models import Agent
 from core_memory.base.errors import Unprocessable
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.keys.selectors import key_was_issued
 from core_memory.llm.registry import model_get
@@ -124,12 +125,13 @@ def _switch_saved(
 
 @transaction.atomic(durable=True)
 def extraction_switch_set(
-    *, key: ApiKey, index: KnowledgeIndex, values: dict, sent: Collection[str], actor: str, now: datetime | None = None
+    *, caller: Caller, index: KnowledgeIndex, values: dict, sent: Collection[str], actor: str, now: datetime | None = None
 ) -> ExtractionSwitch:
     """Sets the index's switch from `values` (validated by
     `extraction.configuration.SwitchSerializer`; `sent` names the fields the request gave).
 
-    The sending key becomes the key extraction runs under, for windows already queued too.
+    The caller's key (the sender's) becomes the key extraction runs under, for windows already
+    queued too.
     A switch sent enabled replaces the stored one whole (omitted fields take their defaults);
     one sent disabled keeps what it leaves out, so stopping changes nothing else (the
     store's known types among it). The 422s on its model and filters are checked when the
@@ -137,6 +139,7 @@ def extraction_switch_set(
     types re-queues the failed windows; re-sending re-queues those that failed for the key.
     """
     now = now or timezone.now()
+    key = caller.key
     organisation = key.organisation
     previous = (
         ExtractionSwitch.objects.for_organisation(organisation)

@@ -17,7 +17,7 @@ from django.utils.translation import gettext
 
 from audit.services import audit_event_record
 from core_memory.base.errors import Conflict, NotFound
-from core_memory.keys.models import ApiKey
+from core_memory.keys.callers import Caller
 from maintenance.models import Proposal, ProposalSource
 from maintenance.selectors import proposals_resting_only_on
 from memory.models import MemoryRecord
@@ -25,17 +25,17 @@ from memory.services import RecordDraft, record_write_authorise, record_write_by
 from stores.models import KnowledgeIndex, MemoryStore
 
 
-def proposal_apply(*, key: ApiKey, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
-    """`POST /v1/memory/proposals/{id}/apply` by a key: a proposal of an index available to it
-    (404 otherwise), which its policy lets it write (403 and `memory.write_denied`)."""
-    _key_may_decide(key=key, proposal_id=proposal_id, actor=actor)
-    return _proposal_decide(proposals=Proposal.objects.for_key(key), proposal_id=proposal_id, actor=actor, apply=True, now=now)
+def proposal_apply(*, caller: Caller, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
+    """`POST /v1/memory/proposals/{id}/apply` by a key's caller: a proposal of an index available
+    to its key (404 otherwise), which the key's policy lets it write (403 and `memory.write_denied`)."""
+    _caller_may_decide(caller=caller, proposal_id=proposal_id, actor=actor)
+    return _proposal_decide(proposals=Proposal.objects.for_key(caller.key), proposal_id=proposal_id, actor=actor, apply=True, now=now)
 
 
-def proposal_reject(*, key: ApiKey, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
-    """`POST /v1/memory/proposals/{id}/reject` by a key, with the rights of `proposal_apply`."""
-    _key_may_decide(key=key, proposal_id=proposal_id, actor=actor)
-    return _proposal_decide(proposals=Proposal.objects.for_key(key), proposal_id=proposal_id, actor=actor, apply=False, now=now)
+def proposal_reject(*, caller: Caller, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
+    """`POST /v1/memory/proposals/{id}/reject` by a key's caller, with the rights of `proposal_apply`."""
+    _caller_may_decide(caller=caller, proposal_id=proposal_id, actor=actor)
+    return _proposal_decide(proposals=Proposal.objects.for_key(caller.key), proposal_id=proposal_id, actor=actor, apply=False, now=now)
 
 
 def proposal_apply_by_administrator(*, organisation_id: str, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
@@ -52,7 +52,8 @@ def proposal_reject_by_administrator(*, organisation_id: str, proposal_id: str, 
     )
 
 
-def _key_may_decide(*, key: ApiKey, proposal_id: str, actor: str) -> None:
+def _caller_may_decide(*, caller: Caller, proposal_id: str, actor: str) -> None:
+    key = caller.key
     proposal = Proposal.objects.for_key(key).filter(pk=proposal_id).first()
     if proposal is None:
         raise NotFound("No such proposal.")

@@ -41,7 +41,7 @@ def items_add(*, thread: Thread, key, messages: list, at: datetime, gap: timedel
             drafts.append(ItemDraft(**{**message.__dict__, "created_at": message.created_at or created_at}))
         else:
             drafts.append(ItemDraft(role="user" if position % 2 == 0 else "assistant", content=message, created_at=created_at))
-    return thread_items_append(thread=thread, key=key, drafts=drafts, response_id=response_id)
+    return thread_items_append(thread=thread, caller=Caller(key=key), drafts=drafts, response_id=response_id)
 
 
 def extraction_answer(records=(), episodes=None, lessons=None, usage=(100, 20)) -> dict:

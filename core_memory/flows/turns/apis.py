@@ -14,7 +14,7 @@ from core_memory.base.validation import StrictSerializer, TimeZoneField
 from core_memory.flows.turns.services import turn_plan, turn_run
 from core_memory.threads.apis import ItemOutputSerializer
 from core_memory.threads.models import Item
-from core_memory.threads.selectors import response_get_available, response_output_as_key_reads
+from core_memory.threads.selectors import response_get_available, response_output_as_caller_reads
 from core_memory.threads.services import ItemDraft
 from memory.tools.catalogue import memory_tools_list
 
@@ -224,8 +224,9 @@ class ResponseDetailApi(CoreApi):
         `trace.memory`. A key without `threads` reads only the turns it made itself; a request for one
         person (a subject token, `X-Core-Subject`) reads only her turns.
         """
-        response = response_get_available(caller=self.caller, response_id=response_id, param="response_id")
-        return Response(self.OutputSerializer(response, context={"output": response_output_as_key_reads(key=self.key, response=response)}).data)
+        caller = self.caller
+        response = response_get_available(caller=caller, response_id=response_id, param="response_id")
+        return Response(self.OutputSerializer(response, context={"output": response_output_as_caller_reads(caller=caller, response=response)}).data)
 
 
 class ToolListApi(CoreApi):

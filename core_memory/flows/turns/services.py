@@ -33,7 +33,7 @@ from core_memory.llm.providers import chat_completion
 from core_memory.llm.registry import model_get
 from core_memory.pii.placeholders import RedactionError
 from core_memory.threads.models import Item, Response, Thread
-from core_memory.threads.selectors import items_as_key_reads, thread_get_available, thread_history
+from core_memory.threads.selectors import items_as_caller_reads, thread_get_available, thread_history
 from core_memory.threads.services import ItemDraft, thread_agent_record, thread_create, thread_items_append
 from memory.retrieval import injection_block_retrieve
 from memory.tools.calls import memory_tool_call
@@ -166,7 +166,7 @@ def _turn_open(*, plan: TurnPlan, now: datetime) -> tuple[Response, Thread, list
         )
         if plan.agent is not None:
             thread_agent_record(thread=thread, agent_id=plan.agent.id)
-        input_items = thread_items_append(thread=thread, key=plan.key, drafts=plan.input, response_id=response.id, now=now)
+        input_items = thread_items_append(thread=thread, caller=plan.caller, drafts=plan.input, response_id=response.id, now=now)
         response.output_position = input_items[-1].position + 1 if input_items else thread.item_count
         response.save(force_insert=True)
     return response, thread, input_items
@@ -269,7 +269,7 @@ def _turn_prepare(*, plan: TurnPlan, turn: _Turn, now: datetime) -> None:
     turn.system = _system_messages(plan=plan, memory_block=block.text)
     # Another key's thread may hold what this key may not read: its memory tools' calls and
     # results of indexes this key cannot read are left out of what the model reads.
-    history = items_as_key_reads(key=plan.key, items=thread_history(thread=turn.thread))
+    history = items_as_caller_reads(caller=plan.caller, items=thread_history(thread=turn.thread))
     turn.conversation = [item for item in history if not getattr(item, "withheld", False)]
     turn.tool_definitions = [tool.definition() for tool in plan.tools] + plan.caller_tools or None
     turn.tool_result_note = _tool_result_note(key=plan.key)
@@ -343,7 +343,7 @@ def _turn_store(*, plan: TurnPlan, turn: _Turn, drafts: list[ItemDraft]) -> Iter
     """Appends the drafts to the thread, yields each item stored, and returns the items."""
     # Durable with the turn's closing commit, which waits for the disk.
     with lazily_committed():
-        items = thread_items_append(thread=turn.thread, key=plan.key, drafts=drafts, response_id=turn.response.id)
+        items = thread_items_append(thread=turn.thread, caller=plan.caller, drafts=drafts, response_id=turn.response.id)
     turn.conversation.extend(items)
     turn.output.extend(items)
     for item in items:

@@ -44,7 +44,7 @@ def anna(tenant, write):
     ProposalSource.objects.bulk_create([ProposalSource(record=corrected, proposal=proposal), ProposalSource(record=bobs, proposal=proposal)])
     person_update(organisation=tenant.organisation, subject="anna", actor="test", helper_model_may_read=False)
     thread = thread_create(caller=Caller(key=tenant.key, subject="anna"), metadata={"kanaal": "chat"})
-    thread_items_append(thread=thread, key=tenant.key, drafts=[ItemDraft(role="user", content="Hallo")])
+    thread_items_append(thread=thread, caller=Caller(key=tenant.key), drafts=[ItemDraft(role="user", content="Hallo")])
     token, _ = subject_token_create(caller=Caller(key=tenant.key, subject="anna"), ttl_seconds=600)
     return {
         "first": first, "corrected": corrected, "gone": gone, "episode": episode, "lesson": lesson, "thread": thread, "token": token,

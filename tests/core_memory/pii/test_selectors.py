@@ -27,7 +27,7 @@ def test_a_thread_a_redacting_key_wrote_into_is_marked_and_redacted(tenant):
     key, _ = make_key(tenant.organisation, pii_redaction=True)
     thread = thread_create(caller=Caller(key=tenant.key, subject="anna"))
 
-    thread_items_append(thread=thread, key=key, drafts=[ItemDraft(role="user", content="Hallo")])
+    thread_items_append(thread=thread, caller=Caller(key=key), drafts=[ItemDraft(role="user", content="Hallo")])
 
     thread.refresh_from_db()
     assert thread.redacting_key_wrote_at is not None
@@ -37,7 +37,7 @@ def test_a_thread_a_redacting_key_wrote_into_is_marked_and_redacted(tenant):
 def test_a_marked_thread_stays_redacted_after_its_key_stops_redacting_or_is_deleted(tenant):
     key, _ = make_key(tenant.organisation, pii_redaction=True)
     thread = thread_create(caller=Caller(key=key, subject="anna"))
-    thread_items_append(thread=thread, key=key, drafts=[ItemDraft(role="user", content="Hallo")])
+    thread_items_append(thread=thread, caller=Caller(key=key), drafts=[ItemDraft(role="user", content="Hallo")])
     thread.refresh_from_db()
 
     key_delete(key=key, actor="test")
@@ -47,7 +47,7 @@ def test_a_marked_thread_stays_redacted_after_its_key_stops_redacting_or_is_dele
 
 def test_a_thread_only_non_redacting_keys_wrote_into_is_read_as_written(tenant):
     thread = thread_create(caller=Caller(key=tenant.key, subject="anna"))
-    thread_items_append(thread=thread, key=tenant.key, drafts=[ItemDraft(role="user", content="Mail jan@example.nl")])
+    thread_items_append(thread=thread, caller=Caller(key=tenant.key), drafts=[ItemDraft(role="user", content="Mail jan@example.nl")])
     thread.refresh_from_db()
 
     assert thread.redacting_key_wrote_at is None
