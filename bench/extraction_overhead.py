@@ -110,7 +110,7 @@ def measure(*, model: FakeChatModel, items: int, records: int, windows: int, red
     key, _ = make_key(organisation, pii_redaction=redacting)
     extraction_switch_set(
         caller=Caller(key=key),
-        index=index_get_available(key=key, index_id=index.id),
+        index=index_get_available(caller=Caller(key=key), index_id=index.id),
         values={
             "enabled": True,
             "model": "bench-chat",

@@ -199,7 +199,7 @@ def _what(sql: str) -> str:
 def plans(store) -> list[str]:
     generator = random.Random(4)
     key = principal_for_secret(store.secret).key
-    index = index_find_available(key=key, index_id=store.index_id)
+    index = index_find_available(caller=Caller(key=key), index_id=store.index_id)
     heaviest = max(store.persons, key=store.persons.get)
     typical = store.person_sample(generator, 1)[0]
     lines = []

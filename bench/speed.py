@@ -189,7 +189,7 @@ def in_process(store: SeededStore, result: SizeResult, *, operations: int, warmu
     generator = random.Random(1)
     # As a request has it: read by its secret, stamped with the configuration version.
     key = principal_for_secret(store.secret).key
-    index = index_find_available(key=key, index_id=store.index_id)
+    index = index_find_available(caller=Caller(key=key), index_id=store.index_id)
     persons = store.person_sample(generator, warmup + operations)
     topics = [turn_input(generator) for _ in persons]
     queries = [query_text(generator) for _ in persons]
@@ -221,7 +221,7 @@ def in_process(store: SeededStore, result: SizeResult, *, operations: int, warmu
         return
     with hybrid_on(store):
         key = principal_for_secret(store.secret).key
-        index = index_find_available(key=key, index_id=store.index_id)
+        index = index_find_available(caller=Caller(key=key), index_id=store.index_id)
         assert index_embeds(index), "the index does not embed: hybrid search would be full text"
         # Questions not asked before: the process remembers its last 64 query embeddings.
         queries[:] = [query_text(generator) for _ in persons]
@@ -260,7 +260,7 @@ def vector_scan(store: SeededStore, result: SizeResult, *, queries: int, warmup:
     them beside her own, which are scanned exactly), exactly and as search finds them."""
     generator = random.Random(3)
     key = principal_for_secret(store.secret).key
-    index = index_find_available(key=key, index_id=store.index_id)
+    index = index_find_available(caller=Caller(key=key), index_id=store.index_id)
     vectors = [HalfVector(query_embed(query_text(generator))) for _ in range(warmup + queries)]
     timings: dict[str, list[float]] = {way: [] for way in SCAN_WAYS}
     recalls: list[float] = []
@@ -309,7 +309,7 @@ def agreement(store: SeededStore, result: SizeResult, *, queries: int) -> None:
 
     def measure(kind: str) -> None:
         key = principal_for_secret(store.secret).key
-        index = index_find_available(key=key, index_id=store.index_id)
+        index = index_find_available(caller=Caller(key=key), index_id=store.index_id)
         overlaps, whole_ms, bounded_ms = [], [], []
         for number, (person, question) in enumerate(zip(persons, questions, strict=True)):
             now = timezone.now()

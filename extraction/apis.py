@@ -119,7 +119,7 @@ class ExtractionSwitchApi(CoreApi):
         confirmed and replaced), its `windows` by status and the most common `error_code` among
         the failed ones. Needs `memory` and the read right; 404 when the store has no switch.
         """
-        index = index_get_available(key=self.key, index_id=index_id, right="read")
+        index = index_get_available(caller=self.caller, index_id=index_id, right="read")
         switch = switch_find(index=index)
         if switch is None:
             raise NotFound("This store has no extraction switch.")
@@ -136,7 +136,7 @@ class ExtractionSwitchApi(CoreApi):
         right. 422 on `model` (not offered), `lessons` (without `episodes`), `types[i]` (a type only
         Core writes), `filters.agent_ids[i]` and `filters.key_ids[i]` (not the organisation's).
         """
-        index = index_get_available(key=self.key, index_id=index_id, right="write")
+        index = index_get_available(caller=self.caller, index_id=index_id, right="write")
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         switch = extraction_switch_set(

@@ -147,9 +147,9 @@ def connector_get_available(*, caller: Caller, connector_id: str, right: str | N
         if isinstance(connector_id, str)
         else None
     )
-    if connector is None or index_find_available(key=caller.key, index_id=connector.index_id) is None:
+    if connector is None or index_find_available(caller=caller, index_id=connector.index_id) is None:
         raise NotFound("No such connector.")
-    policy_right_check(key=caller.key, index_id=connector.index_id, right=right)
+    policy_right_check(caller=caller, index_id=connector.index_id, right=right)
     return connector
 
 

@@ -80,7 +80,7 @@ class ProposalListApi(_ProposalApi):
         filters = query_parameters_read(request.query_params, self.FilterSerializer)
         index = None
         if "index_id" in filters:
-            index = index_get_available(key=self.key, index_id=filters["index_id"], param="index_id", right="read")
+            index = index_get_available(caller=self.caller, index_id=filters["index_id"], param="index_id", right="read")
         proposals = proposal_list(caller=self.caller, index=index, status=filters.get("status"))
         return paginated_response(queryset=proposals, request=request, view=self, serializer_class=self.OutputSerializer)
 

@@ -349,7 +349,7 @@ def proposal_get_for_organisation(*, organisation_id: str, proposal_id: str) -> 
 
 def proposal_rights_check(*, caller: Caller, proposal: Proposal, right: str) -> None:
     """403 when the caller's key's policy names the proposal's index for the other right only."""
-    policy_right_check(key=caller.key, index_id=proposal.index_id, right=right)
+    policy_right_check(caller=caller, index_id=proposal.index_id, right=right)
 
 
 def proposals_resting_only_on(*, organisation_id: str, subject: str) -> QuerySet[Proposal]:

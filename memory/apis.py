@@ -137,7 +137,7 @@ class MemoryListCreateApi(CoreApi):
         and the policy's read right on the index.
         """
         filters = self._filters(request.query_params)
-        index = index_get_available(key=self.key, index_id=filters["index_id"], param="index_id", right="read")
+        index = index_get_available(caller=self.caller, index_id=filters["index_id"], param="index_id", right="read")
         records = record_list(caller=self.caller, index=index, filters=filters)
         return paginated_response(queryset=records, request=request, view=self, serializer_class=self.OutputSerializer)
 
@@ -166,7 +166,7 @@ class MemoryListCreateApi(CoreApi):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         caller = self.caller
-        index = index_get_available(key=self.key, index_id=data["index_id"], param="index_id")
+        index = index_get_available(caller=caller, index_id=data["index_id"], param="index_id")
         result = record_write(
             caller=caller,
             index=index,
@@ -333,8 +333,8 @@ class MemorySearchApi(CoreApi):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        index = index_get_available(key=self.key, index_id=data["index_id"], param="index_id", right="read")
         caller = self.caller
+        index = index_get_available(caller=caller, index_id=data["index_id"], param="index_id", right="read")
         hits = records_search_retrieve(
             caller=caller,
             index=index,
@@ -446,7 +446,7 @@ class MemoryImportApi(CoreApi):
             raise InvalidRequest("Send one JSON object per line (Content-Type: application/x-ndjson).", param="body")
         if len(lines) > MAX_IMPORT_LINES:
             raise InvalidRequest(f"At most {MAX_IMPORT_LINES} lines per request; `manage.py import_memory` takes more.", param="body")
-        index = index_get_available(key=self.key, index_id=options["index_id"], param="index_id", right="write")
+        index = index_get_available(caller=self.caller, index_id=options["index_id"], param="index_id", right="write")
         try:
             report = records_import(
                 caller=self.caller,

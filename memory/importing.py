@@ -287,7 +287,7 @@ def _line_index(*, key: ApiKey, line: ImportLine, index: KnowledgeIndex | None, 
     index_id = index_map.get(line.index_id, line.index_id)
     if index_id not in cache:
         try:
-            cache[index_id] = index_get_available(key=key, index_id=index_id, param="index_id", right="write")
+            cache[index_id] = index_get_available(caller=Caller(key=key), index_id=index_id, param="index_id", right="write")
         except ApplicationError as error:
             cache[index_id] = error
     found = cache[index_id]

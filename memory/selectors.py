@@ -195,7 +195,7 @@ def record_get_available(
     record = records_with_decay(MemoryRecord.objects.for_key(key).select_related("index"), key=key, now=now).filter(pk=record_id).first()
     if record is None:
         raise NotFound("No such record.", param=param)
-    policy_right_check(key=key, index_id=record.index_id, right=right, param=param)
+    policy_right_check(caller=caller, index_id=record.index_id, right=right, param=param)
     if subject is not None and record.subject != subject and (own_only or record.subject is not None):
         raise NotFound("No such record.", param=param)
     return record

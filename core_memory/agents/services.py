@@ -22,7 +22,7 @@ def agent_memory_injection_check(*, caller: Caller, memory_injection: dict | Non
     block = dict(memory_injection)
     if block.get("index_id") is not None:
         try:
-            index_get_available(key=caller.key, index_id=block["index_id"])
+            index_get_available(caller=caller, index_id=block["index_id"])
         except NotFound:
             raise Unprocessable(
                 "The index must be one of your organisation's that this key's policy names.",

@@ -50,7 +50,7 @@ class IndexListCreateApi(CoreApi):
         for reading or writing. Newest first.
         """
         return paginated_response(
-            queryset=index_list_available(key=self.key), request=request, view=self, serializer_class=self.OutputSerializer
+            queryset=index_list_available(caller=self.caller), request=request, view=self, serializer_class=self.OutputSerializer
         )
 
     @extend_schema(responses={201: IndexOutputSerializer})
@@ -85,7 +85,7 @@ class IndexDetailApi(CoreApi):
 
         One index available to this key.
         """
-        index = index_get_available(key=self.key, index_id=index_id)
+        index = index_get_available(caller=self.caller, index_id=index_id)
         return Response(IndexOutputSerializer(index).data)
 
     def patch(self, request, index_id: str):
@@ -97,7 +97,7 @@ class IndexDetailApi(CoreApi):
         `embeddings: true` is a 422. Needs the write right; a subject token cannot change an
         index. Audited as `index.updated` with what changed.
         """
-        index = index_get_available(key=self.key, index_id=index_id, right="write")
+        index = index_get_available(caller=self.caller, index_id=index_id, right="write")
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         if not serializer.validated_data:
@@ -116,7 +116,7 @@ class IndexDetailApi(CoreApi):
         The index and everything in it become unavailable at once, to every key. Needs the policy's
         write right on it; a subject token cannot delete indexes.
         """
-        index = index_get_available(key=self.key, index_id=index_id, right="write")
+        index = index_get_available(caller=self.caller, index_id=index_id, right="write")
         index_delete(index=index, actor=self.principal.actor)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -163,7 +163,7 @@ class StoreDetailApi(CoreApi):
         share, rank, past sessions, commitments), `lessons`, `promotion`, `maintenance`. Needs the
         read right.
         """
-        index = index_get_available(key=self.key, index_id=index_id, right="read")
+        index = index_get_available(caller=self.caller, index_id=index_id, right="read")
         return Response(self.OutputSerializer(store_get(index=index)).data)
 
     def patch(self, request, index_id: str):
@@ -174,7 +174,7 @@ class StoreDetailApi(CoreApi):
         the `improvements` capability (403 otherwise, nothing written). Needs the write right; a
         subject token cannot change a store. Answers the whole store.
         """
-        index = index_get_available(key=self.key, index_id=index_id, right="write")
+        index = index_get_available(caller=self.caller, index_id=index_id, right="write")
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         store = store_update(

@@ -50,7 +50,7 @@ def _readable_index_ids(caller: Caller) -> list[str] | None:
     organisation's own export (the console's, with no key)."""
     if caller.key is None:
         return None
-    return [index.id for index in index_list_available(key=caller.key) if caller.may_read(index.id)]
+    return [index.id for index in index_list_available(caller=caller) if caller.may_read(index.id)]
 
 
 def _records_of_types(*, caller: Caller, types: tuple[str, ...] | None, excluding: tuple[str, ...] = ()):

@@ -151,7 +151,7 @@ def items_as_caller_reads(*, caller: Caller, items: list[Item]) -> list[Item]:
 
     def may_read(index_id: str) -> bool:
         if index_id not in readable:
-            readable[index_id] = caller.may_read(index_id) and index_find_available(key=caller.key, index_id=index_id) is not None
+            readable[index_id] = caller.may_read(index_id) and index_find_available(caller=caller, index_id=index_id) is not None
         return readable[index_id]
 
     shown = []

@@ -103,7 +103,7 @@ def _author(*, switch: ExtractionSwitch) -> tuple[ApiKey, KnowledgeIndex]:
         raise WorkFailed("author_unavailable", "The key the switch runs under no longer exists.")
     if not key.has_capability("threads"):
         raise WorkFailed("threads_capability_missing", "The key the switch runs under lacks the capability 'threads'.")
-    index = index_find_available(key=key, index_id=switch.index_id)
+    index = index_find_available(caller=Caller(key=key), index_id=switch.index_id)
     if index is None or not key.has_capability("memory") or not key.may_write(index.pk):
         raise WorkFailed("write_denied", "The key the switch runs under may not write this store.")
     return key, index

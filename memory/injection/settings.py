@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core_memory.keys.callers import Caller
 from core_memory.keys.configuration import injection_block_defaults
 from core_memory.keys.models import ApiKey
 from stores.models import KnowledgeIndex, MemoryStore, default_injection
@@ -40,7 +41,7 @@ def readable_index(*, key: ApiKey, index_id) -> KnowledgeIndex | None:
     """The block's index when the calling key may read it; None silently otherwise."""
     if not isinstance(index_id, str) or not key.may_read(index_id):
         return None
-    return index_find_available(key=key, index_id=index_id)
+    return index_find_available(caller=Caller(key=key), index_id=index_id)
 
 
 def block_settings(*, block: dict, index: KnowledgeIndex) -> BlockSettings:

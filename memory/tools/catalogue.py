@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.utils import timezone as django_timezone
 
 from core_memory.base.errors import InvalidRequest
+from core_memory.keys.callers import Caller
 from core_memory.keys.configuration import memory_config_defaults
 from core_memory.keys.models import ApiKey
 from memory.injection.lines import data_json
@@ -152,7 +153,7 @@ def memory_tools_list(*, key: ApiKey, now: datetime | None = None, timezone_name
     """
     today = _today(now=now or django_timezone.now(), timezone_name=timezone_name or key.organisation.timezone)
     listed = []
-    for index in index_list_available(key=key).order_by("id"):
+    for index in index_list_available(caller=Caller(key=key)).order_by("id"):
         for kind in (SEARCH, WRITE):
             tool = _tool_build(index=index, kind=kind, today=today)
             listed.append(
@@ -170,7 +171,7 @@ def memory_tools_offered(*, key: ApiKey) -> list[str]:
     """The names of the memory tools the key's own configuration and policy offer in a turn."""
     return [
         tool_name(index_id=index.id, kind=kind)
-        for index in index_list_available(key=key).order_by("id")
+        for index in index_list_available(caller=Caller(key=key)).order_by("id")
         for kind in (SEARCH, WRITE)
         if tool_offered(key=key, index_id=index.id, kind=kind)
     ]
@@ -189,7 +190,7 @@ def tool_index(*, key: ApiKey, name, param: str | None) -> tuple[KnowledgeIndex,
     index_id, kind = match["index_id"], match["kind"]
     if not tool_offered(key=key, index_id=index_id, kind=kind):
         raise InvalidRequest(f"This key's memory configuration does not offer the tool {name}.", param=param)
-    index = index_find_available(key=key, index_id=index_id)
+    index = index_find_available(caller=Caller(key=key), index_id=index_id)
     if index is None:
         raise InvalidRequest(f"This key cannot use the index of the tool {name}.", param=param)
     return index, kind

@@ -32,8 +32,9 @@ class Command(BaseCommand):
         api_key = ApiKey.objects.for_organisation(org).usable().filter(id=key).first()
         if api_key is None:
             raise CommandError(f"No usable key {key!r} in organisation {org!r}.")
+        caller = Caller(key=api_key)
         try:
-            target = index_get_available(key=api_key, index_id=index, param="--index", right="write") if index else None
+            target = index_get_available(caller=caller, index_id=index, param="--index", right="write") if index else None
         except ApplicationError as error:
             raise CommandError(f"{error.param}: {error.message}") from None
         pairs = [pair.partition("=") for pair in index_map]
@@ -42,7 +43,7 @@ class Command(BaseCommand):
         source = sys.stdin if input == "-" else open(input, encoding="utf-8")  # noqa: SIM115 — closed below
         try:
             report = records_import(
-                caller=Caller(key=api_key),
+                caller=caller,
                 lines=source,
                 format=origin,
                 index=target,
