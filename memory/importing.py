@@ -344,7 +344,7 @@ def records_import(
                     continue
                 report.lines += 1
                 try:
-                    _import_one(key=key, raw=raw, format=format, index=index, subject=subject,
+                    _import_one(caller=caller, raw=raw, format=format, index=index, subject=subject,
                                 actor=actor, report=report, state=state)
                 except LineError as error:
                     report.error_count += 1
@@ -400,7 +400,8 @@ def _already_imported(*, organisation_id: str, format: str, line: ImportLine) ->
     return format == "core" and records.filter(pk=line.source_id).exists()
 
 
-def _import_one(*, key, raw, format, index, subject, actor, report, state) -> None:  # noqa: A002
+def _import_one(*, caller, raw, format, index, subject, actor, report, state) -> None:  # noqa: A002
+    key = caller.key
     line = import_line_read(raw=raw, format=format)
     if line.subject is not None:
         try:
@@ -427,7 +428,7 @@ def _import_one(*, key, raw, format, index, subject, actor, report, state) -> No
     try:
         with transaction.atomic():
             result = record_import_within(
-                key=key, index=target, values=values, core_written_allowed=state.core_written_allowed,
+                caller=caller, index=target, values=values, core_written_allowed=state.core_written_allowed,
                 actor=actor, now=state.now,
             )
     except ApplicationError as error:

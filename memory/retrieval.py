@@ -27,7 +27,7 @@ def records_search_retrieve(
     """`record_search`'s hits for the caller's person, best first with their scores, each counted
     as retrieved once."""
     hits = record_search(caller=caller, index=index, query=query, filters=filters, now=now)
-    records_retrieved(key=caller.key, records=[record for record, _score in hits])
+    records_retrieved(caller=caller, records=[record for record, _score in hits])
     return hits
 
 
@@ -35,5 +35,5 @@ def injection_block_retrieve(*, caller: Caller, agent_version, topic: str, now: 
     """A turn's memory block for the caller's person (`injection_block_build`), its records
     counted as retrieved."""
     block = injection_block_build(caller=caller, agent_version=agent_version, topic=topic, now=now)
-    records_retrieved(key=caller.key, records=block.records)
+    records_retrieved(caller=caller, records=block.records)
     return block

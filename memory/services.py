@@ -7,9 +7,9 @@ version's `history_change_reason` says what happened and who did it
 under `select_for_update`, so a plain increment is exact; the retrieval count,
 which no version records, rises with `F()` (`records_retrieved`).
 
-Each service checks its own scope: it takes the key (or, in the console, the
-administrator's organisation) and reads what it changes through the matching
-scoped entry (core_memory.base.tenancy), never trusting a row it is handed.
+Each service checks its own scope: it takes the caller (`keys.callers.Caller`: the key and
+its person), or in the console the administrator's organisation, and reads what it changes
+through the matching scoped entry (core_memory.base.tenancy), never trusting a row it is handed.
 """
 from __future__ import annotations
 
@@ -35,7 +35,6 @@ from core_memory.base.errors import (
 from core_memory.base.storable import metadata_check, storable_check, time_is_storable
 from core_memory.base.transactions import lazily_committed
 from core_memory.keys.callers import Caller
-from core_memory.keys.models import ApiKey
 from memory.embedding.services import record_vector_forget
 from memory.exporting import records_export_with_history
 from memory.embedding.storage import index_embeds
@@ -76,24 +75,29 @@ class RecordWriteResult:
     status: str  # created | confirmed | corrected
 
 
-def record_write_authorise(*, key: ApiKey, index: KnowledgeIndex, actor: str, param: str | None = "index_id") -> None:
-    """403 and a committed `memory.write_denied` audit event when the key's policy does not
-    allow writing the index. `index` was read for this key (its availability
+def record_write_authorise(*, caller: Caller, index: KnowledgeIndex, actor: str, param: str | None = "index_id") -> None:
+    """403 and a committed `memory.write_denied` audit event when the caller's key's policy does
+    not allow writing the index. `index` was read for this key (its availability
     is `KnowledgeIndex.objects.for_key`); anything else is a bug."""
+    key = caller.key
     if not index.resolved_for(key):
         raise ImproperlyScoped(f"index {index.pk} was not read for key {key.pk}")
-    _write_right_check(key=key, index_id=index.id, actor=actor, param=param)
+    _write_right_check(caller=caller, index_id=index.id, actor=actor, param=param)
 
 
-def _write_right_check(*, key: ApiKey, index_id: str, actor: str, param: str | None) -> None:
-    """The write right, for an index already known to be available to the key."""
-    if key.may_write(index_id):
+def _write_right_check(*, caller: Caller, index_id: str, actor: str, param: str | None) -> None:
+    """The write right, for an index already known to be available to the caller's key."""
+    if caller.may_write(index_id):
         return
     # Its own transaction: the denial is recorded although the request fails (unless a
     # caller's own transaction, around this one, rolls back).
     with transaction.atomic():
         audit_event_record(
-            organisation_id=key.organisation_id, actor=actor, action="memory.write_denied", target=index_id, details={"key_id": key.id}
+            organisation_id=caller.organisation_id,
+            actor=actor,
+            action="memory.write_denied",
+            target=index_id,
+            details={"key_id": caller.key.id},
         )
     raise PermissionDenied("This key's policy does not allow writing this index.", param=param)
 
@@ -256,7 +260,7 @@ def record_write(
     `memory.write_denied` event is kept although the write fails. A caller that
     owns a transaction of its own (an extraction window) calls `record_write_within`.
     """
-    record_write_authorise(key=caller.key, index=index, actor=actor)
+    record_write_authorise(caller=caller, index=index, actor=actor)
     return _record_write_authorised(index=index, subject=caller.subject, draft=draft, actor=actor, now=now, durable=True)
 
 
@@ -275,7 +279,7 @@ def record_write_within(
     Inside the caller's transaction: everything it writes commits or rolls back with it (its own
     part in a savepoint).
     """
-    record_write_authorise(key=caller.key, index=index, actor=actor)
+    record_write_authorise(caller=caller, index=index, actor=actor)
     return _record_write_authorised(index=index, subject=caller.subject, draft=draft, actor=actor, now=now, durable=False)
 
 
@@ -291,7 +295,7 @@ def _record_write_authorised(
 
 def record_import_within(
     *,
-    key: ApiKey,
+    caller: Caller,
     index: KnowledgeIndex,
     values: dict,
     core_written_allowed: bool,
@@ -299,13 +303,13 @@ def record_import_within(
     now: datetime,
 ) -> RecordWriteResult:
     """A record as an export held it (docs/portability.md), written with the rules of
-    `record_write_within` — the key's write right, the type rules, a text she already has
+    `record_write_within` — the caller's key's write right, the type rules, a text she already has
     (active) is confirmed — and kept whole: its times, confirmations, confidence, due date,
     structured fields, provenance, status and source. Core's own types (episode, lesson) only
     when `core_written_allowed` (an import of Core's export by a key with `management`).
     `values` are the record's fields as `memory.importing` read them; `import_source` names
     where it came from. Inside the caller's transaction."""
-    record_write_authorise(key=key, index=index, actor=actor)
+    record_write_authorise(caller=caller, index=index, actor=actor)
     _import_check(index=index, values=values, core_written_allowed=core_written_allowed)
     type_name, status, source = values["type"], values["status"], values["source"]
     normalised = text_normalise(values["text"])
@@ -518,7 +522,7 @@ def record_update(*, caller: Caller, record_id: str, actor: str, changes: dict, 
     Whitelisted fields; any change restarts the decay age. Audited."""
     key = caller.key
     record = record_get_available(caller=caller, record_id=record_id, own_only=True)
-    _write_right_check(key=key, index_id=record.index_id, actor=actor, param=None)
+    _write_right_check(caller=caller, index_id=record.index_id, actor=actor, param=None)
     return _record_change(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=actor, changes=changes, now=now)
 
 
@@ -583,7 +587,7 @@ def record_delete(*, caller: Caller, record_id: str, actor: str) -> None:
     it ended stays ended. Audited."""
     key = caller.key
     record = record_get_available(caller=caller, record_id=record_id, own_only=True)
-    _write_right_check(key=key, index_id=record.index_id, actor=actor, param=None)
+    _write_right_check(caller=caller, index_id=record.index_id, actor=actor, param=None)
     _record_soft_delete(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=actor)
 
 
@@ -634,8 +638,8 @@ def records_export_by_administrator(*, organisation_id: str, record_ids: Sequenc
     return lines
 
 
-def records_retrieved(*, key: ApiKey, records: Sequence[MemoryRecord]) -> None:
-    """The records were shown — search hits, an injection block's lines:
+def records_retrieved(*, caller: Caller, records: Sequence[MemoryRecord]) -> None:
+    """The records were shown to the caller — search hits, an injection block's lines:
     each one's `retrieval_count` rises by one, in SQL with F() so that concurrent readers
     never lose a count, and on the given objects so an answer shows the raised count.
     No history version: a retrieval changes nothing a version records. A count lost in a crash of
@@ -643,7 +647,7 @@ def records_retrieved(*, key: ApiKey, records: Sequence[MemoryRecord]) -> None:
     if not records:
         return
     with lazily_committed():
-        MemoryRecord.objects.for_organisation(key.organisation_id).filter(id__in=[record.id for record in records]).update(
+        MemoryRecord.objects.for_organisation(caller.organisation_id).filter(id__in=[record.id for record in records]).update(
             retrieval_count=F("retrieval_count") + 1
         )
     for record in records:

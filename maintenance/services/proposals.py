@@ -59,7 +59,7 @@ def _caller_may_decide(*, caller: Caller, proposal_id: str, actor: str) -> None:
         raise NotFound("No such proposal.")
     index = KnowledgeIndex.objects.for_key(key).get(pk=proposal.index_id)
     # Deciding changes what the store shares: the write right, as for writing a record.
-    record_write_authorise(key=key, index=index, actor=actor, param=None)
+    record_write_authorise(caller=caller, index=index, actor=actor, param=None)
 
 
 @transaction.atomic(durable=True)

@@ -181,7 +181,7 @@ def test_her_own_writes_retrieval_counts_and_confirmations_leave_the_shared_vers
     shared = MemoryRecord.objects.for_organisation(tenant.organisation).filter(subject__isnull=True).first()
 
     mine = write("Anna wil facturen per post per post", subject="anna")
-    records_retrieved(key=tenant.key, records=[shared])
+    records_retrieved(caller=Caller(key=tenant.key), records=[shared])
     write(shared.text)  # the same words: a confirmation
 
     assert versions.get().version == before
