@@ -27,7 +27,6 @@ from maintenance.models import (
 from memory.embedding.storage import index_embeds
 from memory.models import MemoryRecord
 from stores.models import KnowledgeIndex, MemoryStore
-from stores.selectors import policy_right_check
 
 # Textually close (pg_trgm's similarity of the two texts): a pair worth asking about.
 SIMILARITY_THRESHOLD = 0.25
@@ -345,11 +344,6 @@ def proposal_get_for_organisation(*, organisation_id: str, proposal_id: str) -> 
     if proposal is None:
         raise NotFound("No such proposal.")
     return proposal
-
-
-def proposal_rights_check(*, caller: Caller, proposal: Proposal, right: str) -> None:
-    """403 when the caller's key's policy names the proposal's index for the other right only."""
-    policy_right_check(caller=caller, index_id=proposal.index_id, right=right)
 
 
 def proposals_resting_only_on(*, organisation_id: str, subject: str) -> QuerySet[Proposal]:

@@ -100,7 +100,7 @@ def _tools_of(*, request) -> list[types.Tool]:
     caller = _caller_of(request)
     return [
         types.Tool(name=tool["name"], description=tool["description"], input_schema=tool["parameters"])
-        for tool in memory_tools_list(key=caller.principal.key)
+        for tool in memory_tools_list(caller=caller.principal.acting_for(caller.subject))
         if tool["offered"]
     ]
 

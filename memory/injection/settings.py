@@ -5,7 +5,6 @@ from dataclasses import dataclass
 
 from core_memory.keys.callers import Caller
 from core_memory.keys.configuration import injection_block_defaults
-from core_memory.keys.models import ApiKey
 from stores.models import KnowledgeIndex, MemoryStore, default_injection
 from stores.selectors import index_find_available
 
@@ -26,22 +25,23 @@ class BlockSettings:
         return not self.types or type_name in self.types
 
 
-def governing_block(*, key: ApiKey, agent_version) -> tuple[dict | None, str | None]:
-    """The agent version's block wholesale when it has one, else the key's."""
-    if not key.has_capability("memory"):
+def governing_block(*, caller: Caller, agent_version) -> tuple[dict | None, str | None]:
+    """The agent version's block wholesale when it has one, else the caller's key's; none for a
+    caller without the `memory` capability."""
+    if not caller.may("memory"):
         return None, None
     agent_block = getattr(agent_version, "memory_injection", None) if agent_version is not None else None
     if agent_block is not None:
         return {**injection_block_defaults(), **agent_block}, "agent"
-    key_block = (key.memory or {}).get("injection")
+    key_block = (caller.key.memory or {}).get("injection")
     return ({**injection_block_defaults(), **key_block} if key_block is not None else None), "key"
 
 
-def readable_index(*, key: ApiKey, index_id) -> KnowledgeIndex | None:
-    """The block's index when the calling key may read it; None silently otherwise."""
-    if not isinstance(index_id, str) or not key.may_read(index_id):
+def readable_index(*, caller: Caller, index_id) -> KnowledgeIndex | None:
+    """The block's index when the caller may read it; None silently otherwise."""
+    if not isinstance(index_id, str) or not caller.may_read(index_id):
         return None
-    return index_find_available(caller=Caller(key=key), index_id=index_id)
+    return index_find_available(caller=caller, index_id=index_id)
 
 
 def block_settings(*, block: dict, index: KnowledgeIndex) -> BlockSettings:

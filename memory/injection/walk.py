@@ -256,13 +256,13 @@ def injection_block_build(*, caller: Caller, agent_version, topic: str, now: dat
     Nothing is injected — silently — without the `memory` capability, with a
     disabled block, or when the caller's key may not read the block's index.
     """
-    key, subject = caller.key, caller.subject
-    block_config, source = governing_block(key=key, agent_version=agent_version)
+    subject = caller.subject
+    block_config, source = governing_block(caller=caller, agent_version=agent_version)
     index_id = block_config.get("index_id") if block_config else None
     trace = _trace(source=source, index_id=index_id)
     if not block_config or not block_config.get("enabled"):
         return InjectionResult(text="", trace=trace)
-    index = readable_index(key=key, index_id=index_id)
+    index = readable_index(caller=caller, index_id=index_id)
     if index is None:
         return InjectionResult(text="", trace=trace)
     settings = block_settings(block=block_config, index=index)

@@ -129,7 +129,7 @@ def memory_tool_call(
     """
     kind = WRITE if tool_name.endswith(f"__{WRITE}") else SEARCH
     try:
-        index, kind = tool_index(key=caller.key, name=tool_name, param=None)
+        index, kind = tool_index(caller=caller, name=tool_name, param=None)
         if kind == SEARCH:
             result = _search(caller=caller, index=index, arguments=arguments, now=now)
         else:

@@ -1,9 +1,10 @@
-"""What tools a key has: their names, descriptions and
+"""What tools a key's caller has: their names, descriptions and
 JSON-Schema parameters, and whether each is offered.
 
-A tool is *offered* when the key has the `memory` capability, its memory configuration
-switches the tool on (`retrieval_tool` / `write_tool`), and its policy grants the right
-the tool needs (read to search, write to write).
+A tool is *offered* when the caller has the `memory` capability, its key's memory configuration
+switches the tool on (`retrieval_tool` / `write_tool`), and the key's policy grants the right
+the tool needs (read to search, write to write). Each function here needs a key's caller (the
+tools are a key's settings), not the console's.
 """
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from django.utils import timezone as django_timezone
 from core_memory.base.errors import InvalidRequest
 from core_memory.keys.callers import Caller
 from core_memory.keys.configuration import memory_config_defaults
-from core_memory.keys.models import ApiKey
 from memory.injection.lines import data_json
 from memory.selectors import CORE_WRITTEN_TYPES, store_known_types
 from stores.models import KnowledgeIndex
@@ -136,24 +136,25 @@ def _tool_build(*, index: KnowledgeIndex, kind: str, today: str) -> MemoryTool:
     )
 
 
-def tool_offered(*, key: ApiKey, index_id: str, kind: str) -> bool:
+def tool_offered(*, caller: Caller, index_id: str, kind: str) -> bool:
+    """Whether the caller may use the tool of `kind` on the index now (see the module's note)."""
     right, switch = TOOL_RIGHTS[kind]
-    memory_config = key.memory or {}
-    return (
-        key.has_capability("memory")
-        and bool(memory_config.get(switch, memory_config_defaults()[switch]))
-        and (key.may_read(index_id) if right == "read" else key.may_write(index_id))
+    if not caller.may("memory"):
+        return False
+    memory_config = caller.key.memory or {}
+    return bool(memory_config.get(switch, memory_config_defaults()[switch])) and (
+        caller.may_read(index_id) if right == "read" else caller.may_write(index_id)
     )
 
 
-def memory_tools_list(*, key: ApiKey, now: datetime | None = None, timezone_name: str | None = None) -> list[dict]:
-    """Both tools of every index the key's policy names, with `offered`.
+def memory_tools_list(*, caller: Caller, now: datetime | None = None, timezone_name: str | None = None) -> list[dict]:
+    """Both tools of every index the caller's key's policy names, with `offered`.
 
     The write tool's date is today in `timezone_name`, else the organisation's zone.
     """
-    today = _today(now=now or django_timezone.now(), timezone_name=timezone_name or key.organisation.timezone)
+    today = _today(now=now or django_timezone.now(), timezone_name=timezone_name or caller.key.organisation.timezone)
     listed = []
-    for index in index_list_available(caller=Caller(key=key)).order_by("id"):
+    for index in index_list_available(caller=caller).order_by("id"):
         for kind in (SEARCH, WRITE):
             tool = _tool_build(index=index, kind=kind, today=today)
             listed.append(
@@ -161,19 +162,19 @@ def memory_tools_list(*, key: ApiKey, now: datetime | None = None, timezone_name
                     "name": tool.name,
                     "description": tool.description,
                     "parameters": tool.parameters,
-                    "offered": tool_offered(key=key, index_id=index.id, kind=kind),
+                    "offered": tool_offered(caller=caller, index_id=index.id, kind=kind),
                 }
             )
     return listed
 
 
-def memory_tools_offered(*, key: ApiKey) -> list[str]:
-    """The names of the memory tools the key's own configuration and policy offer in a turn."""
+def memory_tools_offered(*, caller: Caller) -> list[str]:
+    """The names of the memory tools the caller's key's own configuration and policy offer in a turn."""
     return [
         tool_name(index_id=index.id, kind=kind)
-        for index in index_list_available(caller=Caller(key=key)).order_by("id")
+        for index in index_list_available(caller=caller).order_by("id")
         for kind in (SEARCH, WRITE)
-        if tool_offered(key=key, index_id=index.id, kind=kind)
+        if tool_offered(caller=caller, index_id=index.id, kind=kind)
     ]
 
 
@@ -182,30 +183,30 @@ def is_memory_tool_name(name: str) -> bool:
     return TOOL_NAME.match(name) is not None
 
 
-def tool_index(*, key: ApiKey, name, param: str | None) -> tuple[KnowledgeIndex, str]:
-    """The index and kind of a tool the key may use now; InvalidRequest otherwise."""
+def tool_index(*, caller: Caller, name, param: str | None) -> tuple[KnowledgeIndex, str]:
+    """The index and kind of a tool the caller may use now; InvalidRequest otherwise."""
     match = TOOL_NAME.match(name) if isinstance(name, str) else None
     if match is None:
         raise InvalidRequest("Not a memory tool name: memory__<index-id>__search or memory__<index-id>__write.", param=param)
     index_id, kind = match["index_id"], match["kind"]
-    if not tool_offered(key=key, index_id=index_id, kind=kind):
+    if not tool_offered(caller=caller, index_id=index_id, kind=kind):
         raise InvalidRequest(f"This key's memory configuration does not offer the tool {name}.", param=param)
-    index = index_find_available(caller=Caller(key=key), index_id=index_id)
+    index = index_find_available(caller=caller, index_id=index_id)
     if index is None:
         raise InvalidRequest(f"This key cannot use the index of the tool {name}.", param=param)
     return index, kind
 
 
 def memory_tools_resolve(
-    *, key: ApiKey, requested: list[tuple[int | None, str]], timezone_name: str, now: datetime
+    *, caller: Caller, requested: list[tuple[int | None, str]], timezone_name: str, now: datetime
 ) -> list[MemoryTool]:
-    """The tools a turn asked for (position in `tools`, or None for one the key offers unasked, and
+    """The tools a turn asked for (position in `tools`, or None for one the caller's key offers unasked, and
     name), each once; 400 on `tools[i]` for one it may not have."""
     today = _today(now=now, timezone_name=timezone_name)
     tools: dict[str, MemoryTool] = {}
     for position, name in requested:
         if name in tools:
             continue
-        index, kind = tool_index(key=key, name=name, param=f"tools[{position}]" if position is not None else "tools")
+        index, kind = tool_index(caller=caller, name=name, param=f"tools[{position}]" if position is not None else "tools")
         tools[name] = _tool_build(index=index, kind=kind, today=today)
     return list(tools.values())

@@ -253,4 +253,6 @@ class ToolListApi(CoreApi):
         today's date in the organisation's time zone.
         """
         query_parameters_read(request.query_params, self.FilterSerializer)
-        return sequence_paginated_response(items=memory_tools_list(key=self.key), request=request)
+        # The key's own caller: which tools it has does not depend on the request's person.
+        caller = self.principal.acting_for(self.principal.token_subject)
+        return sequence_paginated_response(items=memory_tools_list(caller=caller), request=request)

@@ -129,9 +129,9 @@ def turn_plan(
     tools = []
     requested = list(enumerate(tool_names))
     if offer_memory_tools:
-        requested += [(None, name) for name in memory_tools_offered(key=key)]
+        requested += [(None, name) for name in memory_tools_offered(caller=caller)]
     if requested:
-        tools = memory_tools_resolve(key=key, requested=requested, timezone_name=timezone_name, now=now or timezone.now())
+        tools = memory_tools_resolve(caller=caller, requested=requested, timezone_name=timezone_name, now=now or timezone.now())
     for position, tool in enumerate(caller_tools or []):
         if is_memory_tool_name(tool["function"]["name"]):
             raise InvalidRequest("A memory tool's name is Core's own: name the function otherwise.", param=f"tools[{position}]")

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 import pytest
 
 from core_memory.base.errors import InvalidRequest
+from core_memory.keys.callers import Caller
 from memory.tools.catalogue import memory_tools_list, memory_tools_resolve
 from stores.services import index_delete
 from tests.factories import make_index
@@ -28,7 +29,7 @@ def test_tools_list_names_both_tools_of_every_index_the_policy_names(tenant, oth
     make_index(tenant.organisation, name="not in the policy")
     key = tool_key(tenant, read=[tenant.index.id, named.id], write=[], write_tool=True)
 
-    listed = memory_tools_list(key=key, now=NOW, timezone_name="UTC")
+    listed = memory_tools_list(caller=Caller(key=key), now=NOW, timezone_name="UTC")
 
     by_name = {tool["name"]: tool for tool in listed}
     # By index id, so in the order the indexes were made; search before write.
@@ -46,7 +47,7 @@ def test_tools_list_offers_what_the_keys_memory_configuration_switches_on(tenant
     """R-6.2: `retrieval_tool` / `write_tool`."""
     key = tool_key(tenant, retrieval_tool=False, write_tool=True)
 
-    listed = {tool["name"]: tool["offered"] for tool in memory_tools_list(key=key, now=NOW, timezone_name="UTC")}
+    listed = {tool["name"]: tool["offered"] for tool in memory_tools_list(caller=Caller(key=key), now=NOW, timezone_name="UTC")}
 
     assert listed == {search_name(tenant.index): False, write_name(tenant.index): True}
 
@@ -56,7 +57,7 @@ def test_tools_list_leaves_out_deleted_and_other_organisations_indexes(tenant, o
     gone = make_index(tenant.organisation, name="gone")
     index_delete(index=gone, actor="test")
 
-    names = [tool["name"] for tool in memory_tools_list(key=tool_key(tenant))]
+    names = [tool["name"] for tool in memory_tools_list(caller=Caller(key=tool_key(tenant)))]
 
     assert names == [search_name(tenant.index), write_name(tenant.index)]
 
@@ -66,7 +67,7 @@ def test_resolve_answers_openai_function_definitions(tenant):
     key = tool_key(tenant)
 
     tools = memory_tools_resolve(
-        key=key, requested=[(0, search_name(tenant.index)), (1, write_name(tenant.index))], timezone_name="UTC", now=NOW
+        caller=Caller(key=key), requested=[(0, search_name(tenant.index)), (1, write_name(tenant.index))], timezone_name="UTC", now=NOW
     )
 
     assert [tool.name for tool in tools] == [search_name(tenant.index), write_name(tenant.index)]
@@ -82,7 +83,7 @@ def test_resolve_offers_a_tool_asked_for_twice_once(tenant):
     key = tool_key(tenant)
 
     tools = memory_tools_resolve(
-        key=key,
+        caller=Caller(key=key),
         requested=[(0, search_name(tenant.index)), (1, write_name(tenant.index)), (2, search_name(tenant.index))],
         timezone_name="UTC",
         now=NOW,
@@ -122,7 +123,7 @@ def test_resolve_refuses_a_tool_the_key_may_not_have_with_a_400_on_its_position(
 
     with pytest.raises(InvalidRequest) as refused:
         memory_tools_resolve(
-            key=key, requested=[*allowed_first, (1, name)], timezone_name="UTC", now=NOW,
+            caller=Caller(key=key), requested=[*allowed_first, (1, name)], timezone_name="UTC", now=NOW,
         )
 
     assert refused.value.param == "tools[1]"
@@ -132,10 +133,11 @@ def test_resolve_refuses_a_tool_the_key_may_not_have_with_a_400_on_its_position(
 def test_write_tool_description_states_today_in_the_turns_time_zone(tenant):
     """R-6.5: at 2026-11-30T11:00Z it is already 2026-12-01 on Kiritimati (UTC+14)."""
     moment = datetime(2026, 11, 30, 11, 0, tzinfo=UTC)
-    key = tool_key(tenant)
+    caller = Caller(key=tool_key(tenant))
+    requested = [(0, write_name(tenant.index))]
 
-    (far,) = memory_tools_resolve(key=key, requested=[(0, write_name(tenant.index))], timezone_name="Pacific/Kiritimati", now=moment)
-    (utc,) = memory_tools_resolve(key=key, requested=[(0, write_name(tenant.index))], timezone_name="UTC", now=moment)
+    (far,) = memory_tools_resolve(caller=caller, requested=requested, timezone_name="Pacific/Kiritimati", now=moment)
+    (utc,) = memory_tools_resolve(caller=caller, requested=requested, timezone_name="UTC", now=moment)
 
     assert far.description == write_description(tenant.index, today="2026-12-01")
     assert utc.description == write_description(tenant.index, today="2026-11-30")
@@ -149,6 +151,6 @@ def test_tools_list_dates_the_write_tool_in_the_organisations_time_zone_by_defau
     key = tool_key(tenant)
     key.organisation = tenant.organisation
 
-    listed = memory_tools_list(key=key, now=datetime(2026, 11, 30, 11, 0, tzinfo=UTC))
+    listed = memory_tools_list(caller=Caller(key=key), now=datetime(2026, 11, 30, 11, 0, tzinfo=UTC))
 
     assert listed[1]["description"] == write_description(tenant.index, today="2026-12-01")
