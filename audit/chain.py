@@ -8,12 +8,14 @@ independently of the database's functions and walks each chain: an event changed
 inserted out of turn, a time earlier than the event before it, or a chain cut short at either
 end, shows as a problem. A target or details blanked by an erasure's scrub has lost its salt:
 its commitment still holds the chain, its value can no longer be checked, and the event is
-counted as `scrubbed`. What the chain cannot show is a chain a superuser rewrote whole; the
+counted as `scrubbed` — when the `person.erased` event it names as `scrubbed_by` comes later in
+the chain and lists it (that list is covered by the chain); any other scrub is a problem. What the chain cannot show is a chain a superuser rewrote whole; the
 heads it reports can be kept elsewhere to catch that too.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -87,11 +89,33 @@ class ChainReport:
 # jsonb text, which is what the database's digest covered.
 _EVENTS = """
     SELECT id, sequence, previous_hash, hash, at, actor, action, target, details::text,
-        target_salt, details_salt, target_commitment, details_commitment, scrubbed_at
+        target_salt, details_salt, target_commitment, details_commitment, scrubbed_at, scrubbed_by
     FROM audit_auditevent WHERE organisation_id = %s ORDER BY sequence NULLS FIRST, id
 """
-_HEADS = "SELECT organisation_id, sequence, hash, purged_through, time_ordered_from FROM audit_auditchainhead"
+_HEADS = "SELECT organisation_id, sequence, hash, purged_through, time_ordered_from, scrubs_named_from FROM audit_auditchainhead"
 _ORGANISATIONS = "SELECT DISTINCT organisation_id FROM audit_auditevent"
+
+
+ERASED = "person.erased"
+
+
+def _listed(details_text: str) -> set[str]:
+    """The events an erasure's details list as scrubbed by it."""
+    try:
+        listed = json.loads(details_text).get("scrubbed_events")
+    except (ValueError, AttributeError):
+        return set()
+    return {each for each in listed if isinstance(each, str)} if isinstance(listed, list) else set()
+
+
+def _scrubs_check(*, report: ChainReport, scrubs: list[tuple[str, int, str | None]], erasures: dict[str, tuple[int, set[str]]]) -> None:
+    """Each scrub (event id, sequence, the erasure it names) must be by a later erasure that lists it."""
+    for event_id, sequence, erasure_id in scrubs:
+        erasure = erasures.get(erasure_id)
+        if erasure is None or erasure[0] <= sequence or event_id not in erasure[1]:
+            report.problems.append(f"{event_id}: scrubbed, but no later erasure names it")
+        else:
+            report.scrubbed += 1
 
 
 def audit_chains_verify(*, organisation_id: str | None = None) -> list[ChainReport]:
@@ -108,20 +132,22 @@ def audit_chains_verify(*, organisation_id: str | None = None) -> list[ChainRepo
 
 def _chain_verify(*, organisation_id: str, head) -> ChainReport:
     report = ChainReport(organisation_id=organisation_id)
-    time_ordered_from = 1
+    time_ordered_from, scrubs_named_from = 1, None
     if head is None:
         report.problems.append("no chain head")
     else:
-        report.head_sequence, report.head_hash, report.purged_through, time_ordered_from = head
+        report.head_sequence, report.head_hash, report.purged_through, time_ordered_from, scrubs_named_from = head
     with connection.cursor() as cursor:
         cursor.execute(_EVENTS, [organisation_id])
         rows = cursor.fetchall()
+    scrubs: list[tuple[str, int, str | None]] = []
+    erasures: dict[str, tuple[int, set[str]]] = {}
     expected_sequence = report.purged_through + 1
     expected_previous = None  # unknown across a purge: the first kept event names a removed one
     previous_at = None
     for row in rows:
         event_id, sequence, previous_hash, stored_hash, at, actor, action, target, details_text = row[:9]
-        target_salt, details_salt, target_commitment, details_commitment, scrubbed_at = row[9:]
+        target_salt, details_salt, target_commitment, details_commitment, scrubbed_at, scrubbed_by = row[9:]
         report.events += 1
         if sequence is None:
             report.problems.append(f"{event_id}: not chained")
@@ -155,11 +181,16 @@ def _chain_verify(*, organisation_id: str, head) -> ChainReport:
         elif target_salt is None or details_salt is None:
             if scrubbed_at is None:
                 report.problems.append(f"{event_id}: a salt is gone but the event was never scrubbed")
+            elif scrubs_named_from is not None and scrubbed_at < scrubs_named_from:
+                report.scrubbed += 1  # scrubbed before scrubs named their erasure
             else:
-                report.scrubbed += 1
+                scrubs.append((event_id, sequence, scrubbed_by))
+        if action == ERASED:
+            erasures[event_id] = (sequence, _listed(details_text))
         report.last_sequence = sequence
         expected_sequence = sequence + 1
         expected_previous = stored_hash
+    _scrubs_check(report=report, scrubs=scrubs, erasures=erasures)
     if head is not None:
         if (report.last_sequence or report.purged_through) != report.head_sequence:
             report.problems.append(f"the chain ends at {report.last_sequence} but its head is at {report.head_sequence} (newest events missing)")

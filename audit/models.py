@@ -8,8 +8,9 @@ from core_memory.base.tenancy import TenantQuerySet
 
 class AuditEvent(models.Model):
     """Append-only and tamper-evident. The database refuses UPDATE, DELETE and
-    TRUNCATE (migrations 0002-0004); only the retention purge deletes and the erasure's scrub
-    blanks a target or a detail, each through a function that runs as its own role. Each
+    TRUNCATE (migrations 0002-0005); only the retention purge deletes and an erasure's scrub
+    blanks a target or a detail of the events that erasure names, each through a function
+    that runs as its own role. Each
     event is a link of its organisation's hash chain: `sequence` counts up from 1, `hash`
     covers the event (its target and details through salted commitments) and
     `previous_hash`; PostgreSQL fills these in and sets `at` from its own clock (a trigger),
@@ -35,6 +36,8 @@ class AuditEvent(models.Model):
     target_commitment = models.CharField(_("target commitment"), max_length=64, blank=True, default="", editable=False)
     details_commitment = models.CharField(_("details commitment"), max_length=64, blank=True, default="", editable=False)
     scrubbed_at = models.DateTimeField(_("scrubbed at"), null=True, editable=False)
+    # The `person.erased` event whose erasure scrubbed it: that event lists it (`scrubbed_events`).
+    scrubbed_by = models.CharField(_("scrubbed by"), max_length=40, null=True, editable=False)
 
     objects = TenantQuerySet.as_manager()
 
@@ -64,6 +67,9 @@ class AuditChainHead(models.Model):
     # database set: events chained before it kept their transaction's start time.
     at = models.DateTimeField(null=True)
     time_ordered_from = models.BigIntegerField(default=1)
+    # Scrubs since this time name the erasure that made them; earlier ones (before the database
+    # checked that) did not. Null: every scrub names its erasure.
+    scrubs_named_from = models.DateTimeField(null=True)
 
     objects = TenantQuerySet.as_manager()
 

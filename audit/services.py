@@ -5,6 +5,7 @@ import json
 
 from django.db import connection, transaction
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 from audit.models import AuditEvent
 
@@ -53,22 +54,36 @@ def audit_retention_purge(*, now=None) -> int:
 
 SCRUBBED = "[erased]"
 SEARCH_FIELDS = ("search", "q", "query")
+ERASED = "person.erased"
+# Where `person.erased` lists the events its erasure scrubbed: the database's scrub blanks only those.
+SCRUBBED_EVENTS = "scrubbed_events"
 
+# Her subject as a target or anywhere in the details; one of her ids (records, threads, turns) as
+# the target, in the details' id lists, or as any string of the details.
 _EVENTS_NAMING = """
     SELECT id, target, details FROM audit_auditevent
-    WHERE organisation_id = %s AND action NOT LIKE 'person.%%'
+    WHERE organisation_id = %s AND action <> 'person.erased'
       AND (target = %s
+           OR target = ANY(%s::text[])
            OR strpos(lower(details::text), lower(%s)) > 0
-           OR details -> 'record_ids' ?| %s::text[]
-           OR details -> 'thread_ids' ?| %s::text[])
+           OR EXISTS (SELECT 1 FROM jsonb_path_query(details, 'strict $.**') AS part
+                      WHERE jsonb_typeof(part) = 'string' AND part #>> '{}' = ANY(%s::text[])))
     ORDER BY sequence
 """
 
 
-def _paths_naming(*, details, subject: str, about_her: bool) -> list[list[str]]:
-    """The JSON paths in `details` to blank: every string that is her subject, and every search
-    term that contains it or was typed on a page that showed her (her records, her threads, or
-    her subject among its results)."""
+def person_commitment(*, organisation_id: str, subject: str) -> str:
+    """How the log names a person it must not name in clear (the target of `person.erased`): an
+    HMAC of the organisation and her subject under the server's secret. Whoever holds the
+    secret can tell whether a given person was erased; the log alone cannot tell who was."""
+    digest = salted_hmac("core.audit.person", f"{organisation_id}\n{subject}", algorithm="sha256").hexdigest()
+    return f"hmac-sha256:{digest}"
+
+
+def _paths_naming(*, details, subject: str, ids: set[str], about_her: bool) -> list[list[str]]:
+    """The JSON paths in `details` to blank: every string that is her subject or one of her ids,
+    and every search term that contains her subject or was typed on a page that showed her (her
+    subject or her ids among its results)."""
     folded = subject.casefold()
     naming: list[list[str]] = []
     searches: list[tuple[list[str], str]] = []
@@ -80,7 +95,7 @@ def _paths_naming(*, details, subject: str, about_her: bool) -> list[list[str]]:
         elif isinstance(value, list):
             pending.extend((path + [str(position)], inner, name) for position, inner in enumerate(value))
         elif isinstance(value, str) and value and value != SCRUBBED:
-            if value.casefold() == folded:
+            if value.casefold() == folded or value in ids:
                 naming.append(path)
             elif name in SEARCH_FIELDS:
                 searches.append((path, value))
@@ -89,30 +104,23 @@ def _paths_naming(*, details, subject: str, about_her: bool) -> list[list[str]]:
     return sorted(naming)
 
 
-def _scrub_plan(*, organisation_id: str, subject: str, record_ids, thread_ids) -> list[tuple[str, bool, list[list[str]]]]:
+def _scrub_plan(*, organisation_id: str, subject: str, ids) -> list[tuple[str, bool, list[list[str]]]]:
     """(event id, blank the target, detail paths to blank) for each event of the organisation,
-    but her `person.*` events, that names her: as its target, in its details, or by showing
-    her records or threads (its search terms then go)."""
-    record_ids, thread_ids = set(record_ids), set(thread_ids)
+    but the erasures', that names her: her subject or one of her ids as its target or in its
+    details (its search terms then go too)."""
+    ids = set(ids)
     needle = json.dumps(subject, ensure_ascii=False)[1:-1]  # as her subject reads inside jsonb's text
     with connection.cursor() as cursor:
-        cursor.execute(_EVENTS_NAMING, [organisation_id, subject, needle, sorted(record_ids), sorted(thread_ids)])
+        cursor.execute(_EVENTS_NAMING, [organisation_id, subject, sorted(ids), needle, sorted(ids)])
         rows = cursor.fetchall()
     plan = []
     for event_id, target, details in rows:
         details = json.loads(details) if isinstance(details, str) else details
-        shown = isinstance(details, dict) and (
-            record_ids & set(_strings(details.get("record_ids"))) or thread_ids & set(_strings(details.get("thread_ids")))
-        )
-        blank_target = target == subject
-        paths = _paths_naming(details=details, subject=subject, about_her=bool(blank_target or shown))
+        blank_target = target == subject or target in ids
+        paths = _paths_naming(details=details, subject=subject, ids=ids, about_her=blank_target)
         if blank_target or paths:
             plan.append((event_id, blank_target, paths))
     return plan
-
-
-def _strings(value) -> list[str]:
-    return [each for each in value if isinstance(each, str)] if isinstance(value, list) else []
 
 
 def _path_literal(path: list[str]) -> str:
@@ -120,18 +128,28 @@ def _path_literal(path: list[str]) -> str:
     return "{" + ",".join('"' + part.replace("\\", "\\\\").replace('"', '\\"') + '"' for part in path) + "}"
 
 
-def person_audit_scrub(*, organisation_id: str, subject: str, record_ids, thread_ids) -> int:
-    """Blanks her in the organisation's events other than `person.*` (erasure): the target that
-    names her, her subject and the search terms about her in their details. The database's
-    `audit_event_scrub` does it, and can only blank; the chains still verify (audit.chain).
-    Answers how many events were scrubbed."""
-    plan = _scrub_plan(organisation_id=organisation_id, subject=subject, record_ids=record_ids, thread_ids=thread_ids)
+def person_erasure_audit(*, organisation_id: str, subject: str, actor: str, ids, receipt: dict) -> AuditEvent:
+    """Records her erasure as `person.erased` — her by a commitment, not in clear; its details the
+    receipt, with `audit_events_scrubbed` counted, and the ids of the events scrubbed — then blanks
+    her in those events: the target that names her or one of her `ids` (records, threads, turns),
+    those strings and the search terms about her in their details. The database's
+    `audit_event_scrub` does it, only for events this erasure lists, and can only blank; the
+    chains still verify (audit.chain)."""
+    plan = _scrub_plan(organisation_id=organisation_id, subject=subject, ids=ids)
+    details = {**receipt, "audit_events_scrubbed": len(plan), SCRUBBED_EVENTS: [event_id for event_id, _, _ in plan]}
+    erasure = audit_event_record(
+        organisation_id=organisation_id, actor=actor, action=ERASED,
+        target=person_commitment(organisation_id=organisation_id, subject=subject), details=details,
+    )
     with connection.cursor() as cursor:
         for event_id, blank_target, paths in plan:
-            cursor.execute("SELECT audit_event_scrub(%s, %s, %s::text[])", [event_id, blank_target, [_path_literal(path) for path in paths]])
-    return len(plan)
+            cursor.execute(
+                "SELECT audit_event_scrub(%s, %s, %s, %s::text[])",
+                [event_id, erasure.id, blank_target, [_path_literal(path) for path in paths]],
+            )
+    return erasure
 
 
-def person_audit_counted(*, organisation_id: str, subject: str, record_ids, thread_ids) -> int:
-    """How many events `person_audit_scrub` would scrub now."""
-    return len(_scrub_plan(organisation_id=organisation_id, subject=subject, record_ids=record_ids, thread_ids=thread_ids))
+def person_audit_counted(*, organisation_id: str, subject: str, ids) -> int:
+    """How many events erasing her would scrub now."""
+    return len(_scrub_plan(organisation_id=organisation_id, subject=subject, ids=ids))

@@ -50,7 +50,7 @@ class PersonApi(CoreApi):
                             "`lessons`, `proposals`, `threads`, `thread_placeholders`, `extraction_windows`, "
                             "`maintenance_jobs`, `subject_tokens`, `console_actions` (the console's action log "
                             "about her records and threads), `idempotent_answers` (stored answers about her) and "
-                            "`audit_events_scrubbed` (audit events, other than `person.*`, that named her)."
+                            "`audit_events_scrubbed` (audit events, other than erasures, that named her or her records, threads or turns)."
                         ),
                     ),
                 },

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.admin.models import LogEntry
 from django.db import transaction
 
-from audit.services import audit_event_record, person_audit_counted, person_audit_scrub
+from audit.services import person_audit_counted, person_erasure_audit
 from core_memory.base.erasure import person_data_keepers
 from core_memory.base.tenancy import organisation_id_of
 from core_memory.keys.selectors import subject_tokens_counted
@@ -15,7 +15,7 @@ from core_memory.persons.selectors import person_rules
 from core_memory.persons.services import person_forget
 from core_memory.pii.selectors import person_placeholders_counted
 from core_memory.pii.services import person_placeholders_erase
-from core_memory.threads.models import Thread
+from core_memory.threads.models import Item, Response, Thread
 from core_memory.threads.selectors import person_threads_counted
 from core_memory.threads.services import person_threads_erase
 from extraction.selectors import person_windows_counted
@@ -34,14 +34,16 @@ def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dic
     every proposal resting only on her records, maintenance's jobs about her, her
     threads with their items and responses — counting first their extraction windows and the
     real values behind their placeholders — her subject tokens and her rules. Audited
-    as `person.erased` with the receipt. What else holds her data goes too: the
-    console's action log about her records and threads, the interfaces' stored answers about her
-    (core_memory.base.erasure), and her name, the targets naming her and the search terms about
-    her in the audit's other events, scrubbed so that its chains still verify. Erasing a person
-    never named is not an error: afterwards she is gone either way."""
+    as `person.erased` with the receipt, naming her by a commitment, not in clear. What else
+    holds her data goes too: the console's action log about her records and threads, the
+    interfaces' stored answers about her (core_memory.base.erasure), and in the audit's other
+    events her name, her records', threads' and turns' ids and the search terms about her,
+    scrubbed so that its chains still verify. Erasing a person never named is not an error:
+    afterwards she is gone either way."""
     organisation_id = organisation_id_of(organisation)
     # Her ids, read before they go: the action log and the audit name her records and threads by id.
     record_ids, thread_ids = _her_ids(organisation_id=organisation_id, subject=subject)
+    audited_ids = _her_audited_ids(organisation_id=organisation_id, record_ids=record_ids, thread_ids=thread_ids)
     # Work in flight first: a window or a job being written holds its row until its records
     # are in, so her records are read for erasing after any of them committed.
     windows = person_windows_erase(organisation_id=organisation_id, subject=subject)
@@ -57,8 +59,7 @@ def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dic
     kept_elsewhere = {
         keeper.name: keeper.erase(organisation_id=organisation_id, subject=subject) for keeper in person_data_keepers()
     }
-    audit_events = person_audit_scrub(organisation_id=organisation_id, subject=subject, record_ids=record_ids, thread_ids=thread_ids)
-    details = {
+    receipt = {
         **records,
         "proposals": proposals,
         "threads": threads,
@@ -68,10 +69,9 @@ def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dic
         "subject_tokens": tokens,
         "console_actions": console_actions,
         **kept_elsewhere,
-        "audit_events_scrubbed": audit_events,
     }
-    audit_event_record(organisation_id=organisation_id, actor=actor, action="person.erased", target=subject, details=details)
-    return {"subject": subject, "erased": details}
+    erasure = person_erasure_audit(organisation_id=organisation_id, subject=subject, actor=actor, ids=audited_ids, receipt=receipt)
+    return {"subject": subject, "erased": {**receipt, "audit_events_scrubbed": erasure.details["audit_events_scrubbed"]}}
 
 
 def person_erasure_preview(*, organisation_id: str, subject: str) -> dict:
@@ -93,7 +93,8 @@ def person_erasure_preview(*, organisation_id: str, subject: str) -> dict:
         "console_actions": _console_actions(record_ids=record_ids, thread_ids=thread_ids).count(),
         **{keeper.name: keeper.count(organisation_id=organisation_id, subject=subject) for keeper in person_data_keepers()},
         "audit_events_scrubbed": person_audit_counted(
-            organisation_id=organisation_id, subject=subject, record_ids=record_ids, thread_ids=thread_ids
+            organisation_id=organisation_id, subject=subject,
+            ids=_her_audited_ids(organisation_id=organisation_id, record_ids=record_ids, thread_ids=thread_ids),
         ),
     }
 
@@ -104,6 +105,14 @@ def _her_ids(*, organisation_id: str, subject: str) -> tuple[list[str], list[str
     records = MemoryRecord.objects.for_organisation(organisation_id).filter(subject=subject).values_list("id", flat=True)
     threads = Thread.objects.for_organisation(organisation_id).filter(subject=subject).values_list("id", flat=True)
     return sorted({*versions, *records}), list(threads)
+
+
+def _her_audited_ids(*, organisation_id: str, record_ids: list[str], thread_ids: list[str]) -> list[str]:
+    """The ids the audit log may name her by: her records', her threads', and their turns' and
+    items' (a console read of her thread lists them)."""
+    responses = Response.objects.for_organisation(organisation_id).filter(thread_id__in=thread_ids).values_list("id", flat=True)
+    items = Item.objects.for_organisation(organisation_id).filter(thread_id__in=thread_ids).values_list("id", flat=True)
+    return sorted({*record_ids, *thread_ids, *responses, *items})
 
 
 def _console_actions(*, record_ids: list[str], thread_ids: list[str]):

@@ -70,6 +70,12 @@ class OpenAIApi(CoreApi):
     def get_exception_handler(self):
         return openai_exception_handler
 
+    def _turn_persons(self, plan) -> None:
+        """A turn is about its person — the thread's, when it continues one — also when the request
+        names nobody: its stored answer goes when she is erased."""
+        if plan.subject is not None:
+            self.idempotency_persons.add(plan.subject)
+
     def _turn_headers(self, response, created) -> None:
         response[RESPONSE_ID_HEADER] = created.response.id
         response[THREAD_ID_HEADER] = created.response.thread_id
@@ -231,6 +237,7 @@ class ChatCompletionCreateApi(OpenAIApi):
             model_options=options,
             offer_memory_tools=True,
         )
+        self._turn_persons(plan)
         events = turn_run(plan=plan)
         created = next(events)
         if data["stream"]:
@@ -368,6 +375,7 @@ class ResponseCreateApi(OpenAIApi):
         }
         if data["parallel_tool_calls"] is not None:
             echo["parallel_tool_calls"] = data["parallel_tool_calls"]
+        self._turn_persons(plan)
         events = turn_run(plan=plan)
         created = next(events)
         if data["stream"]:

@@ -94,6 +94,13 @@ def application_role(event):
     return APPLICATION_ROLE
 
 
+# A session's own "catalogue" that says it is a superuser.
+SUPERUSER_BY_A_TEMPORARY_TABLE = [
+    "CREATE TEMP TABLE pg_roles (rolname name, rolsuper boolean)",
+    "INSERT INTO pg_roles VALUES (current_user, true)",
+]
+
+
 def as_role(role: str, statements: list[str]) -> None:
     with connection.cursor() as cursor:
         cursor.execute(f"SET LOCAL ROLE {role}")
@@ -120,6 +127,12 @@ def as_role(role: str, statements: list[str]) -> None:
         pytest.param(["SET LOCAL session_replication_role = replica", "DELETE FROM audit_auditevent"], id="replication-role"),
         pytest.param(["ALTER FUNCTION audit_event_append_only() RENAME TO harmless"], id="rename-trigger-function"),
         pytest.param(["ALTER TRIGGER audit_event_append_only ON audit_auditevent RENAME TO harmless"], id="rename-trigger"),
+        # Issue 28: the guard and the trigger asked `pg_roles` with `pg_temp` searched first.
+        pytest.param(
+            [*SUPERUSER_BY_A_TEMPORARY_TABLE, "ALTER TABLE audit_auditevent DISABLE TRIGGER audit_event_append_only", "DELETE FROM audit_auditevent"],
+            id="temporary-pg_roles-then-disable-trigger",
+        ),
+        pytest.param([*SUPERUSER_BY_A_TEMPORARY_TABLE, "TRUNCATE audit_auditevent"], id="temporary-pg_roles-then-truncate"),
     ],
 )
 def test_the_application_role_cannot_remove_or_change_events_by_any_door(application_role, event, statements):

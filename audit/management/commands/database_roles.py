@@ -20,7 +20,7 @@ ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 # may read and write.
 APPEND_ONLY = ("audit_auditevent",)
 READ_ONLY = ("audit_auditchainhead", "django_migrations")
-FUNCTIONS = ("audit_retention_purge(timestamptz)", "audit_event_scrub(text, boolean, text[])")
+FUNCTIONS = ("audit_retention_purge(timestamptz)", "audit_event_scrub(text, text, boolean, text[])")
 
 
 def app_role_grant(*, role: str) -> None:

@@ -63,7 +63,8 @@ def test_any_person_the_api_can_name_can_be_erased_and_given_rules(tenant, subje
     response = tenant.client().delete(path)
 
     assert response.status_code == 200
-    assert response.json() == {"subject": subject, "erased": erasure_receipt(records=1)}
+    # The rules' `person.updated` event named her: scrubbed.
+    assert response.json() == {"subject": subject, "erased": erasure_receipt(records=1, audit_events_scrubbed=1)}
     assert not MemoryRecord.objects.filter(subject=subject).exists()
 
 

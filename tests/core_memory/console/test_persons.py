@@ -7,6 +7,7 @@ from django.contrib.admin.utils import quote
 from django.test import Client
 
 from audit.models import AuditEvent
+from audit.services import person_commitment
 from core_memory.keys.callers import Caller
 from core_memory.keys.models import SubjectToken
 from core_memory.keys.services import subject_token_create
@@ -132,7 +133,7 @@ def test_erasing_her_shows_what_will_go_then_erases_through_the_flow_and_gives_a
     assert not SubjectToken.objects.filter(subject="anna").exists()
     assert MemoryRecord.objects.filter(pk=kept.pk).exists()
     event = AuditEvent.objects.get(action="person.erased")
-    assert (event.actor, event.target) == ("console:anna", "anna")
+    assert (event.actor, event.target) == ("console:anna", person_commitment(organisation_id=event.organisation_id, subject="anna"))
 
 
 @pytest.mark.parametrize("page", ["", "erase"])

@@ -12,7 +12,7 @@ from django.db import connection
 
 from audit.chain import audit_chains_verify
 from audit.models import AuditEvent
-from audit.services import audit_event_record
+from audit.services import audit_event_record, person_commitment
 from core_memory.base.api.models import IdempotentRequest
 from core_memory.flows.erasure import person_erase
 from core_memory.keys.callers import Caller
@@ -87,12 +87,14 @@ def test_erasing_a_person_removes_her_records_tokens_and_rules_only(tenant, othe
 
     answer = person_erase(organisation=tenant.organisation, subject="anna", actor=tenant.key.id)
 
-    assert answer == {"subject": "anna", "erased": receipt(records=2, subject_tokens=1)}
+    # Her rules' `person.updated` event named her: scrubbed.
+    assert answer == {"subject": "anna", "erased": receipt(records=2, subject_tokens=1, audit_events_scrubbed=1)}
     assert set(MemoryRecord.objects.values_list("id", flat=True)) == {record.id for record in kept}
     assert not Person.objects.filter(organisation=tenant.organisation, subject="anna").exists()
     assert not SubjectToken.objects.exists()
     event = AuditEvent.objects.get(action="person.erased")
-    assert (event.organisation_id, event.actor, event.target) == (tenant.organisation.id, tenant.key.id, "anna")
+    commitment = person_commitment(organisation_id=tenant.organisation.id, subject="anna")
+    assert (event.organisation_id, event.actor, event.target) == (tenant.organisation.id, tenant.key.id, commitment)
 
 
 def test_delete_person_route_erases_her(tenant):
@@ -106,7 +108,8 @@ def test_delete_person_route_erases_her(tenant):
     assert response.status_code == 200
     assert response.json() == {"subject": "anna", "erased": receipt(records=1, subject_tokens=1)}
     assert list(MemoryRecord.objects.values_list("id", flat=True)) == [shared.id]
-    assert AuditEvent.objects.filter(action="person.erased", target="anna", actor=tenant.key.id).count() == 1
+    commitment = person_commitment(organisation_id=tenant.organisation.id, subject="anna")
+    assert AuditEvent.objects.filter(action="person.erased", target=commitment, actor=tenant.key.id).count() == 1
 
 
 def test_erasing_a_person_never_named_is_not_an_error(tenant):
@@ -128,7 +131,7 @@ def test_erasing_a_person_removes_the_real_values_behind_her_threads_placeholder
 
     assert answer == {"subject": "anna", "erased": receipt(threads=2, thread_placeholders=2)}
     assert list(ThreadPlaceholders.objects.values_list("thread_id", flat=True)) == [brams.id]
-    assert AuditEvent.objects.get(action="person.erased").details == receipt(threads=2, thread_placeholders=2)
+    assert AuditEvent.objects.get(action="person.erased").details == {**receipt(threads=2, thread_placeholders=2), "scrubbed_events": []}
 
 
 def test_erasing_a_person_removes_her_threads_with_their_extraction_windows(tenant, fake_model):
@@ -222,8 +225,8 @@ def everything_about_her(tenant, write, fake_model, settings):
 def test_after_erasure_no_model_with_a_person_column_names_her(tenant, everything_about_her):
     """R-3.4, R-9.8: the test walks every model that names a person; the world above puts her in
     each of them first, so a new model with a person column fails here until erasure covers it.
-    The audit log names her only as the target of its `person.*` events, the append-only record
-    that she was erased (R-11.1; docs/decisions.md "Erasing a person")."""
+    The audit log names her nowhere in clear: `person.erased`, the append-only record that she was
+    erased (R-11.1), names her by a commitment (docs/decisions.md "Erasing a person")."""
     models = _models_naming_a_person()
     assert [model._meta.label for model in models] == [
         "keys.SubjectToken", "maintenance.MaintenanceJob", "memory.HistoricalMemoryRecord", "memory.MemoryRecord",
@@ -240,7 +243,8 @@ def test_after_erasure_no_model_with_a_person_column_names_her(tenant, everythin
     answer = person_erase(organisation=tenant.organisation, subject=ERASED, actor="test")
 
     assert answer["erased"] == receipt(
-        records=7, episodes=2, lessons=1, proposals=1, threads=1, thread_placeholders=1, extraction_windows=1, maintenance_jobs=4, subject_tokens=1
+        records=7, episodes=2, lessons=1, proposals=1, threads=1, thread_placeholders=1, extraction_windows=1, maintenance_jobs=4,
+        subject_tokens=1, audit_events_scrubbed=1,
     )
     assert {model._meta.label: _hers(model).count() for model in models} == {model._meta.label: 0 for model in models}
     assert not MemoryRecord.contradicts.through.objects.filter(from_memoryrecord_id__in=list(contested)).exists()
@@ -248,7 +252,8 @@ def test_after_erasure_no_model_with_a_person_column_names_her(tenant, everythin
     assert not Proposal.objects.filter(pk=hers_alone.pk).exists()
     assert list(Proposal.objects.get(pk=shared.pk).sources.values_list("record__subject", flat=True)) == ["bram"]
     assert not Item.objects.exists() and not ExtractionCursor.objects.exists()
-    assert AuditEvent.objects.get(action="person.erased").target == ERASED
+    assert AuditEvent.objects.get(action="person.erased").target == person_commitment(organisation_id=tenant.organisation.id, subject=ERASED)
+    assert not AuditEvent.objects.filter(target=ERASED).exists()
 
 
 # --- what else held her data: stored answers, the console's action log, the audit (issue 19) ----
@@ -318,8 +323,9 @@ def test_erasure_removes_the_console_action_log_about_her_records(tenant, consol
 
 def test_erasure_scrubs_her_from_other_events_and_the_chain_still_verifies(tenant, console, write):
     """Issue: her subject stayed the target of `memory.console_read` events and an
-    administrator's search term stayed in their details. They are blanked (counted); her
-    `person.*` events keep her; every chain still verifies, the scrubbed events counted."""
+    administrator's search term stayed in their details. They are blanked (counted), her rules'
+    `person.updated` too (issue 28); `person.erased` names her by a commitment; every chain still
+    verifies, the scrubbed events counted."""
     write("Zoe woont in Zwolle.", subject=ZOE)
     write("Bram woont in Gouda.", subject="bram")
     console.get("/console/persons/person/", {"q": "zo"})
@@ -335,19 +341,24 @@ def test_erasure_scrubs_her_from_other_events_and_the_chain_still_verifies(tenan
         ("", None, None),
         ("", "bra", ["bram"]),
     ]
-    assert receipt_of["erased"]["audit_events_scrubbed"] == 2
+    assert receipt_of["erased"]["audit_events_scrubbed"] == 3
     assert [event.scrubbed_at is not None for event in reads] == [True, True, False]
-    assert set(AuditEvent.objects.filter(action__startswith="person.").values_list("target", flat=True)) == {ZOE}
+    assert set(AuditEvent.objects.filter(action__startswith="person.").values_list("action", "target")) == {
+        ("person.updated", ""), ("person.erased", person_commitment(organisation_id=tenant.organisation.id, subject=ZOE)),
+    }
     (report,) = audit_chains_verify(organisation_id=tenant.organisation.id)
-    assert report.intact and report.scrubbed == 2
+    assert report.intact and report.scrubbed == 3
     assert (reads[0].details_salt, reads[1].target_salt, reads[2].details_salt is not None) == (None, None, True)
 
 
 def test_the_scrub_can_only_blank(tenant):
     """The database's scrub writes nothing but '' and "[erased]"; a path that is not there is skipped."""
     event = audit_event_record(organisation_id=tenant.organisation.id, actor="test", action="memory.console_read", target=ZOE, details={"search": ZOE})
+    erasure = audit_event_record(
+        organisation_id=tenant.organisation.id, actor="test", action="person.erased", details={"scrubbed_events": [event.pk]}
+    )
     with connection.cursor() as cursor:
-        cursor.execute("SELECT audit_event_scrub(%s, false, ARRAY['{search}', '{nothing,here}'])", [event.pk])
+        cursor.execute("SELECT audit_event_scrub(%s, %s, false, ARRAY['{search}', '{nothing,here}'])", [event.pk, erasure.pk])
 
     stored = AuditEvent.objects.get(pk=event.pk)
     assert (stored.target, stored.details, stored.details_salt, stored.target_salt is not None) == (ZOE, {"search": "[erased]"}, None, True)
@@ -378,22 +389,43 @@ KNOWN_TABLES = {
 
 
 def _dump(table: str) -> list[str]:
-    """Every row of `table` as text. The audit log's `person.*` events name her as their target:
-    the record that she was erased (docs/decisions.md "Erasing a person")."""
+    """Every row of `table` as text, the audit log's included: `person.erased` names her by a
+    commitment (docs/decisions.md "Erasing a person")."""
     with connection.cursor() as cursor:
-        if table == "audit_auditevent":
-            cursor.execute(
-                "SELECT (id, actor, action, CASE WHEN action LIKE 'person.%%' THEN '' ELSE target END, details,"
-                " target_salt, details_salt)::text FROM audit_auditevent"
-            )
-        else:
-            cursor.execute(f'SELECT t::text FROM "{table}" AS t')
+        cursor.execute(f'SELECT t::text FROM "{table}" AS t')
         return [row[0] for row in cursor.fetchall()]
+
+
+def _her_traces(tenant, console) -> tuple[list[str], str]:
+    """Her in the places issue 28 found her after an erasure, and her ids (records, threads, turns)
+    as canaries: an OpenAI-surface turn continuing her thread without naming her, stored for a
+    replay; audit events whose target is her record's or her thread's id; console searches that
+    found her by a word of her messages, part of her name or her record's text. Answers her ids
+    and the OpenAI-surface turn the continued one followed."""
+    first = tenant.client(subject=ERASED).post("/openai/v1/responses", {"model": "fake-chat", "input": f"Mail {CANARY_MAIL}"}, format="json")
+    assert first.status_code == 200
+    continued = tenant.client().post(
+        "/openai/v1/responses", {"model": "fake-chat", "input": "verder", "previous_response_id": first.json()["id"]},
+        format="json", HTTP_IDEMPOTENCY_KEY="canary-continued",
+    )
+    assert continued.status_code == 200 and CANARY_MAIL in continued.content.decode()
+    deleted = MemoryRecord.objects.filter(subject=ERASED, type="fact").order_by("id").first()
+    assert tenant.client().delete(f"/v1/memory/{deleted.id}").status_code == 204
+    threads = list(Thread.objects.filter(subject=ERASED).values_list("id", flat=True))
+    for thread_id in threads:
+        assert console.get(f"/console/threads/thread/{thread_id}/change/").status_code == 200
+    assert console.get("/console/threads/thread/", {"q": "verder"}).status_code == 200
+    assert console.get("/console/persons/person/", {"q": ERASED[:9]}).status_code == 200
+    ids = [*MemoryRecord.history.filter(subject=ERASED).values_list("id", flat=True), *threads]
+    ids += Response.objects.filter(thread_id__in=threads).values_list("id", flat=True)
+    return sorted(set(ids)), first.json()["id"]
 
 
 def test_after_erasure_no_table_holds_anything_of_hers(tenant, everything_about_her, console, fake_model):
     """Issue 19: every table is dumped after an erasure and none holds her subject, her e-mail or
-    her record's text — stored answers, the console's action log and the audit included."""
+    her record's text — stored answers, the console's action log and the audit included. Issue
+    28: nor her records', threads' and turns' ids, the stored answer of a turn that continued her
+    thread without naming her, or a console search that found her."""
     fake_model.default = completion(f"Genoteerd, {CANARY_MAIL}.")
     written = tenant.client(subject=ERASED).post(
         "/v1/memory", {"index_id": tenant.index.id, "type": "fact", "text": f"{CANARY} woont in Haarlem."},
@@ -409,9 +441,10 @@ def test_after_erasure_no_table_holds_anything_of_hers(tenant, everything_about_
     assert console.get("/console/persons/person/", {"q": ERASED}).status_code == 200
     assert console.get(f"/console/persons/person/{tenant.organisation.id}/{ERASED}/").status_code == 200
     assert console.get("/console/memory/memoryrecord/", {"q": CANARY}).status_code == 200
+    her_ids, first_turn = _her_traces(tenant, console)
     tables = set(connection.introspection.table_names())
     before = {table: "\n".join(_dump(table)) for table in tables}
-    canaries = (ERASED, CANARY, CANARY_MAIL)
+    canaries = (ERASED, CANARY, CANARY_MAIL, *her_ids)
     holding = {table for table, text in before.items() if any(canary in text for canary in canaries)}
 
     person_erase(organisation=tenant.organisation, subject=ERASED, actor="test")
@@ -422,3 +455,10 @@ def test_after_erasure_no_table_holds_anything_of_hers(tenant, everything_about_
     after = {table: [row for row in _dump(table) if any(canary in row for canary in canaries)] for table in tables}
     assert {table: rows for table, rows in after.items() if rows} == {}
     assert {"core_api_idempotentrequest", "django_admin_log", "audit_auditevent", "memory_memoryrecord"} <= holding
+    replay = tenant.client().post(
+        "/openai/v1/responses", {"model": "fake-chat", "input": "verder", "previous_response_id": first_turn},
+        format="json", HTTP_IDEMPOTENCY_KEY="canary-continued",
+    )
+    assert replay.status_code == 404 and CANARY_MAIL not in replay.content.decode()
+    (report,) = audit_chains_verify(organisation_id=tenant.organisation.id)
+    assert report.intact

@@ -10,6 +10,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from audit.models import AuditEvent
+from audit.services import person_commitment
 from core_memory.persons.models import Person
 from memory.models import MemoryRecord
 from stores.models import MemoryStore
@@ -120,7 +121,8 @@ def test_in_english_erase_a_person_after_seeing_what_will_go(signed_in: Page, wo
     expect(page.locator("#erase-receipt")).to_contain_text("Records8Episodes1Lessons1")  # episodes and lessons apart
     assert not MemoryRecord.objects.filter(subject="anna").exists()
     assert not Person.objects.filter(subject="anna").exists()
-    assert AuditEvent.objects.filter(action="person.erased", target="anna", actor="console:anna").count() == 1
+    commitment = person_commitment(organisation_id=world.tenant.organisation.id, subject="anna")
+    assert AuditEvent.objects.filter(action="person.erased", target=commitment, actor="console:anna").count() == 1
 
 
 def test_the_pages_fit_a_1400_pixel_window(signed_in: Page, world):
