@@ -23,7 +23,8 @@ class AuditEvent(models.Model):
     at = models.DateTimeField(_("at"), db_default=Now(), editable=False)
     actor = models.CharField(_("actor"), max_length=200)
     action = models.CharField(_("action"), max_length=64)
-    target = models.CharField(_("target"), max_length=200, blank=True, default="")
+    # As long as a person's subject may be (the API takes 255 characters): `person.*` events name her.
+    target = models.CharField(_("target"), max_length=255, blank=True, default="")
     details = models.JSONField(_("details"), default=dict, blank=True)
     # Set by the database on insert (audit_event_chain); whatever the application sends is replaced.
     sequence = models.BigIntegerField(_("sequence"), null=True, editable=False)
