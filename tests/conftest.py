@@ -9,7 +9,9 @@ from django.contrib.auth import get_user_model
 
 from core_memory.console.services import console_administrator_create
 from core_memory.keys.callers import Caller
-from core_memory.llm import openai
+from core_memory.llm import openai, remote_embeddings, remote_rerank
+from core_memory.llm.breaker import breakers_reset
+from core_memory.llm.http import Retries
 from memory.embedding.services import record_embeddings_refresh
 from memory.embedding.storage import embedding_storage_forget, embedding_storage_ready
 from memory.models import MemoryRecord
@@ -24,6 +26,7 @@ from tests.factories import (
     resolved_for,
 )
 from tests.fake_model import FakeChatModel
+from tests.fake_retrieval_models import FakeEmbeddingServer, FakeRerankServer
 from tests.fuzz import figures as fuzz_figures
 from tests.factories import with_draft
 
@@ -175,6 +178,39 @@ def fake_model(settings, monkeypatch):
     with FakeChatModel() as model:
         settings.CORE_MODELS = [model.config("fake-chat")]
         yield model
+
+
+@pytest.fixture(autouse=True)
+def breakers_closed():
+    """Every test starts with every model's circuit breaker closed (they live per process)."""
+    breakers_reset()
+    yield
+    breakers_reset()
+
+
+@pytest.fixture
+def quick_retries(monkeypatch):
+    """Retries of models served elsewhere as many, with backoffs of milliseconds."""
+    for module, name in ((remote_embeddings, "PASSAGE_RETRIES"), (remote_embeddings, "QUERY_RETRIES"), (remote_rerank, "RERANK_RETRIES")):
+        retries = getattr(module, name)
+        monkeypatch.setattr(module, name, Retries(attempts=retries.attempts, backoff_seconds=0.001, most_backoff_seconds=0.01))
+
+
+@pytest.fixture
+def fake_embedding(settings, quick_retries):
+    """A real server of the OpenAI embeddings protocol, configured as the embedding model `ext-embed` (64 dimensions)."""
+    with FakeEmbeddingServer(dimensions=64) as server:
+        settings.CORE_EMBEDDING_MODELS = [server.config("ext-embed")]
+        yield server
+
+
+@pytest.fixture
+def fake_rerank(settings, quick_retries):
+    """A real server of the rerank protocols, configured as the rerank models `ext-rerank` (Cohere's
+    protocol) and `tei-rerank` (TEI's)."""
+    with FakeRerankServer() as server:
+        settings.CORE_RERANK_MODELS = [server.config("ext-rerank"), server.config("tei-rerank", protocol="tei")]
+        yield server
 
 
 @pytest.fixture

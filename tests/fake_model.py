@@ -18,6 +18,9 @@ it). Use it from tests and the bench:
 
 A scripted answer with `format_name` is given only to a request whose `response_format`
 carries that json_schema name; the others pass it by, in order.
+
+`ScriptedServer` is the scripted server itself; the fake embedding and rerank servers
+(tests/fake_retrieval_models.py) are kinds of it, as the chat model is.
 """
 from __future__ import annotations
 
@@ -60,10 +63,15 @@ def completion(content: str | None = None, *, tool_calls=None, finish_reason: st
     }
 
 
-class FakeChatModel:
-    def __init__(self, *, default: dict | None = None):
+class ScriptedServer:
+    """A real HTTP server in a thread that records every request and answers from a script (the
+    module's docstring); a kind of model server names its `paths` and its `default` answer."""
+
+    paths: tuple[str, ...] = ()
+
+    def __init__(self, *, default=None):
         self.requests: list[RecordedRequest] = []
-        self.default = default or completion("ok")
+        self.default = default
         # [status, body or responder, remaining times or None for ever, delay, format name, hold event]
         self._script: deque = deque()
         self._lock = threading.Lock()
@@ -72,15 +80,13 @@ class FakeChatModel:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
-    def base_url(self) -> str:
+    def root_url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host}:{port}"
 
-    def config(self, model_id: str = "fake-chat", **fields) -> dict:
-        return {"id": model_id, "provider": "openai", "base_url": self.base_url, "api_key_env": None, **fields}
-
-    def reply(self, content: str | None = None, **fields) -> None:
-        self.answer(completion(content, **fields))
+    @property
+    def base_url(self) -> str:
+        return self.root_url + "/v1"
 
     def answer(
         self,
@@ -91,12 +97,13 @@ class FakeChatModel:
         delay: float = 0.0,
         format_name: str | None = None,
         hold: threading.Event | None = None,
+        content_type: str = "application/json",
     ) -> None:
-        """Queue an answer (bytes are sent as they are); `delay` seconds before it is sent (to
-        exceed a client's timeout); only for requests asking for `format_name`; not before
-        `hold` is set."""
+        """Queue an answer (bytes are sent as they are, as `content_type`); `delay` seconds before
+        it is sent (to exceed a client's timeout); only for requests asking for `format_name`; not
+        before `hold` is set."""
         with self._lock:
-            self._script.append([status, body, times, delay, format_name, hold])
+            self._script.append([status, body, times, delay, format_name, hold, content_type])
 
     def respond(self, responder, *, times: int | None = 1, format_name: str | None = None) -> None:
         """Queue an answer made by `responder(request body) -> dict` when the request comes."""
@@ -119,21 +126,26 @@ class FakeChatModel:
             time.sleep(0.01)
         return list(self.requests)
 
-    def _next(self, request_body) -> tuple[int, dict | bytes, float, threading.Event | None]:
+    def html(self, status: int, *, times: int | None = 1) -> None:
+        """An HTML error page, as a proxy in front of a model server sends one."""
+        page = f"<html><head><title>{status}</title></head><body><h1>{status} Bad Gateway</h1><hr>nginx</body></html>"
+        self.answer(page.encode(), status=status, times=times, content_type="text/html")
+
+    def _next(self, request_body) -> tuple[int, dict | bytes, float, threading.Event | None, str]:
         requested = ((request_body or {}).get("response_format") or {}).get("json_schema", {}).get("name") if isinstance(request_body, dict) else None
         with self._lock:
             entry = next((each for each in self._script if each[4] is None or each[4] == requested), None)
             if entry is None:
                 default = self.default(request_body) if callable(self.default) else self.default
-                return 200, default, 0.0, None
+                return 200, default, 0.0, None, "application/json"
             if entry[2] is not None:
                 entry[2] -= 1
                 if entry[2] <= 0:
                     self._script.remove(entry)
-            status, body, _, delay, _, hold = entry
+            status, body, _, delay, _, hold, content_type = entry
         if callable(body):
             body = body(request_body)
-        return status, body, delay, hold
+        return status, body, delay, hold, content_type
 
     def _handler_class(self):
         model = self
@@ -148,27 +160,30 @@ class FakeChatModel:
                     body = None
                 with model._lock:
                     model.requests.append(RecordedRequest(path=self.path, headers=dict(self.headers), body=body))
-                if self.path.rstrip("/") != "/v1/chat/completions":
-                    status, answer, delay, hold = 404, {"error": {"message": "not found"}}, 0.0, None
+                if self.path.rstrip("/") not in model.paths:
+                    status, answer, delay, hold, content_type = 404, {"error": {"message": "not found"}}, 0.0, None, "application/json"
                 else:
-                    status, answer, delay, hold = model._next(body)
+                    status, answer, delay, hold, content_type = model._next(body)
                 if hold is not None:
                     hold.wait(timeout=60)
                 if delay:
                     time.sleep(delay)
                 payload = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (a timeout under test)
 
             def log_message(self, format, *args):  # noqa: A002 — keep test output quiet
                 pass
 
         return Handler
 
-    def start(self) -> FakeChatModel:
+    def start(self):
         self._thread.start()
         return self
 
@@ -178,8 +193,23 @@ class FakeChatModel:
             self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> FakeChatModel:
+    def __enter__(self):
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class FakeChatModel(ScriptedServer):
+    """An OpenAI-compatible chat model: `POST /v1/chat/completions`."""
+
+    paths = ("/v1/chat/completions",)
+
+    def __init__(self, *, default: dict | None = None):
+        super().__init__(default=default or completion("ok"))
+
+    def config(self, model_id: str = "fake-chat", **fields) -> dict:
+        return {"id": model_id, "provider": "openai", "base_url": self.base_url, "api_key_env": None, **fields}
+
+    def reply(self, content: str | None = None, **fields) -> None:
+        self.answer(completion(content, **fields))

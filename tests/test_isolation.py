@@ -274,6 +274,8 @@ ROUTES: dict[tuple[str, str], tuple[str, dict | str | None, dict[str, int]]] = {
     ),
     ("v1/persons/<subject:subject>", "DELETE"): ("/v1/persons/anna", None, expect(200, header_bob=403, **MANAGEMENT)),
     ("v1/models", "GET"): ("/v1/models", None, expect(200)),
+    ("v1/embedding-models", "GET"): ("/v1/embedding-models", None, expect(200)),
+    ("v1/rerank-models", "GET"): ("/v1/rerank-models", None, expect(200)),
     ("v1/threads", "POST"): ("/v1/threads", {"subject": "anna"}, expect(201, without_capability=403, token_of_bob=403)),
     ("v1/threads/<str:thread_id>", "GET"): (
         "/v1/threads/{thread}", None, expect(200, other_organisation=404, without_capability=403, token_of_bob=404, header_bob=404)

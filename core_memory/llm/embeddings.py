@@ -174,3 +174,17 @@ def passages_embed(texts: Sequence[str]) -> np.ndarray:
         with _call_lock:
             vectors[start : start + len(chunk)] = np.atleast_2d(engine.passage(chunk))
     return vectors
+
+
+def engine_embed(texts: Sequence[str], *, query: bool) -> np.ndarray:
+    """Texts as the engine embeds them, with e5's "query: " (or "passage: ") prefix added by the
+    engine itself, (len(texts), DIMENSIONS) unit length: what the embedding server answers."""
+    engine = _engine()
+    with _call_lock:
+        return np.atleast_2d(np.asarray(engine.encode(list(texts), query), dtype=np.float32)).reshape(len(texts), DIMENSIONS)
+
+
+def engine_token_count(text: str, *, query: bool) -> int:
+    engine = _engine()
+    return int(engine.token_count(text, query))
+

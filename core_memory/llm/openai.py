@@ -4,56 +4,28 @@ OpenAI, vLLM, llama.cpp's server, Ollama and most gateways serve. Retries with b
 from __future__ import annotations
 
 import json
-import logging
-import threading
-import time
 from collections.abc import Mapping
 
-import httpx
-
 from core_memory.base.storable import UNSTORABLE_CHARACTERS
+from core_memory.llm.http import Retries, json_post
 from core_memory.llm.protocol import ChatCompletion, ProviderError, TokenCount, ToolCall
-
-logger = logging.getLogger(__name__)
 
 # Bounded and small: a turn waits at most about BACKOFF_SECONDS * (2 ** MAX_ATTEMPTS) for retries.
 MAX_ATTEMPTS = 3
 BACKOFF_SECONDS = 0.25
 MAX_BACKOFF_SECONDS = 2.0
-RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-
-
-_client_lock = threading.Lock()
-_client: httpx.Client | None = None
-
-
-def _http_client() -> httpx.Client:
-    """One pooled client for the process (httpx clients are thread-safe)."""
-    global _client
-    with _client_lock:
-        if _client is None:
-            _client = httpx.Client(limits=httpx.Limits(max_connections=50, max_keepalive_connections=10))
-        return _client
-
-
-def _retry_delay(*, attempt: int, response: httpx.Response | None) -> float:
-    delay = BACKOFF_SECONDS * (2 ** (attempt - 1))
-    if response is not None:
-        try:
-            delay = max(delay, float(response.headers.get("retry-after", "")))
-        except ValueError:
-            pass
-    return min(delay, MAX_BACKOFF_SECONDS)
 
 
 class OpenAIChatProvider:
     """The OpenAI Chat Completions protocol: `POST {base_url}/chat/completions`."""
 
-    def __init__(self, *, model_id: str, base_url: str, api_key: str | None, timeout: float):
+    def __init__(self, *, model_id: str, base_url: str, api_key: str | None, timeout: float, deadline: float | None = None):
+        """`deadline` (a `time.monotonic()` value): no attempt starts or lasts beyond it."""
         self.model_id = model_id
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.api_key = api_key
         self.timeout = timeout
+        self.deadline = deadline
 
     def complete(
         self,
@@ -78,35 +50,12 @@ class OpenAIChatProvider:
         return self._parse(self._post(body))
 
     def _post(self, body: dict) -> dict:
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        for attempt in range(1, MAX_ATTEMPTS + 1):
-            response = None
-            try:
-                response = _http_client().post(self.url, json=body, headers=headers, timeout=self.timeout)
-            except httpx.TimeoutException:
-                error = ProviderError("model_timeout", f"The model did not answer within {self.timeout:g} seconds.")
-            except httpx.HTTPError as exc:
-                error = ProviderError("model_unreachable", f"The model could not be reached ({type(exc).__name__}).")
-            else:
-                if response.status_code < 400:
-                    try:
-                        return response.json()
-                    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser follows
-                        raise ProviderError("invalid_model_response", "The model's answer is not JSON.") from None
-                error = ProviderError(
-                    "model_rate_limited" if response.status_code == 429 else "model_error",
-                    f"The model answered HTTP {response.status_code}.",
-                    status_code=response.status_code,
-                )
-                if response.status_code not in RETRYABLE_STATUS:
-                    raise error
-            logger.warning(
-                "llm.call.retry", extra={"model": self.model_id, "attempt": attempt, "code": error.code, "status": error.status_code}
-            )
-            if attempt == MAX_ATTEMPTS:
-                raise error
-            time.sleep(_retry_delay(attempt=attempt, response=response))
-        raise AssertionError("unreachable")
+        # The module's constants read at each call: tests make the backoff short.
+        retries = Retries(attempts=MAX_ATTEMPTS, backoff_seconds=BACKOFF_SECONDS, most_backoff_seconds=MAX_BACKOFF_SECONDS)
+        return json_post(
+            url=self.url, body=body, api_key=self.api_key, timeout=self.timeout, retries=retries, model_id=self.model_id,
+            deadline=self.deadline,
+        )
 
     @staticmethod
     def _parse(answer: dict) -> ChatCompletion:

@@ -32,7 +32,8 @@ def model_config_for(model: Mapping | str) -> Mapping:
     raise ProviderError("model_unavailable", f"The model {model!r} is not configured.")
 
 
-def provider_for(model: Mapping | str) -> ChatProvider:
+def provider_for(model: Mapping | str, *, deadline: float | None = None) -> ChatProvider:
+    """The model's provider; with `deadline` (a `time.monotonic()` value) no call of it lasts beyond it."""
     config = model_config_for(model)
     provider_class = PROVIDERS.get(config.get("provider", "openai"))
     if provider_class is None:
@@ -42,7 +43,8 @@ def provider_for(model: Mapping | str) -> ChatProvider:
     if api_key_env and not api_key:
         raise ProviderError("model_unavailable", f"The model's API key variable {api_key_env} is not set.")
     return provider_class(
-        model_id=config["id"], base_url=config["base_url"], api_key=api_key, timeout=settings.CORE_MODEL_TIMEOUT_SECONDS
+        model_id=config["id"], base_url=config["base_url"], api_key=api_key, timeout=settings.CORE_MODEL_TIMEOUT_SECONDS,
+        deadline=deadline,
     )
 
 

@@ -12,6 +12,12 @@ from core_memory.organisations.services import UPDATABLE_FIELDS, organisation_up
 
 # The settings the console edits; the others are shown only.
 EDITABLE_FIELDS = ("rate_limit_per_minute",)
+# Each list of offered models shown as the API answers it.
+OFFERED_SHOWN = {
+    "offered_models": "offered",
+    "offered_embedding_models": "offered_embedding",
+    "offered_rerank_models": "offered_rerank",
+}
 
 
 class OrganisationForm(forms.ModelForm):
@@ -32,7 +38,7 @@ class OrganisationAdmin(OrganisationScopedAdmin):
     form = OrganisationForm
     list_display = ("name", "id", "timezone", "capabilities", "rate_limit", "audit_retention_days", "created")
     # Offered models as the API offers them: none stored means every configured model.
-    fields = ("id", *(name if name != "offered_models" else "offered" for name in UPDATABLE_FIELDS), "created")
+    fields = ("id", *(OFFERED_SHOWN.get(name, name) for name in UPDATABLE_FIELDS), "created")
     readonly_fields = tuple(name for name in fields if name not in EDITABLE_FIELDS)
 
     def has_add_permission(self, request):
@@ -41,12 +47,24 @@ class OrganisationAdmin(OrganisationScopedAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
-    @admin.display(description=_("offered models"))
-    def offered(self, organisation: Organisation) -> str:
-        offered = ", ".join(organisation.offered_model_ids()) or "—"
-        if organisation.offered_models is None:
+    @staticmethod
+    def _offered(ids: list[str], chosen: list[str] | None) -> str:
+        offered = ", ".join(ids) or "—"
+        if chosen is None:
             return _("%(models)s (every configured model)") % {"models": offered}
         return offered
+
+    @admin.display(description=_("offered models"))
+    def offered(self, organisation: Organisation) -> str:
+        return self._offered(organisation.offered_model_ids(), organisation.offered_models)
+
+    @admin.display(description=_("offered embedding models"))
+    def offered_embedding(self, organisation: Organisation) -> str:
+        return self._offered(organisation.offered_embedding_model_ids(), organisation.offered_embedding_models)
+
+    @admin.display(description=_("offered rerank models"))
+    def offered_rerank(self, organisation: Organisation) -> str:
+        return self._offered(organisation.offered_rerank_model_ids(), organisation.offered_rerank_models)
 
     @admin.display(description=_("rate limit per key (requests per minute)"), ordering="rate_limit_per_minute")
     def rate_limit(self, organisation: Organisation) -> str:

@@ -18,6 +18,14 @@ class OrganisationOutputSerializer(serializers.Serializer):
     timezone = serializers.CharField()
     capabilities = serializers.ListField(child=serializers.CharField())
     offered_models = serializers.ListField(child=serializers.CharField(), source="offered_model_ids")
+    offered_embedding_models = serializers.ListField(
+        child=serializers.CharField(),
+        source="offered_embedding_model_ids",
+        help_text="Ids from `CORE_EMBEDDING_MODELS` its indexes may embed with; the model inside Core is offered always.",
+    )
+    offered_rerank_models = serializers.ListField(
+        child=serializers.CharField(), source="offered_rerank_model_ids", help_text="Ids from `CORE_RERANK_MODELS` its indexes may rerank with."
+    )
     helper_model = serializers.CharField(allow_null=True)
     monthly_token_limit = serializers.IntegerField(allow_null=True)
     audit_retention_days = serializers.IntegerField()
@@ -40,6 +48,12 @@ class OrganisationDetailApi(CoreApi):
         timezone = TimeZoneField(max_length=64)
         capabilities = serializers.ListField(child=serializers.ChoiceField(choices=ORGANISATION_CAPABILITIES))
         offered_models = serializers.ListField(child=serializers.CharField(max_length=200), allow_null=True)
+        offered_embedding_models = serializers.ListField(
+            child=serializers.CharField(max_length=200), allow_null=True, help_text="Ids from `CORE_EMBEDDING_MODELS`; null: all."
+        )
+        offered_rerank_models = serializers.ListField(
+            child=serializers.CharField(max_length=200), allow_null=True, help_text="Ids from `CORE_RERANK_MODELS`; null: all."
+        )
         helper_model = serializers.CharField(max_length=200, allow_null=True)
         monthly_token_limit = serializers.IntegerField(min_value=0, max_value=2**63 - 1, allow_null=True)
         audit_retention_days = serializers.IntegerField(min_value=1, max_value=36_500)
@@ -67,7 +81,9 @@ class OrganisationDetailApi(CoreApi):
         """Change the organisation
 
         Sets the given settings. `offered_models` lists ids from `CORE_MODELS` (null: all); the
-        helper model must stay offered. Needs `management`.
+        helper model must stay offered. `offered_embedding_models` and `offered_rerank_models` list
+        ids from `CORE_EMBEDDING_MODELS` and `CORE_RERANK_MODELS` (null: all); an index already using
+        a model taken off keeps it. Needs `management`. Audited as `organisation.updated`.
         """
         organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
         serializer = self.InputSerializer(data=request.data, partial=True)

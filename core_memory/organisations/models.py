@@ -16,6 +16,20 @@ def configured_model_ids() -> list[str]:
     return [model["id"] for model in settings.CORE_MODELS]
 
 
+def configured_embedding_model_ids() -> list[str]:
+    """The ids of CORE_EMBEDDING_MODELS (the models served elsewhere), in their configured order."""
+    return [model["id"] for model in settings.CORE_EMBEDDING_MODELS]
+
+
+def configured_rerank_model_ids() -> list[str]:
+    """The ids of CORE_RERANK_MODELS, in their configured order."""
+    return [model["id"] for model in settings.CORE_RERANK_MODELS]
+
+
+def _offered(configured: list[str], chosen: list[str] | None) -> list[str]:
+    return configured if chosen is None else [model_id for model_id in configured if model_id in chosen]
+
+
 def default_improvements() -> dict:
     return {"enabled": False}
 
@@ -38,6 +52,9 @@ class Organisation(models.Model):
     capabilities = models.JSONField(_("capabilities"), default=list, blank=True)
     # null: every model in CORE_MODELS is offered.
     offered_models = models.JSONField(_("offered models"), null=True, blank=True)
+    # null: every model in CORE_EMBEDDING_MODELS (the in-process model is offered always), and in CORE_RERANK_MODELS.
+    offered_embedding_models = models.JSONField(_("offered embedding models"), null=True, blank=True)
+    offered_rerank_models = models.JSONField(_("offered rerank models"), null=True, blank=True)
     helper_model = models.CharField(_("helper model"), max_length=200, null=True, blank=True)
     monthly_token_limit = models.BigIntegerField(_("monthly token limit"), null=True, blank=True)
     audit_retention_days = models.PositiveIntegerField(_("audit retention (days)"), default=365)
@@ -68,10 +85,14 @@ class Organisation(models.Model):
         return capability in (self.capabilities or [])
 
     def offered_model_ids(self) -> list[str]:
-        configured = configured_model_ids()
-        if self.offered_models is None:
-            return configured
-        return [model_id for model_id in configured if model_id in self.offered_models]
+        return _offered(configured_model_ids(), self.offered_models)
+
+    def offered_embedding_model_ids(self) -> list[str]:
+        """The models of CORE_EMBEDDING_MODELS offered to it (the in-process model is offered always)."""
+        return _offered(configured_embedding_model_ids(), self.offered_embedding_models)
+
+    def offered_rerank_model_ids(self) -> list[str]:
+        return _offered(configured_rerank_model_ids(), self.offered_rerank_models)
 
     def key_rate_limit_per_minute(self) -> int:
         """What each key of this organisation may ask per minute (its setting, else the server's)."""

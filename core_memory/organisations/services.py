@@ -4,13 +4,20 @@ from django.db import transaction
 
 from audit.services import audit_event_record
 from core_memory.base.errors import Unprocessable
-from core_memory.organisations.models import Organisation, configured_model_ids
+from core_memory.organisations.models import (
+    Organisation,
+    configured_embedding_model_ids,
+    configured_model_ids,
+    configured_rerank_model_ids,
+)
 
 UPDATABLE_FIELDS = (
     "name",
     "timezone",
     "capabilities",
     "offered_models",
+    "offered_embedding_models",
+    "offered_rerank_models",
     "helper_model",
     "monthly_token_limit",
     "audit_retention_days",
@@ -19,24 +26,32 @@ UPDATABLE_FIELDS = (
 )
 
 
+# The lists of offered models: which variable configures each, and its ids.
+_MODEL_LISTS = {
+    "offered_models": ("CORE_MODELS", configured_model_ids),
+    "offered_embedding_models": ("CORE_EMBEDDING_MODELS", configured_embedding_model_ids),
+    "offered_rerank_models": ("CORE_RERANK_MODELS", configured_rerank_model_ids),
+}
+
+
 @transaction.atomic(durable=True)
 def organisation_update(*, organisation: Organisation, actor: str, changes: dict) -> Organisation:
     """Replaces the given settings; audited as `organisation.updated`.
 
-    `offered_models` (null: every model of CORE_MODELS) may name only configured models,
+    `offered_models` (null: every model of CORE_MODELS), `offered_embedding_models` and
+    `offered_rerank_models` (CORE_EMBEDDING_MODELS, CORE_RERANK_MODELS) may name only configured models,
     and a PATCH of either must leave the helper model, when set, offered. Raises Unprocessable
     naming the field.
     """
     organisation = Organisation.objects.select_for_update().get(pk=organisation.pk)
     fields = [field for field in UPDATABLE_FIELDS if field in changes]
-    configured = configured_model_ids()
-    offered = changes.get("offered_models")
-    for position, model_id in enumerate(offered or []):
-        if model_id not in configured:
-            raise Unprocessable(f"No model {model_id!r} in CORE_MODELS.", param=f"offered_models[{position}]")
+    for field, (variable, configured) in _MODEL_LISTS.items():
+        for position, model_id in enumerate(changes.get(field) or []):
+            if model_id not in configured():
+                raise Unprocessable(f"No model {model_id!r} in {variable}.", param=f"{field}[{position}]")
     for field in fields:
         value = changes[field]
-        if field in ("capabilities", "offered_models") and value is not None:
+        if (field == "capabilities" or field in _MODEL_LISTS) and value is not None:
             value = list(dict.fromkeys(value))
         setattr(organisation, field, value)
     # Checked only when the PATCH touches it: a model the operator withdrew from

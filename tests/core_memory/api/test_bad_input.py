@@ -188,9 +188,13 @@ LIST_ROUTES = [
     "/v1/memory/proposals",
     "/v1/tools",
     "/v1/models",
+    "/v1/embedding-models",
+    "/v1/rerank-models",
 ]
 # Lists whose position is a place in the list, not an id: any position that is not one is refused.
-POSITIONAL_LISTS = ("/v1/memory/{record}/history", "/v1/threads/{thread}/items", "/v1/tools", "/v1/models")
+POSITIONAL_LISTS = (
+    "/v1/memory/{record}/history", "/v1/threads/{thread}/items", "/v1/tools", "/v1/models", "/v1/embedding-models", "/v1/rerank-models"
+)
 
 
 def test_every_list_with_a_cursor_is_in_the_forged_cursor_test():
@@ -254,7 +258,7 @@ def test_an_empty_limit_is_a_400_on_limit_on_every_list(tenant, write, route):
     assert error_of(tenant.client().get(f"{url}{separator}limit=")) == (400, "limit")
 
 
-@pytest.mark.parametrize("path", ["/v1/tools", "/v1/models"])
+@pytest.mark.parametrize("path", ["/v1/tools", "/v1/models", "/v1/embedding-models", "/v1/rerank-models"])
 @pytest.mark.parametrize("limit", ["0", "501", "ten"])
 def test_the_tool_and_model_lists_check_their_limit_like_every_list(tenant, path, limit):
     """R-2.4: `/v1/tools` and `/v1/models` took any `limit`."""

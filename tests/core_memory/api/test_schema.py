@@ -182,6 +182,8 @@ def test_real_answers_match_the_document(tenant, other_tenant, anonymous, check,
     check(owner.patch(f"/v1/tenants/{organisation_id}/keys/{created['id']}", {"name": "lezer"}, format="json"), 200)
     check(owner.post("/v1/subject-tokens", {"subject": "anna"}, format="json"), 201)
     check(owner.get("/v1/models"), 200)
+    check(owner.get("/v1/embedding-models"), 200)
+    check(owner.get("/v1/rerank-models"), 200)
 
     # Indexes, stores, records.
     index = check(owner.post("/v1/indexes", {"name": "klanten"}, format="json"), 201)
