@@ -38,7 +38,7 @@ from extraction.services.planning import extraction_switch_plan
 from extraction.services.switches import extraction_switch_set
 from extraction.services.windows import extraction_window_run
 from memory.models import MemoryRecord
-from memory.services import text_normalise
+from memory.services.rules import text_normalise
 from stores.selectors import index_get_available
 from tests.factories import OrganisationFactory, make_index, make_key
 from tests.fake_model import FakeChatModel, completion

@@ -37,7 +37,7 @@ from maintenance.models import MaintenanceState
 from maintenance.services.jobs import maintenance_job_run
 from maintenance.services.planning import maintenance_dispatch
 from memory.models import MemoryRecord
-from memory.services import text_normalise
+from memory.services.rules import text_normalise
 from stores.models import MemoryStore
 from tests.factories import make_index
 from tests.fake_model import FakeChatModel, completion

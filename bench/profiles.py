@@ -39,7 +39,7 @@ from django.utils import timezone
 from core_memory.keys.authentication import principal_for_secret
 from core_memory.keys.callers import Caller
 from memory.injection.walk import injection_block_build
-from memory.selectors import record_search
+from memory.search import record_search
 from stores.selectors import index_find_available
 from tests.fake_model import FakeChatModel
 

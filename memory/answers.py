@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework.fields import DateTimeField
 
-from memory.services import RecordWriteResult
+from memory.services.writes import RecordWriteResult
 
 
 def record_write_answer(result: RecordWriteResult) -> dict:

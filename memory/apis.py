@@ -17,17 +17,11 @@ from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
 from memory.answers import record_write_answer
 from memory.importing import FORMATS, MAX_REPORTED_ERRORS, ImportFailed, json_lines_split, records_import
 from memory.models import MemoryRecord
-from memory.selectors import (
-    SEARCH_DEFAULT_LIMIT,
-    SEARCH_MAX_LIMIT,
-    SearchFilters,
-    change_reason_parts,
-    record_get_available,
-    record_history,
-    record_list,
-)
+from memory.search import SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, SearchFilters
+from memory.selectors import change_reason_parts, record_get_available, record_history, record_list
 from memory.retrieval import records_search_retrieve
-from memory.services import RecordDraft, record_delete, record_update, record_write
+from memory.services.changes import record_delete, record_update
+from memory.services.writes import RecordDraft, record_write
 from stores.selectors import index_get_available
 
 # `memory` needs `knowledge`: a key is checked for both.

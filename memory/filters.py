@@ -4,7 +4,7 @@ import django_filters
 from django.db.models.fields.json import KeyTextTransform
 
 from memory.models import MemoryRecord
-from memory.search import text_query
+from memory.search import records_matching
 
 
 class MemoryRecordFilter(django_filters.FilterSet):
@@ -37,5 +37,4 @@ class MemoryRecordFilter(django_filters.FilterSet):
         return queryset
 
     def filter_text(self, queryset, name, value: str):
-        query = text_query(value, match_all=True)
-        return queryset.filter(search_vector=query) if query is not None else queryset.none()
+        return records_matching(queryset, text=value)

@@ -31,7 +31,7 @@ from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from memory.exporting import PERSON_EXPORT_FORMAT, PERSON_EXPORT_RECORD_PARTS
 from memory.models import MemoryRecord
-from memory.services import record_import_within, records_import_link
+from memory.services.imports import record_import_within, records_import_link
 from stores.models import KnowledgeIndex
 from stores.selectors import index_get_available
 

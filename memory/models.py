@@ -228,7 +228,7 @@ class MemoryRecord(models.Model):
         ]
         constraints = [
             # An episode tells of one session: two sessions told in the same words are two
-            # episodes, never a confirmation (memory.services.record_write_within).
+            # episodes, never a confirmation (memory.services.writes.record_write_within).
             models.UniqueConstraint(
                 fields=["index", "subject", "type", "normalised_text"],
                 condition=Q(status="active") & ~Q(type="episode"),

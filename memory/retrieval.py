@@ -1,7 +1,7 @@
 """Retrieving records: reading them for someone and counting that they were shown.
 
 A search (the API's route and the search tool) and a turn's memory block read their records
-here, and only here does their `retrieval_count` rise (memory.services.records_retrieved): no
+here, and only here does their `retrieval_count` rise (memory.services.retrievals.records_retrieved): no
 reader counts for itself, and the readers below (`record_search`, `injection_block_build`)
 stay reads, which the speed bench calls without changing a count."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ from datetime import datetime
 from core_memory.keys.callers import Caller
 from memory.injection.walk import InjectionResult, injection_block_build
 from memory.models import MemoryRecord
-from memory.selectors import SearchFilters, record_search
-from memory.services import records_retrieved
+from memory.search import SearchFilters, record_search
+from memory.services.retrievals import records_retrieved
 from stores.models import KnowledgeIndex
 
 

@@ -15,7 +15,7 @@ from core_memory.llm.http import Retries
 from memory.embedding.services import record_embeddings_refresh
 from memory.embedding.storage import embedding_storage_forget, embedding_storage_ready
 from memory.models import MemoryRecord
-from memory.services import record_write
+from memory.services.writes import record_write
 from tests.factories import (
     CONSOLE_PASSWORD,
     OrganisationFactory,

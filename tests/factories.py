@@ -19,7 +19,7 @@ from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES
 from core_memory.keys.services import key_create
 from core_memory.organisations.models import Organisation
 from memory.models import MemoryRecord
-from memory.services import RecordDraft
+from memory.services.writes import RecordDraft
 from stores.models import KnowledgeIndex
 from stores.services import index_create
 

@@ -4,7 +4,7 @@ an A1 record's text; index A2 is the one a narrow key will be given."""
 from __future__ import annotations
 
 from core_memory.keys.callers import Caller
-from memory.services import RecordDraft, record_write
+from memory.services.writes import RecordDraft, record_write
 from tests.factories import make_index, resolved_for
 from tests.fake_model import completion
 

@@ -128,3 +128,20 @@ def test_only_retrieval_counts_a_retrieval():
     ]
 
     assert not callers, "Read through memory.retrieval instead of counting here:\n" + "\n".join(callers)
+
+
+# The longest a production module may be: longer, it holds several things and wants to become a
+# package of modules named after them (a newcomer finds a thing by the file's name).
+MAX_FILE_LINES = 500
+
+
+def test_no_production_module_is_longer_than_500_lines():
+    found = [
+        f"{path.relative_to(PROJECT)} is {length} lines"
+        for path in production_files()
+        if path.suffix == ".py"
+        for length in [len(path.read_text(encoding="utf-8").splitlines())]
+        if length > MAX_FILE_LINES
+    ]
+
+    assert not found, f"Split these into a package of modules named after their parts (at most {MAX_FILE_LINES} lines):\n" + "\n".join(found)

@@ -35,7 +35,7 @@ from core_memory.persons.models import Person
 from core_memory.threads.models import Item, Thread
 from maintenance.models import Proposal, ProposalSource
 from memory.models import MemoryRecord
-from memory.services import RecordDraft, record_write
+from memory.services.writes import RecordDraft, record_write
 from stores.models import KnowledgeIndex, MemoryStore
 from tests.factories import client_for, make_index, make_key
 from tests.fake_model import FakeChatModel, completion

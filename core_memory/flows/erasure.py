@@ -25,7 +25,7 @@ from maintenance.services.jobs import person_jobs_erase
 from maintenance.services.proposals import person_proposals_erase
 from memory.models import MemoryRecord
 from memory.selectors import person_records_counted
-from memory.services import person_records_erase
+from memory.services.erasure import person_records_erase
 
 
 @transaction.atomic(durable=True)

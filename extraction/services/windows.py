@@ -47,7 +47,7 @@ from extraction.selectors import SwitchState, switch_state
 from extraction.services.planning import MAX_ATTEMPTS, QUIET_PERIOD, window_lease
 from memory.embedding.selectors import lesson_near_duplicate
 from memory.models import MemoryRecord
-from memory.services import RecordDraft, RecordWriteResult, record_write_within
+from memory.services.writes import RecordDraft, RecordWriteResult, record_write_within
 from stores.models import KnowledgeIndex
 from stores.selectors import index_find_available
 

@@ -29,7 +29,7 @@ from maintenance.selectors import (
 from maintenance.services.work import ACTOR, Asking, Prepared, chunks, job_queued, stamp
 from memory.models import MemoryRecord
 from memory.selectors import EVENT_TYPES
-from memory.services import records_contradiction_mark_within
+from memory.services.contradictions import records_contradiction_mark_within
 from stores.models import KnowledgeIndex
 
 KIND = MaintenanceJob.Kind.CONTRADICTIONS

@@ -24,7 +24,7 @@ from maintenance.selectors import ChangedRecord, episodes_unused, planned_job_pa
 from maintenance.services.work import ACTOR, Asking, Prepared, job_queued, stamp
 from memory.embedding.selectors import lesson_near_duplicate
 from memory.models import MemoryRecord
-from memory.services import RecordDraft, record_write_by_core_within
+from memory.services.writes import RecordDraft, record_write_by_core_within
 from stores.models import KnowledgeIndex
 
 KIND = MaintenanceJob.Kind.STORE_LESSON

@@ -21,7 +21,8 @@ from core_memory.keys.callers import Caller
 from maintenance.models import Proposal, ProposalSource
 from maintenance.selectors import proposals_resting_only_on
 from memory.models import MemoryRecord
-from memory.services import RecordDraft, record_write_authorise, record_write_by_core_within
+from memory.services.rules import record_write_authorise
+from memory.services.writes import RecordDraft, record_write_by_core_within
 from stores.models import KnowledgeIndex, MemoryStore
 
 

@@ -29,7 +29,9 @@ from memory.embedding.storage import index_embeds
 from memory.injection.lines import record_line, token_estimate, tokens_of_bytes
 from memory.injection.settings import BlockSettings, block_settings, governing_block, readable_index
 from memory.models import MemoryRecord
-from memory.selectors import TIE_BREAKERS, SearchFilters, record_search, records_visible, records_with_decay
+from memory.search import SearchFilters, record_search
+from memory.search.decay import TIE_BREAKERS, records_with_decay
+from memory.search.scope import records_visible
 from stores.models import KnowledgeIndex
 
 SECTIONS = ("commitments", "behaviour", "about_this_person", "organisation", "past_sessions")

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 from django.contrib.postgres.search import SearchQuery
 from django.db import connection
+from django.db.models import QuerySet
 
 from memory.models import SEARCH_CONFIGS
 
@@ -122,3 +123,10 @@ def text_query(text: str, *, match_all: bool = False) -> SearchQuery | None:
 def terms_query(terms: list[str]) -> SearchQuery:
     """The OR of `query_terms` as a query over the stored vector: what `text_query` makes of the text."""
     return SearchQuery(" | ".join(terms), config="simple", search_type="raw")
+
+
+def records_matching(records: QuerySet, *, text: str) -> QuerySet:
+    """The records holding every word of `text` that carries meaning (none when no word does):
+    the record list's `q` and the console's search box, over the stored Dutch+English vector."""
+    query = text_query(text, match_all=True)
+    return records.filter(search_vector=query) if query is not None else records.none()

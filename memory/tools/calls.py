@@ -14,8 +14,8 @@ from memory.answers import record_write_answer
 from memory.injection.lines import confidence_percentage, data_json, episode_span
 from memory.models import MemoryRecord
 from memory.retrieval import records_search_retrieve
-from memory.selectors import SearchFilters
-from memory.services import RecordDraft, record_write
+from memory.search import SearchFilters
+from memory.services.writes import RecordDraft, record_write
 from memory.tools.catalogue import SEARCH, WRITE, tool_index, writable_types
 from stores.models import KnowledgeIndex
 

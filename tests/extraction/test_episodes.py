@@ -11,7 +11,7 @@ from core_memory.threads.models import Response
 from core_memory.threads.services import ItemDraft, thread_create
 from extraction.models import ExtractionSwitch
 from memory.models import MemoryRecord
-from memory.services import RecordDraft, record_write
+from memory.services.writes import RecordDraft, record_write
 from stores.models import KnowledgeIndex
 from tests.extraction.builders import conversation, extraction_answer, items_add, shown, switch_put
 from tests.factories import resolved_for

@@ -35,7 +35,7 @@ from tests.fake_model import FakeChatModel
 from tests.fuzz import figures
 from tests.fuzz.figures import SENT, STATUSES
 from tests.factories import OrganisationFactory, make_index, make_key, resolved_for
-from memory.services import RecordDraft
+from memory.services.writes import RecordDraft
 
 pytestmark = pytest.mark.fuzz
 
@@ -86,7 +86,7 @@ def fuzz_organisation(model_id: str) -> tuple[str, dict]:
     """An organisation with one of everything the routes address: the owner key's secret, and
     the real ids by parameter name. `key_id` is a second key: a case that revokes or narrows
     the key it names never touches the one that sends the cases."""
-    from memory.services import record_write
+    from memory.services.writes import record_write
 
     organisation = OrganisationFactory()
     key, secret = make_key(organisation, name="owner")

@@ -14,7 +14,8 @@ from core_memory.persons.services import person_update
 from maintenance.models import ContradictionCheck, MaintenanceJob
 from memory.injection.walk import injection_block_build
 from memory.models import MemoryRecord
-from memory.services import RecordDraft, record_delete, record_update, record_write
+from memory.services.changes import record_delete, record_update
+from memory.services.writes import RecordDraft, record_write
 from tests.maintenance.builders import CONTRADICTIONS, asked, contradictions, sections, shown, touched
 from tests.memory.injection.builders import injecting_key
 from tests.memory.tools.builders import call, search_name, tool_key

@@ -21,7 +21,7 @@ from maintenance.services.jobs import maintenance_job_run
 from maintenance.services.planning import maintenance_dispatch, maintenance_jobs_recover, maintenance_store_plan
 from maintenance.tasks import maintenance_dispatch_task
 from memory.models import MemoryRecord
-from memory.services import text_normalise
+from memory.services.rules import text_normalise
 from tests.maintenance.builders import CONTRADICTIONS, contradictions, sections
 
 pytestmark = pytest.mark.django_db

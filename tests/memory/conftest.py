@@ -39,7 +39,7 @@ def read_events():
 
 
 class _VersionsTable(HTMLParser):
-    """The rows of a page's versions table (memory.admin.versions_table): each cell's text and its HTML."""
+    """The rows of a page's versions table (memory.admin.columns.RecordColumns.versions_table): each cell's text and its HTML."""
 
     def __init__(self):
         super().__init__(convert_charrefs=True)

@@ -14,7 +14,7 @@ from core_memory.keys.callers import Caller
 from core_memory.keys.services import key_delete
 from core_memory.threads.services import thread_create
 from memory.models import MemoryRecord
-from memory.services import RecordDraft, record_write
+from memory.services.writes import RecordDraft, record_write
 from tests.core_memory.console.world import contest
 from tests.factories import console_client, make_index, resolved_for, staff_without_organisation
 from tests.memory.conftest import RECORDS, age, listed_ids, read_events, record_url, version_rows
@@ -197,7 +197,7 @@ def test_the_record_page_shows_its_versions_and_correction_links(console, write)
 
 
 def test_the_record_page_shows_the_newest_versions_and_links_to_all(console, write, monkeypatch):
-    monkeypatch.setattr("memory.admin.RECORD_PAGE_VERSIONS", 2)
+    monkeypatch.setattr("memory.admin.columns.RECORD_PAGE_VERSIONS", 2)
     record = write("Anna drinkt koffie")
     write("Anna drinkt koffie")
     write("Anna drinkt koffie")

@@ -12,7 +12,8 @@ from audit.models import AuditEvent
 from core_memory.base.errors import InvalidRequest
 from core_memory.keys.callers import Caller
 from memory.models import MemoryRecord
-from memory.services import record_update, record_write
+from memory.services.changes import record_update
+from memory.services.writes import record_write
 from tests.factories import with_draft
 
 pytestmark = pytest.mark.django_db

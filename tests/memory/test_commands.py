@@ -12,7 +12,7 @@ from audit.models import AuditEvent
 from core_memory.keys.callers import Caller
 from memory.models import MemoryRecord
 from tests.factories import make_index, make_key, resolved_for
-from memory.services import RecordDraft
+from memory.services.writes import RecordDraft
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +22,7 @@ def test_an_organisation_exported_and_imported_into_another_holds_the_same_recor
     write("Wil facturen per e-mail.", type="preference", subject="anna", metadata={"bron": "crm"})
     write("Acme sluit om vijf uur.")
     ended = write("Woont in Delft.", subject="anna")
-    from memory.services import record_write
+    from memory.services.writes import record_write
 
     record_write(caller=Caller(key=tenant.key, subject="anna"), index=tenant.index, actor="test", draft=RecordDraft(type="fact", text="Woont in Utrecht.", replaces=ended.id))
     exported = tmp_path / "acme.jsonl"

@@ -6,7 +6,7 @@ from django.db import connections, transaction
 
 from core_memory.keys.callers import Caller
 from memory.models import MemoryRecord
-from memory.services import RecordDraft, record_write, record_write_within
+from memory.services.writes import RecordDraft, record_write, record_write_within
 from tests.locks import sessions_blocked_within
 
 LOCK_WAIT_SECONDS = 10

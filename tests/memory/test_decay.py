@@ -5,7 +5,7 @@ import pytest
 from django.utils import timezone
 
 from memory.models import MemoryRecord
-from memory.selectors import effective_confidence_expression
+from memory.search.decay import effective_confidence_expression
 from tests.memory.conftest import age
 
 pytestmark = pytest.mark.django_db

@@ -18,7 +18,8 @@ from core_memory.keys.callers import Caller
 from core_memory.llm.embeddings import DIMENSIONS, MODEL_IDS, passages_embed, query_embed
 from memory.embedding.passages import passage_digest, record_passage
 from memory.models import MemoryRecord, RecordEmbedding
-from memory.services import record_delete, record_update, record_write
+from memory.services.changes import record_delete, record_update
+from memory.services.writes import record_write
 from tests.factories import make_index, resolved_for
 from tests.factories import with_draft
 
@@ -155,7 +156,7 @@ def test_refreshing_skips_a_current_vector_and_anything_no_longer_active(tenant,
 
 
 def test_erasing_a_person_removes_her_vectors_with_her_records(tenant, embedding_index, vectors):
-    from memory.services import person_records_erase
+    from memory.services.erasure import person_records_erase
 
     record = _write(tenant, embedding_index, "Anna woont in Utrecht.", subject="anna")
     vectors(record)

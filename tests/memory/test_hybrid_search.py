@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from core_memory.keys.callers import Caller
 from memory.models import MemoryRecord, RecordEmbedding
-from memory.services import RecordDraft, record_write
+from memory.services.writes import RecordDraft, record_write
 from tests.factories import make_index, make_key, resolved_for
 
 pytestmark = pytest.mark.django_db

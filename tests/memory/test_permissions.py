@@ -10,7 +10,7 @@ from audit.models import AuditEvent
 from core_memory.keys.callers import Caller
 from memory.models import MemoryRecord
 from tests.factories import client_for, make_index
-from memory.services import RecordDraft
+from memory.services.writes import RecordDraft
 
 pytestmark = pytest.mark.django_db
 
@@ -188,7 +188,7 @@ def test_a_write_only_key_changes_a_record_but_is_not_shown_it(tenant, record):
 def test_a_record_the_key_cannot_use_reads_exactly_like_a_missing_one(tenant, other_tenant, route):
     """R-2.5, R-4.2: no existence oracle — a record in an index the key cannot use, in a
     deleted index or of another organisation answers what a missing record answers."""
-    from memory.services import record_write
+    from memory.services.writes import record_write
     from stores.services import index_delete
     from tests.factories import resolved_for
 

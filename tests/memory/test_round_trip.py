@@ -15,7 +15,9 @@ from django.utils import timezone
 from core_memory.flows.export import person_export_document
 from core_memory.keys.callers import Caller
 from memory.models import MemoryRecord
-from memory.services import RecordDraft, record_update, record_write, record_write_by_core_within, records_contradiction_mark_within
+from memory.services.changes import record_update
+from memory.services.contradictions import records_contradiction_mark_within
+from memory.services.writes import RecordDraft, record_write, record_write_by_core_within
 from tests.factories import make_index, resolved_for
 from tests.factories import with_draft
 

@@ -4,7 +4,8 @@ import pytest
 from core_memory.base.errors import ImproperlyScoped
 from memory.models import MemoryRecord
 from core_memory.keys.callers import Caller
-from memory.selectors import SearchFilters, record_search, records_visible
+from memory.search import SearchFilters, record_search
+from memory.search.scope import records_visible
 from stores.models import KnowledgeIndex
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@ from audit.models import AuditEvent
 from core_memory.celery import app as celery_app
 from core_memory.keys.callers import Caller
 from memory.models import MemoryRecord, RecordEmbedding
-from memory.services import RecordDraft, record_write
+from memory.services.writes import RecordDraft, record_write
 from stores.models import KnowledgeIndex
 
 pytestmark = pytest.mark.django_db

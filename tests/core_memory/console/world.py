@@ -16,12 +16,9 @@ from core_memory.persons.services import person_update
 from core_memory.threads.models import Response
 from maintenance.models import Proposal, ProposalSource
 from memory.models import MemoryRecord
-from memory.services import (
-    record_delete_by_administrator,
-    record_update_by_administrator,
-    record_write,
-    records_contradiction_mark_within,
-)
+from memory.services.changes import record_delete_by_administrator, record_update_by_administrator
+from memory.services.contradictions import records_contradiction_mark_within
+from memory.services.writes import record_write
 from tests.factories import client_for, make_key, resolved_for
 from tests.factories import with_draft
 

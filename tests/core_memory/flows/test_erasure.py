@@ -30,7 +30,7 @@ from maintenance.models import ContradictionCheck, EpisodeUse, PromotionReview, 
 from maintenance.services.planning import maintenance_store_plan
 from memory.embedding.storage import embedding_storage_ready
 from memory.models import MemoryRecord, RecordEmbedding
-from memory.services import person_records_erase
+from memory.services.erasure import person_records_erase
 from tests.extraction.builders import conversation, switch_put
 from tests.factories import erasure_receipt as receipt
 from tests.factories import make_record

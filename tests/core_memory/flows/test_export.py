@@ -11,7 +11,8 @@ from core_memory.keys.services import subject_token_create
 from core_memory.persons.services import person_update
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
 from maintenance.models import Proposal, ProposalSource
-from memory.services import RecordDraft, record_delete, record_write
+from memory.services.changes import record_delete
+from memory.services.writes import RecordDraft, record_write
 from tests.factories import make_record
 
 pytestmark = pytest.mark.django_db

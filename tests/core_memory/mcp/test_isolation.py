@@ -25,7 +25,7 @@ import pytest
 from core_memory.keys.callers import Caller
 from core_memory.keys.services import key_revoke, subject_token_create
 from memory.models import MemoryRecord
-from memory.services import RecordDraft, record_write
+from memory.services.writes import RecordDraft, record_write
 from tests.core_memory.mcp.test_server import _payload, _session
 from tests.factories import make_index, make_key, resolved_for
 from tests.narrow import owner_turn_that_read_a1

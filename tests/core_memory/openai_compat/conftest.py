@@ -16,7 +16,7 @@ import pytest
 from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from memory.models import MemoryRecord
-from memory.services import RecordDraft, record_write
+from memory.services.writes import RecordDraft, record_write
 from tests.factories import OrganisationFactory, make_index, make_key, resolved_for
 from tests.fake_model import FakeChatModel
 from tests.processes import child_environment, gunicorn_start, stop

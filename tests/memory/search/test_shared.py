@@ -12,8 +12,10 @@ from memory.models import MemoryRecord, SharedSetVersion
 from memory.search import query_terms
 from memory.search import shared as shared_module
 from memory.search.shared import bounded_candidates, forget
-from memory.selectors import SEARCH_DEPTH, SearchFilters, record_search
-from memory.services import record_delete, record_update, records_retrieved, text_normalise
+from memory.search import SEARCH_DEPTH, SearchFilters, record_search
+from memory.services.changes import record_delete, record_update
+from memory.services.retrievals import records_retrieved
+from memory.services.rules import text_normalise
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from core_memory.keys.callers import Caller
 from core_memory.pii.models import ThreadPlaceholders
 from core_memory.threads.models import Item, Response, Thread
 from memory.models import MemoryRecord
-from memory.services import RecordDraft, record_write
+from memory.services.writes import RecordDraft, record_write
 from memory.tools.catalogue import TRUST_ENVELOPE_NOTE
 from tests.core_memory.pii.labelled import bare, writings_with_personal_data
 from tests.factories import resolved_for

@@ -9,7 +9,7 @@ from core_memory.llm.models import TokenUsage
 from core_memory.llm.openai import MAX_ATTEMPTS
 from core_memory.threads.models import Item, Response, Thread
 from memory.models import MemoryRecord
-from memory.services import RecordDraft, record_write
+from memory.services.writes import RecordDraft, record_write
 from memory.tools.catalogue import TRUST_ENVELOPE_NOTE
 from tests.factories import client_for, resolved_for
 from tests.fake_model import FakeChatModel, completion

@@ -1,0 +1,154 @@
+"""Changing a record after it was written: a key's or a console administrator's update and
+delete (soft: its history stays for auditors), and the console's export of chosen records.
+Each reads what it changes through the matching scoped entry, never trusting a row it is handed."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+from django.utils.translation import gettext
+
+from audit.services import audit_event_record
+from core_memory.base.errors import Conflict, NotFound
+from core_memory.base.storable import metadata_check
+from core_memory.keys.callers import Caller
+from memory.embedding.services import record_vector_forget
+from memory.exporting import records_export_with_history
+from memory.models import MemoryRecord
+from memory.selectors import record_get_available
+from memory.services.contradictions import contradictions_clear
+from memory.services.rules import (
+    UPDATABLE_FIELDS,
+    change_reason,
+    due_check,
+    embedding_schedule,
+    is_unique_active_violation,
+    text_check,
+    text_normalise,
+    write_right_check,
+)
+
+
+def record_update(*, caller: Caller, record_id: str, actor: str, changes: dict, now: datetime | None = None) -> MemoryRecord:
+    """PATCH by a key: a record it may address (404 otherwise; for a request naming a
+    person only her own), in an index it may write (403 and `memory.write_denied`).
+    Whitelisted fields; any change restarts the decay age. Audited."""
+    key = caller.key
+    record = record_get_available(caller=caller, record_id=record_id, own_only=True)
+    write_right_check(caller=caller, index_id=record.index_id, actor=actor, param=None)
+    return _record_change(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=actor, changes=changes, now=now)
+
+
+def record_update_by_administrator(
+    *, organisation_id: str, record_id: str, actor: str, changes: dict, now: datetime | None = None
+) -> MemoryRecord:
+    """A console administrator's correction of a record of her organisation."""
+    records = MemoryRecord.objects.for_organisation(organisation_id).exclude(status=MemoryRecord.Status.DELETED)
+    return _record_change(records=records, record_id=record_id, actor=actor, changes=changes, now=now)
+
+
+@transaction.atomic(durable=True)
+def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: str, changes: dict, now: datetime | None) -> MemoryRecord:
+    locked = records.select_for_update(of=("self",)).select_related("index").filter(pk=record_id).first()
+    if locked is None:
+        raise NotFound("No such record.")
+    if locked.status != MemoryRecord.Status.ACTIVE:
+        raise Conflict(gettext("Only an active record can change."), param=None)
+    fields = [field for field in UPDATABLE_FIELDS if field in changes]
+    due_check(type_name=locked.type, due_at=changes.get("due_at"), done=changes.get("done"))
+    if "metadata" in fields:
+        metadata_check(changes["metadata"], param="metadata")
+    if "text" in fields:
+        text_check(changes["text"])
+        locked.normalised_text = text_normalise(changes["text"])
+        fields.append("normalised_text")
+        if locked.contested and changes["text"] != locked.text:
+            # Re-worded, it is a correction in place: what it contradicted is for the next run to judge.
+            contradictions_clear(record=locked, actor=actor)
+            fields.append("contested")
+    for field in UPDATABLE_FIELDS:
+        if field in changes:
+            setattr(locked, field, changes[field])
+    if not fields:
+        return locked
+    locked.changed_at = now or timezone.now()
+    locked._change_reason = change_reason(what="updated", actor=actor)
+    try:
+        with transaction.atomic():
+            locked.save(update_fields=[*fields, "changed_at", "updated_at"])
+    except IntegrityError as error:
+        if is_unique_active_violation(error):
+            raise Conflict(gettext("An active record of this person and type already has that text."), param="text") from error
+        raise
+    if "text" in fields:
+        # The old text's vector goes now; the new one follows the commit.
+        record_vector_forget(index=locked.index, record_ids=[locked.id])
+        embedding_schedule(index=locked.index, record_id=locked.id)
+    audit_event_record(
+        organisation_id=locked.organisation_id,
+        actor=actor,
+        action="memory.updated",
+        target=locked.id,
+        details={"fields": [field for field in fields if field not in ("normalised_text", "contested")]},
+    )
+    return locked
+
+
+def record_delete(*, caller: Caller, record_id: str, actor: str) -> None:
+    """DELETE by a key, with the rights of `record_update`: a soft delete, so its
+    history stays readable to auditors while the record is invisible everywhere. A record
+    it ended stays ended. Audited."""
+    key = caller.key
+    record = record_get_available(caller=caller, record_id=record_id, own_only=True)
+    write_right_check(caller=caller, index_id=record.index_id, actor=actor, param=None)
+    _record_soft_delete(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=actor)
+
+
+def record_delete_by_administrator(*, organisation_id: str, record_id: str, actor: str) -> None:
+    """A console administrator's deletion of a record of her organisation."""
+    _record_soft_delete(records=MemoryRecord.objects.for_organisation(organisation_id), record_id=record_id, actor=actor)
+
+
+@transaction.atomic(durable=True)
+def records_delete_by_administrator(*, organisation_id: str, record_ids: Sequence[str], actor: str) -> int:
+    """A console administrator's deletion of several records at once: all of them or, on an error,
+    none. Returns how many were deleted (one already deleted, or not of the organisation, is not)."""
+    records = MemoryRecord.objects.for_organisation(organisation_id)
+    # In a fixed order, so that two deletions of overlapping records lock them the same way round.
+    return sum(_record_soft_delete_locked(records=records, record_id=record_id, actor=actor) for record_id in sorted(set(record_ids)))
+
+
+@transaction.atomic(durable=True)
+def _record_soft_delete(*, records: QuerySet[MemoryRecord], record_id: str, actor: str) -> None:
+    _record_soft_delete_locked(records=records, record_id=record_id, actor=actor)
+
+
+def _record_soft_delete_locked(*, records: QuerySet[MemoryRecord], record_id: str, actor: str) -> bool:
+    locked = records.select_for_update(of=("self",)).select_related("index").filter(pk=record_id).first()
+    if locked is None or locked.status == MemoryRecord.Status.DELETED:
+        return False
+    locked.status = MemoryRecord.Status.DELETED
+    contradictions_clear(record=locked, actor=actor)
+    locked._change_reason = change_reason(what="deleted", actor=actor)
+    locked.save(update_fields=["status", "contested", "updated_at"])
+    record_vector_forget(index=locked.index, record_ids=[locked.id])
+    audit_event_record(
+        organisation_id=locked.organisation_id, actor=actor, action="memory.deleted", target=locked.id, details={"index_id": locked.index_id}
+    )
+    return True
+
+
+@transaction.atomic(durable=True)
+def records_export_by_administrator(*, organisation_id: str, record_ids: Sequence[str], actor: str) -> list[dict]:
+    """The chosen records of the organisation as export lines with their history (memory.exporting,
+    what `import_memory` reads back), audited as `memory.exported` naming them."""
+    records = list(MemoryRecord.objects.for_organisation(organisation_id).filter(pk__in=list(record_ids)).order_by("index_id", "id"))
+    lines = records_export_with_history(records)
+    audit_event_record(
+        organisation_id=organisation_id, actor=actor, action="memory.exported",
+        details={"records": len(records), "record_ids": [record.id for record in records]},
+    )
+    return lines

@@ -1,0 +1,65 @@
+"""Contradictions between records: maintenance marks pairs `contested` and links them; a
+correction, deletion or re-wording clears them."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memory.models import MemoryRecord
+from memory.services.rules import change_reason
+
+
+def contradictions_clear(*, record: MemoryRecord, actor: str) -> None:
+    """The record is corrected, deleted or re-worded: what maintenance found it to contradict
+    no longer stands against it. Its links go and its mark with them (the caller saves
+    the record); a record it contradicted keeps its mark only while it contradicts another.
+    The partner's version says who cleared it; its `updated_at` stays (a mark is no change of
+    what it says, so the next maintenance run does not look at it again for this)."""
+    if not record.contested:
+        return
+    partners = list(record.contradicts.select_for_update(of=("self",)).order_by("pk"))
+    record.contradicts.clear()
+    record.contested = False
+    for partner in partners:
+        if partner.contested and not partner.contradicts.exists():
+            partner.contested = False
+            partner._change_reason = change_reason(what="no longer contested", actor=actor)
+            partner.save(update_fields=["contested"])
+
+
+def records_contradiction_mark_within(*, organisation_id: str, pairs: Sequence[tuple[str, str]], actor: str) -> int:
+    """Maintenance found each pair to contradict each other: both records are marked
+    `contested` and linked to each other, inside the caller's transaction. A pair of which a
+    record is no longer active, or of two records already linked, is left alone. Returns the
+    number of pairs newly linked. Each newly marked record gets a version ("contested by …");
+    its `updated_at` stays (see MemoryRecord)."""
+    wanted = {tuple(sorted(pair)) for pair in pairs if pair[0] != pair[1]}
+    if not wanted:
+        return 0
+    record_ids = sorted({record_id for pair in wanted for record_id in pair})
+    # In id order, as every locker of several records does, so two of them never deadlock.
+    records = {
+        record.pk: record
+        for record in MemoryRecord.objects.for_organisation(organisation_id)
+        .select_for_update()
+        .filter(pk__in=record_ids, status=MemoryRecord.Status.ACTIVE)
+        .order_by("pk")
+    }
+    through = MemoryRecord.contradicts.through
+    linked = set(
+        through.objects.filter(from_memoryrecord_id__in=records, to_memoryrecord_id__in=records).values_list(
+            "from_memoryrecord_id", "to_memoryrecord_id"
+        )
+    )
+    marked = 0
+    for first_id, second_id in sorted(wanted):
+        first, second = records.get(first_id), records.get(second_id)
+        if first is None or second is None or (first_id, second_id) in linked:
+            continue
+        first.contradicts.add(second)
+        marked += 1
+        for record in (first, second):
+            if not record.contested:
+                record.contested = True
+                record._change_reason = change_reason(what="contested", actor=actor)
+                record.save(update_fields=["contested"])
+    return marked

@@ -1,0 +1,27 @@
+"""Erasing a person's records, every version with them."""
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Count, Q
+
+from memory.models import MemoryRecord
+
+
+@transaction.atomic
+def person_records_erase(*, organisation_id: str, subject: str) -> dict[str, int]:
+    """Hard-deletes every record of the person, with every historical version, and
+    whatever rests on them alone (their contradiction links; maintenance's notes about them
+    go by their foreign keys).
+
+    Returns how many went, as `{"records": n, "episodes": n, "lessons": n}` (records: those of
+    every other type). Other records that pointed at hers (`replaces`/`replaced_by`) keep
+    living with the pointer cleared.
+    """
+    records = MemoryRecord.objects.for_organisation(organisation_id).filter(subject=subject)
+    per_type = dict(records.order_by().values_list("type").annotate(count=Count("id")))
+    record_ids = list(records.values_list("id", flat=True))
+    records.delete()
+    # After the delete, which itself adds a "-" version for each record.
+    MemoryRecord.history.filter(Q(id__in=record_ids) | Q(organisation_id=organisation_id, subject=subject)).delete()
+    counts = {kind: per_type.pop(kind, 0) for kind in ("episode", "lesson")}
+    return {"records": sum(per_type.values()), "episodes": counts["episode"], "lessons": counts["lesson"]}
