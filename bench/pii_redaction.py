@@ -25,12 +25,12 @@ from core_memory.keys.callers import Caller
 from core_memory.pii.detection import findings_in
 from core_memory.threads.models import Item
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
-from tests.core_memory.pii.labelled import DEVELOPMENT, HOLD_OUT, WRITINGS, parsed
+from tests.core_memory.pii.labelled import COMPATIBILITY, COMPATIBILITY_CLEAN, DEVELOPMENT, HOLD_OUT, WRITINGS, parsed
 from tests.factories import OrganisationFactory, client_for, make_index, make_key
 from tests.fake_model import FakeChatModel
 
 SUBJECT = "anna"
-MESSAGES = [parsed(raw)[0] for raw in DEVELOPMENT + HOLD_OUT + WRITINGS]
+MESSAGES = [parsed(raw)[0] for raw in DEVELOPMENT + HOLD_OUT + WRITINGS + COMPATIBILITY + COMPATIBILITY_CLEAN]
 
 
 def detection_per_kilobyte(repeats: int) -> tuple[float, float]:

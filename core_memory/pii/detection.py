@@ -18,11 +18,15 @@ where a check exists:
   or sofinummer near it, or the official dotted notation `1234.56.782` (docs/decisions.md
   "PII": the 11-proef alone passes one in eleven nine-digit numbers).
 
-Text is first brought to one writing (`normalised`): no-break and other Unicode spaces
-become a space, zero-width and other invisible format characters go, Unicode line and
-paragraph separators become a line break. The detectors run on that; each finding is mapped
-back to its span of the original text (the placeholder replaces what the person wrote,
-invisible characters and all). An IBAN's groups may also be split by tabs, dots or one line
+Text is first brought to one writing (`normalised`): no-break and other Unicode spaces (and a
+blank Braille pattern) become a space, zero-width and other invisible format characters,
+combining marks, variation selectors and Hangul fillers go, Unicode line and paragraph
+separators become a line break, and every other character is compatibility-folded (NFKC: a
+fullwidth `＠` or `．`, a superscript or circled digit become their plain forms), a digit of any
+script becomes its value (Arabic-Indic `٩١` reads `91`), a dash of any kind (the Hebrew maqaf,
+the minus sign) a hyphen-minus and an ideographic full stop a dot. The detectors run on that;
+each finding is mapped back to its span of the original text (the placeholder replaces what
+the person wrote, invisible characters and the marks on its last character included). An IBAN's groups may also be split by tabs, dots or one line
 break, a BSN by dashes; an e-mail address may have an internationalised domain.
 
 Names, street addresses, postcodes, dates of birth and other identifiers are not
@@ -68,18 +72,45 @@ class Finding:
 
 
 _LINE_BREAKS = {"\u0085", "\u2028", "\u2029"}
+# Characters that show nothing, or only a blank, and that are no space or format character by
+# their category: Hangul fillers, Khmer inherent vowels, Mongolian and Unicode variation selectors.
+_INVISIBLE = {0x115F, 0x1160, 0x3164, 0xFFA0, 0x17B4, 0x17B5, *range(0x180B, 0x1810), *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)}
+_BLANKS = {"\u2800"}  # a Braille pattern with no dots: reads as a space
+_FULL_STOPS = {"\u3002"}  # the ideographic full stop (and its halfwidth form): a domain's dot to IDNA
+_DASHES = {"\u2212"}  # the minus sign, beside every dash punctuation (Pd: hyphens, en dash, maqaf, …)
+
+
+def _is_invisible(character: str) -> bool:
+    return ord(character) in _INVISIBLE or unicodedata.category(character) in ("Cf", "Mn", "Me")
+
+
+def _folded(character: str) -> str:
+    """One character of compatibility-folded text (after NFKC): a digit of any script is its
+    value, a dash a hyphen-minus, an ideographic full stop a dot."""
+    if character in _FULL_STOPS:
+        return "."
+    if character in _DASHES or unicodedata.category(character) == "Pd":
+        return "-"
+    if unicodedata.category(character) == "Nd":
+        return str(unicodedata.decimal(character))
+    return character
 
 
 def _character_normalised(character: str) -> str:
     if character in " \n\r":
         return character
-    if character == "\t" or unicodedata.category(character) == "Zs":
+    if character == "\t" or character in _BLANKS or unicodedata.category(character) == "Zs":
         return " "  # no-break, narrow no-break, thin, figure, ideographic … spaces
     if character in _LINE_BREAKS or unicodedata.category(character) in ("Zl", "Zp"):
         return "\n"
-    if unicodedata.category(character) == "Cf":
-        return ""  # zero-width space and joiners, word joiner, BOM, soft hyphen, direction marks
-    return character
+    if _is_invisible(character):
+        return ""  # zero-width space and joiners, BOM, soft hyphen, direction marks, combining marks, variation selectors
+    # Compatibility forms: fullwidth ＠ and ．, superscript and circled digits, ligatures …
+    return "".join(
+        " " if unicodedata.category(each) == "Zs" else _folded(each)
+        for each in unicodedata.normalize("NFKC", character)
+        if not _is_invisible(each)
+    )
 
 
 def normalised_with_positions(text: str) -> tuple[str, list[int]]:
@@ -316,6 +347,9 @@ def findings_in(text: str) -> list[Finding]:
     spans = []
     for found in _findings_in_normalised(plain):
         start, end = positions[found.start], positions[found.end - 1] + 1
+        # A mark or variation selector after the last character belongs to it (a keycap's, a strike's).
+        while end < len(text) and (unicodedata.category(text[end]) in ("Mn", "Me") or ord(text[end]) in _INVISIBLE):
+            end += 1
         spans.append(Finding(start, end, found.kind, text[start:end]))
     return spans
 

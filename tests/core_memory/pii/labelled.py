@@ -219,6 +219,135 @@ WRITINGS = [
     'Kenmerk NL\u00a02026\u00a0AB\u00a012 in behandeling.',
 ]
 
+# --- Issue 28: compatibility forms -----------------------------------------------------------------
+# The probe's writings that reached the model raw: digits of other scripts (Arabic-Indic, Persian,
+# Devanagari, Bengali, fullwidth, mathematical bold), superscript, subscript, circled and keycap
+# digits, fullwidth `＠` and `．` and the ideographic full stop, values split by variation
+# selectors (U+FE0F, U+FE0E), the Hangul filler U+3164, the blank Braille pattern U+2800 or the
+# Hebrew maqaf U+05BE, combining marks on digits, other dashes. Built from plain values by the
+# helpers below, so each label is exactly the text the person wrote.
+
+
+def in_digits(text: str, zero: str) -> str:
+    """`text` with its ASCII digits in the script whose zero is `zero`."""
+    return "".join(chr(ord(zero) + int(each)) if each.isascii() and each.isdigit() else each for each in text)
+
+
+def fullwidth(text: str) -> str:
+    return "".join(chr(ord(each) + 0xFEE0) if "!" <= each <= "~" else each for each in text)
+
+
+def per_digit(text: str, table: str) -> str:
+    """Each ASCII digit as `table[digit]` (superscript, subscript, circled digits)."""
+    return "".join(table[int(each)] if each.isascii() and each.isdigit() else each for each in text)
+
+
+def after_each_digit(text: str, inserted: str) -> str:
+    """`inserted` after every digit but the last: a variation selector, a combining mark, a filler."""
+    last = max(position for position, each in enumerate(text) if each.isdigit())
+    return "".join(each + inserted if each.isdigit() and position < last else each for position, each in enumerate(text))
+
+
+def marked(text: str, mark: str) -> str:
+    """`mark` (a combining mark) on every digit, the last one too."""
+    return "".join(each + mark if each.isdigit() else each for each in text)
+
+
+ARABIC_INDIC, PERSIAN, DEVANAGARI, BENGALI, BOLD = "\u0660", "\u06f0", "\u0966", "\u09e6", "\U0001d7ce"
+SUPERSCRIPT, SUBSCRIPT, CIRCLED = "⁰¹²³⁴⁵⁶⁷⁸⁹", "₀₁₂₃₄₅₆₇₈₉", "⓪①②③④⑤⑥⑦⑧⑨"
+FE0F, FE0E, FILLER, BRAILLE_BLANK, MAQAF = "\ufe0f", "\ufe0e", "\u3164", "\u2800", "\u05be"
+LOW_LINE, STROKE, KEYCAP = "\u0332", "\u0336", "\ufe0f\u20e3"
+IBAN_NL, IBAN_NL_SPACED, IBAN_DE = "NL91ABNA0417164300", "NL91 ABNA 0417 1643 00", "DE89 3704 0044 0532 0130 00"
+MOBILE, CARD, BSN_NUMBER, ADDRESS = "0612345678", "4111 1111 1111 1111", "123456782", "jan.devries@example.nl"
+
+COMPATIBILITY = [
+    # IBANs
+    f"Mijn IBAN is [[IBAN|{in_digits(IBAN_NL, ARABIC_INDIC)}]].",
+    f"Rekening: [[IBAN|{in_digits(IBAN_NL_SPACED, ARABIC_INDIC)}]] graag.",
+    f"Überweisung an [[IBAN|{in_digits(IBAN_DE, PERSIAN)}]] bitte.",
+    f"IBAN [[IBAN|{in_digits(IBAN_NL, DEVANAGARI)}]] voor de huur.",
+    f"IBAN [[IBAN|{in_digits(IBAN_NL, BENGALI)}]] graag.",
+    f"Mijn rekening: [[IBAN|{fullwidth(IBAN_NL)}]].",
+    f"Rekening [[IBAN|{in_digits(IBAN_NL, BOLD)}]] a.u.b.",
+    f"IBAN [[IBAN|{FE0F.join(IBAN_NL)}]] graag.",
+    f"IBAN [[IBAN|{FE0E.join(IBAN_NL)}]] graag.",
+    f"IBAN [[IBAN|{IBAN_NL_SPACED.replace(' ', FILLER)}]] graag.",
+    f"IBAN [[IBAN|{IBAN_NL_SPACED.replace(' ', BRAILLE_BLANK)}]] graag.",
+    f"IBAN [[IBAN|{IBAN_NL_SPACED.replace(' ', MAQAF)}]] graag.",
+    f"IBAN [[IBAN|{marked(IBAN_NL, LOW_LINE)}]] graag.",
+    f"IBAN [[IBAN|{per_digit(IBAN_NL, SUPERSCRIPT)}]] graag.",
+    f"IBAN [[IBAN|{per_digit(IBAN_NL, CIRCLED)}]] graag.",
+    f"IBAN [[IBAN|{marked(IBAN_NL, KEYCAP)}]] graag.",
+    # e-mail addresses
+    f"Mail naar [[EMAIL|{ADDRESS.replace('@', '＠')}]] even.",
+    f"Mail naar [[EMAIL|{ADDRESS.replace('example.nl', 'example．nl')}]] even.",
+    f"Mail naar [[EMAIL|{ADDRESS.replace('@', '＠').replace('.', '．')}]] even.",
+    f"Mijn adres: [[EMAIL|{fullwidth(ADDRESS)}]]",
+    f"Mail naar [[EMAIL|{ADDRESS.replace('@', '﹫')}]] even.",
+    f"Mail naar [[EMAIL|{ADDRESS.replace('example.nl', 'example。nl')}]] even.",
+    f"Mail naar [[EMAIL|{ADDRESS.replace('example.nl', 'example｡nl')}]] even.",
+    f"Mail naar [[EMAIL|{ADDRESS.replace('jan', 'ja' + FE0F + 'n')}]] even.",
+    f"Mail naar [[EMAIL|{ADDRESS.replace('jan', 'jan' + FILLER)}]] even.",
+    f"Mail naar [[EMAIL|{ADDRESS.replace('example', 'exam' + LOW_LINE + 'ple')}]] even.",
+    f"Mail naar [[EMAIL|{'jan' + in_digits('2026', ARABIC_INDIC) + '@example.nl'}]] even.",
+    # phone numbers
+    f"Bel me op [[PHONE|{in_digits(MOBILE, ARABIC_INDIC)}]].",
+    f"Bel me op [[PHONE|{in_digits('+31 6 12345678', PERSIAN)}]].",
+    f"Bel me op [[PHONE|{fullwidth('06-12345678')}]].",
+    f"Bel me op [[PHONE|{per_digit(MOBILE, SUPERSCRIPT)}]].",
+    f"Bel me op [[PHONE|{per_digit(MOBILE, SUBSCRIPT)}]].",
+    f"Bel me op [[PHONE|{per_digit(MOBILE, CIRCLED)}]].",
+    f"Bel me op [[PHONE|{after_each_digit(MOBILE, FE0F)}]].",
+    f"Bel me op [[PHONE|{after_each_digit(MOBILE, FE0E)}]].",
+    f"Bel me op [[PHONE|{marked(MOBILE, KEYCAP)}]].",
+    f"Bel me op [[PHONE|06{FILLER}12345678]].",
+    f"Bel me op [[PHONE|06{BRAILLE_BLANK}12{BRAILLE_BLANK}34{BRAILLE_BLANK}56{BRAILLE_BLANK}78]].",
+    f"Bel me op [[PHONE|06{MAQAF}12345678]].",
+    f"Bel me op [[PHONE|{marked(MOBILE, STROKE)}]].",
+    "Bel me op [[PHONE|06–12345678]].",
+    "Bel me op [[PHONE|06−12345678]].",
+    f"Bel me op [[PHONE|{in_digits(MOBILE, BOLD)}]].",
+    f"Bel me op [[PHONE|{in_digits(MOBILE, DEVANAGARI)}]].",
+    # credit cards
+    f"Kaart [[CREDIT_CARD|{in_digits(CARD, ARABIC_INDIC)}]] graag blokkeren.",
+    f"Kaart [[CREDIT_CARD|{fullwidth(CARD)}]] graag blokkeren.",
+    f"Kaart [[CREDIT_CARD|{after_each_digit(CARD.replace(' ', ''), FE0F)}]] graag blokkeren.",
+    f"Kaart [[CREDIT_CARD|{CARD.replace(' ', BRAILLE_BLANK)}]] graag blokkeren.",
+    f"Kaart [[CREDIT_CARD|{CARD.replace(' ', FILLER)}]] graag blokkeren.",
+    f"Kaart [[CREDIT_CARD|{marked(CARD, LOW_LINE)}]] graag blokkeren.",
+    f"Kaart [[CREDIT_CARD|{per_digit(CARD, CIRCLED)}]] graag blokkeren.",
+    f"Kaart [[CREDIT_CARD|{CARD.replace(' ', MAQAF)}]] graag blokkeren.",
+    # BSNs, with their word
+    f"Mijn BSN is [[BSN|{in_digits(BSN_NUMBER, ARABIC_INDIC)}]].",
+    f"Mijn BSN is [[BSN|{fullwidth(BSN_NUMBER)}]].",
+    f"Mijn BSN is [[BSN|{per_digit(BSN_NUMBER, SUPERSCRIPT)}]].",
+    f"Mijn BSN is [[BSN|{after_each_digit(BSN_NUMBER, FE0F)}]].",
+    f"Mijn BSN is [[BSN|{marked(BSN_NUMBER, STROKE)}]].",
+    f"Mijn burgerservicenummer is [[BSN|123{FILLER}456{FILLER}782]].",
+    # IP addresses and URLs
+    f"De server is [[IP_ADDRESS|{in_digits('192.168.1.10', ARABIC_INDIC)}]].",
+    f"De server is [[IP_ADDRESS|{fullwidth('192.168.1.10')}]].",
+    f"De server is [[IP_ADDRESS|{after_each_digit('192.168.1.10', FE0F)}]].",
+    f"Zie [[URL|{fullwidth('www.example.nl')}]] voor meer.",
+    "Zie [[URL|https://example。nl/contact]] voor meer.",
+]
+
+# Messages in the same characters without personal data, which must stay as they are.
+COMPATIBILITY_CLEAN = [
+    "Ik geef het een ⑧ van de ⑩.",
+    "Top 👍️ dank je wel!",
+    f"Kamer {in_digits('12', ARABIC_INDIC)} op de {in_digits('3', ARABIC_INDIC)}e verdieping.",
+    f"Ordernummer {in_digits('123456789', ARABIC_INDIC)} is verzonden.",
+    f"Het kost €{fullwidth('12,50')} per maand.",
+    "Oppervlakte 25 m² en 3 kamers.",
+    f"Hoofdstuk {in_digits('4.2.1', ARABIC_INDIC)} en tabel {in_digits('3.1', ARABIC_INDIC)}.",
+    f"Zie bijlage ①{FILLER}en ②.",
+    f"Afspraak op {in_digits('30-11-2026', ARABIC_INDIC)} om {in_digits('14:30', ARABIC_INDIC)}.",
+    f"We draaien firmware versie {fullwidth('1.2.3.4')}.",
+    f"Score: 3{MAQAF}1 na rust.",
+]
+
+
 # DOTALL: a label may hold a line break (an IBAN split over two lines).
 _MARK = re.compile(r"\[\[([A-Z_]+)\|(.+?)\]\]", re.DOTALL)
 
@@ -235,8 +364,8 @@ def bare(text: str) -> str:
 
 
 def writings_with_personal_data() -> tuple[str, list[str]]:
-    """The WRITINGS messages that hold personal data as one text (a blank line between them,
-    so no value runs into the next message's), and their values."""
-    messages = [parsed(raw) for raw in WRITINGS]
+    """The WRITINGS and COMPATIBILITY messages that hold personal data as one text (a blank line
+    between them, so no value runs into the next message's), and their values."""
+    messages = [parsed(raw) for raw in WRITINGS + COMPATIBILITY]
     messages = [(text, labels) for text, labels in messages if labels]
     return "\n\n".join(text for text, _ in messages), [value for _, labels in messages for _, value in labels]
