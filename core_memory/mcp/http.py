@@ -2,8 +2,9 @@
 a2wsgi, stateless and answering JSON, so any worker of any instance can answer any request
 (docs/decisions.md "MCP").
 
-The same gate as every other entrance, here in the worker's own thread before the protocol
-runs: a body over `CORE_MAX_REQUEST_BYTES` is a 413; a missing, unknown or insufficient
+Only POST is answered (GET, the stream a stateful server may open, is a 405 at once: it would
+hold the worker's thread for as long as the client keeps it). The same gate as every other
+entrance, here in the worker's own thread before the protocol runs: a body over `CORE_MAX_REQUEST_BYTES` is a 413; a missing, unknown or insufficient
 credential is an HTTP 401/403 with the API's JSON error body (what MCP clients expect); and each request
 counts against the key's rate limit as an API request does — over it, a 429 with `Retry-After`
 and a JSON-RPC error. Every request counts, the protocol's handshake (`initialize`, `ping`,
@@ -34,6 +35,10 @@ STARTUP_TIMEOUT_SECONDS = 10
 # JSON-RPC's range for errors a server defines.
 RATE_LIMITED_CODE = -32000
 BODY_TOO_LARGE_CODE = -32600
+METHOD_NOT_ALLOWED_CODE = -32601
+# What the streamable HTTP transport answers here: its messages. GET (a stream the server opens
+# for messages of its own) is refused with 405, as the transport allows a server to.
+ANSWERED_METHODS = ("POST",)
 
 
 def transport_security() -> TransportSecuritySettings:
@@ -61,6 +66,11 @@ class McpMount:
         path = environ.get("PATH_INFO", "")
         if path != MCP_PATH and not path.startswith(MCP_PATH + "/"):
             return self.django_application(environ, start_response)
+        if environ.get("REQUEST_METHOD") not in ANSWERED_METHODS:
+            # A stateless server has no stream of its own to offer (GET), nor a session to end
+            # (DELETE); a GET stream would hold a worker's thread for as long as the client likes.
+            message = "This MCP server is stateless: send each message as a POST."
+            return _json_answer(405, _json_rpc_error(None, METHOD_NOT_ALLOWED_CODE, message, "method_not_allowed"))(start_response)
         body = _body_within_limit(environ)
         if body is None:
             message = f"The request body is larger than {settings.CORE_MAX_REQUEST_BYTES} bytes."
@@ -148,8 +158,13 @@ def _json_rpc_error(request_id, code: int, message: str, error_type: str, **data
 
 def _json_answer(status_code: int, body: dict, *, retry_after: int | None = None):
     payload = json.dumps(body).encode()
-    reason = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 413: "Content Too Large", 429: "Too Many Requests"}.get(status_code, "Error")
+    reason = {
+        400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 405: "Method Not Allowed", 413: "Content Too Large",
+        429: "Too Many Requests",
+    }.get(status_code, "Error")
     headers = [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]
+    if status_code == 405:
+        headers.append(("Allow", "POST"))
     if status_code == 401:
         headers.append(("WWW-Authenticate", 'Bearer realm="core"'))
     if retry_after is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from io import StringIO
 
 import httpx
@@ -300,3 +301,26 @@ def test_mcp_refuses_a_body_over_the_apis_limit(site, tenant):
 
     assert answer.status_code == 413
     assert answer.json()["error"]["data"]["type"] == "request_too_large"
+
+
+def test_event_streams_are_refused_so_health_answers_while_clients_ask_for_them(site, tenant):
+    """Issue 28: ten `GET /mcp` event streams from one token held the server's threads (a ping
+    every 15 s) and `/healthz` timed out. The server is stateless and offers no stream: GET is a
+    405 at once (the transport allows it), so however many clients ask at the same time, the
+    health check and a tool call still answer."""
+    _, secret = make_key(tenant.organisation, capabilities=["knowledge", "memory"], memory=WRITING)
+    headers = {"Authorization": f"Bearer {secret}", "Accept": "text/event-stream"}
+
+    def stream():
+        return httpx.get(f"{site}/mcp", headers=headers, timeout=20)
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        streams = [pool.submit(stream) for _ in range(10)]
+        health = pool.submit(httpx.get, f"{site}/healthz", timeout=20)
+        call = pool.submit(_tools_call, site, secret, 1)
+        answers = [each.result(timeout=60) for each in streams]
+
+    assert {(answer.status_code, answer.headers.get("Allow")) for answer in answers} == {(405, "POST")}
+    assert answers[0].json()["error"]["data"]["type"] == "method_not_allowed"
+    assert health.result(timeout=60).status_code == 200
+    assert call.result(timeout=60).status_code == 200
