@@ -3,6 +3,7 @@
 Parsing is strict: a malformed value stops the process at start-up rather than
 surfacing as odd behaviour later.
 """
+import ipaddress
 import json
 from pathlib import Path
 from urllib.parse import unquote
@@ -23,13 +24,24 @@ DEBUG = env.bool("DEBUG", default=False)
 # Production unless asked otherwise: `make run` and `make test` set CORE_DEVELOPMENT=true.
 DEVELOPMENT = env.bool("CORE_DEVELOPMENT", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="")
+DEVELOPMENT_SECRET_KEY = "development-only-not-secret"  # noqa: S105 — development default, see README
+# Django's own deployment check asks this much of a secret (security.W009).
+SECRET_KEY_SHORTEST, SECRET_KEY_FEWEST_CHARACTERS = 50, 5
 if not SECRET_KEY:
     # DEBUG alone is no promise that nobody else reaches this process: only CORE_DEVELOPMENT
     # allows the well-known development secret, which would let anyone forge sessions.
     if not DEVELOPMENT:
         # One line on stderr and exit status 1, not a traceback to read through.
         raise SystemExit("SECRET_KEY must be set outside development (DEBUG does not allow the development secret; CORE_DEVELOPMENT=true does)")
-    SECRET_KEY = "development-only-not-secret"  # noqa: S105 — development default, see README
+    SECRET_KEY = DEVELOPMENT_SECRET_KEY
+elif not DEVELOPMENT and (
+    SECRET_KEY == DEVELOPMENT_SECRET_KEY or len(SECRET_KEY) < SECRET_KEY_SHORTEST or len(set(SECRET_KEY)) < SECRET_KEY_FEWEST_CHARACTERS
+):
+    # A guessable secret forges sessions, CSRF tokens and the console's device cookies as well as none.
+    raise SystemExit(
+        f"SECRET_KEY is the development value or too short: outside development give at least {SECRET_KEY_SHORTEST} random "
+        "characters, e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
+    )
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 TIME_ZONE = env.str("TIME_ZONE", default="UTC")
 USE_TZ = True
@@ -75,6 +87,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "core_memory.api.middleware.ClientAddressMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "core_memory.api.middleware.ApiRequestSizeMiddleware",
     "core_memory.api.middleware.ServiceUnavailableMiddleware",
@@ -183,6 +196,26 @@ if CORE_HTTPS:
 CORE_MAX_REQUEST_BYTES = env.int("CORE_MAX_REQUEST_BYTES", default=2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = CORE_MAX_REQUEST_BYTES
 
+# --- Behind a load balancer: who the client is ---------------------------------------------------
+
+
+def _parse_proxies(raw: str) -> tuple:
+    networks = []
+    for each in (part.strip() for part in raw.split(",")):
+        if not each:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(each, strict=False))
+        except ValueError as error:
+            raise ImproperlyConfigured(f"CORE_TRUSTED_PROXIES: {each!r} is no IP address or network") from error
+    return tuple(networks)
+
+
+# The load balancers and proxies (addresses or networks) whose X-Forwarded-For Core believes:
+# the client is the nearest address in it that is none of them (core_memory.base.addresses).
+# Empty: the address the connection came from, whatever a client writes in the header.
+CORE_TRUSTED_PROXIES = _parse_proxies(env.str("CORE_TRUSTED_PROXIES", default=""))
+
 # --- API -------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["core_memory.keys.authentication.KeyAuthentication"],
@@ -243,6 +276,10 @@ REDIS_URL = _redis_url()
 # The sustained rate and the bucket's size; docs/decisions.md says why these defaults.
 CORE_RATE_LIMIT_PER_MINUTE = env.int("CORE_RATE_LIMIT_PER_MINUTE", default=6000)
 CORE_RATE_LIMIT_BURST = env.int("CORE_RATE_LIMIT_BURST", default=1000)
+# Requests without a valid credential (none, or a wrong one), per client address, on every entrance.
+CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE = env.int("CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE", default=60)
+if CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE < 0:
+    raise ImproperlyConfigured("CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE must be 0 or more")
 CORE_RATE_LIMIT_URL = env.str("CORE_RATE_LIMIT_URL", default="") or REDIS_URL
 CORE_RATE_LIMIT_PREFIX = env.str("CORE_RATE_LIMIT_PREFIX", default="core:rate")
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or REDIS_URL or "filesystem://"

@@ -98,9 +98,10 @@ def _tenant() -> Tenant:
 
 @pytest.fixture(autouse=True)
 def rate_limits_out_of_the_way(settings):
-    """Tests make hundreds of requests a minute with one key; the limit's own tests set theirs
-    (tests/core_memory/api/test_throttling.py)."""
+    """Tests make hundreds of requests a minute with one key, and hundreds without a valid one
+    from one address; the limits' own tests set theirs (tests/core_memory/base/api/test_throttling.py)."""
     settings.CORE_RATE_LIMIT_PER_MINUTE = 1_000_000
+    settings.CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE = 1_000_000
 
 
 @pytest.fixture

@@ -27,7 +27,9 @@ def database_url() -> str:
 
 def child_environment(**extra: str) -> dict[str, str]:
     environment = {name: value for name, value in os.environ.items() if name not in {"CORE_MCP_TOKEN", "CORE_MCP_SUBJECT"}}
-    return {**environment, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "core_memory.settings", **extra}
+    # A server's many refusals in a test (a missing or revoked key) come from one address.
+    defaults = {"CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE": "1000000"}
+    return {**environment, **defaults, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "core_memory.settings", **extra}
 
 
 def free_port() -> int:

@@ -103,15 +103,53 @@ def test_every_entrance_is_public_or_behind_authentication_the_rate_limit_and_th
         assert anonymous.status_code == 401, f"{path} ({name}) answers without a credential: {anonymous.status_code}"
         limited = client_for(tenant.secret).get(path)
         assert limited.status_code == 429, f"{path} ({name}) is not rate-limited: {limited.status_code}"
-        assert int(limited["Retry-After"]) >= 1
+        assert_says_where_its_bucket_stands(limited)
     elif name.startswith("admin:"):
         anonymous = Client().get(path)
         assert anonymous.status_code == 302 and anonymous["Location"].startswith("/console/login/"), f"{path} ({name}) answers without a login"
         limited = console.get(path)
         assert limited.status_code == 429, f"{path} ({name}) is not rate-limited for an administrator: {limited.status_code}"
-        assert int(limited["Retry-After"]) >= 1
+        assert_says_where_its_bucket_stands(limited)
     else:
         pytest.fail(f"{path} ({name}) is an entrance the gate does not know: make it a DRF view, a console page, or list it as public")
+
+
+def assert_says_where_its_bucket_stands(refused) -> None:
+    """Issue 28: every 429 — the API's, the console's, `/mcp`'s — carries `Retry-After` and the
+    bucket's `X-RateLimit-*` headers."""
+    headers = {name.lower(): value for name, value in refused.items()} if hasattr(refused, "items") else refused
+    assert int(headers["retry-after"]) >= 1
+    assert headers["x-ratelimit-remaining"] == "0"
+    assert {"x-ratelimit-limit", "x-ratelimit-reset"} <= set(headers)
+
+
+@pytest.fixture
+def no_anonymous_requests_left(settings):
+    """Every address may make 0 requests a minute without a valid credential."""
+    settings.CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE = 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("path", "pattern"), ENTRANCES, ids=[path for path, _ in ENTRANCES])
+def test_every_entrance_limits_requests_without_a_valid_credential_per_address(path, pattern, no_anonymous_requests_left):
+    """Issue 28: requests with an invalid key were never limited (80 × 401 in a row). Every API
+    view — the public document too — and every console page before login takes them from their
+    address's bucket; only the load balancer's health probe, the redirects and the language switch
+    stay open."""
+    name = _name(path)
+    view_class = getattr(pattern.callback, "cls", None)
+    if view_class is not None and issubclass(view_class, APIView):
+        for client in (client_for(None), client_for("core_sk_guessed")):
+            refused = client.get(path)
+            assert refused.status_code == 429, f"{path} ({name}) does not limit requests without a valid credential: {refused.status_code}"
+            assert_says_where_its_bucket_stands(refused)
+    elif name.startswith("admin:"):
+        refused = Client().get(path)
+        assert refused.status_code == 429, f"{path} ({name}) does not limit requests before login: {refused.status_code}"
+        assert_says_where_its_bucket_stands(refused)
+    else:
+        # The health probe, redirects and the language cookie: nothing done, nothing shown.
+        assert name in {"healthz", "healthz-slash", "home", "schema-slash", "docs-slash", "redoc-slash", "set_language"}, f"{path} ({name})"
 
 
 def _mounts(application) -> list[str]:
@@ -156,6 +194,21 @@ def test_every_wsgi_mount_is_behind_authentication_the_rate_limit_and_the_body_l
         limited, headers, content = _wsgi_call(application, prefix, body=call, secret=secret)
 
         assert (too_large, anonymous, limited) == (413, 401, 429)
-        assert int(headers["Retry-After"]) >= 1
+        assert_says_where_its_bucket_stands({name.lower(): value for name, value in headers.items()})
         refusal = json.loads(content)
         assert (refusal["jsonrpc"], refusal["id"], refusal["error"]["data"]["type"]) == ("2.0", 7, "rate_limit_error")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_wsgi_mount_limits_requests_without_a_valid_credential_per_address(no_anonymous_requests_left):
+    """Issue 28: `/mcp` without a credential, or with a guessed one, is limited per address as the API is."""
+    from core_memory.wsgi import application
+
+    call = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}).encode()
+    for prefix in _mounts(application):
+        for secret in (None, "core_sk_guessed"):
+            status, headers, content = _wsgi_call(application, prefix, body=call, secret=secret)
+
+            assert status == 429
+            assert_says_where_its_bucket_stands({name.lower(): value for name, value in headers.items()})
+            assert json.loads(content)["error"]["message"].startswith("Too many requests without a valid credential from this address")

@@ -10,6 +10,7 @@ from django.urls import is_valid_path
 from django.utils import translation
 from kombu.exceptions import OperationalError as BrokerUnavailable
 
+from core_memory.base.addresses import client_address
 from core_memory.base.api.exceptions import api_error_response, is_api_request
 
 logger = logging.getLogger(__name__)
@@ -17,6 +18,19 @@ logger = logging.getLogger(__name__)
 CONSOLE_PREFIX = "/console/"
 # Seconds a client is asked to wait when a service behind us is unreachable.
 RETRY_AFTER_SECONDS = 5
+
+
+class ClientAddressMiddleware:
+    """`REMOTE_ADDR` is the client's address, also behind the operator's load balancers
+    (`CORE_TRUSTED_PROXIES`, core_memory.base.addresses): what the rate limits and the console's
+    login throttle count by. First, so every later part reads the same address."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        request.META["REMOTE_ADDR"] = client_address(request.META)
+        return self.get_response(request)
 
 
 class ApiInEnglishMiddleware:

@@ -16,6 +16,7 @@ from django.db.models import Model
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from core_memory.base.api.throttling import anonymous_rate_limit_take
 from core_memory.keys.callers import Caller
 from core_memory.keys.models import KEY_SECRET_PREFIX, SUBJECT_TOKEN_PREFIX, ApiKey, SubjectToken, secret_hash
 from core_memory.organisations.models import Organisation
@@ -58,18 +59,36 @@ class KeyAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request):
         header = authentication.get_authorization_header(request).decode("latin-1")
         if not header:
+            _anonymous_limit(request)
             return None
         parts = header.split()
         if len(parts) != 2 or parts[0].lower() != "bearer":
+            _anonymous_limit(request)
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <secret>'.")
         secret = parts[1]
         principal = principal_for_secret(secret)
         if principal is None:
+            _anonymous_limit(request)
             raise exceptions.AuthenticationFailed("Unknown, revoked or expired credential.")
         return principal, principal.key
 
     def authenticate_header(self, request) -> str:
         return 'Bearer realm="core"'
+
+
+class AnonymousThrottled(exceptions.Throttled):
+    """A 429 for requests without a valid credential from one address."""
+
+    scope = "address"
+
+
+def _anonymous_limit(request) -> None:
+    """A request without a valid credential takes from its address's bucket; over it, a 429 (with
+    the bucket's headers, core_memory.base.api.exceptions) instead of the 401."""
+    state = anonymous_rate_limit_take(address=request.META.get("REMOTE_ADDR") or "unknown")
+    if state is not None and state.wait is not None:
+        request.rate_limit_state = state
+        raise AnonymousThrottled(wait=state.wait)
 
 
 def _columns(model: type[Model], alias: str) -> str:

@@ -5,9 +5,10 @@ a2wsgi, stateless and answering JSON, so any worker of any instance can answer a
 Only POST is answered (GET, the stream a stateful server may open, is a 405 at once: it would
 hold the worker's thread for as long as the client keeps it). The same gate as every other
 entrance, here in the worker's own thread before the protocol runs: a body over `CORE_MAX_REQUEST_BYTES` is a 413; a missing, unknown or insufficient
-credential is an HTTP 401/403 with the API's JSON error body (what MCP clients expect); and each request
-counts against the key's rate limit as an API request does — over it, a 429 with `Retry-After`
-and a JSON-RPC error. Every request counts, the protocol's handshake (`initialize`, `ping`,
+credential is an HTTP 401/403 with the API's JSON error body (what MCP clients expect), and a
+request without a valid credential counts against its address's limit as on the API; each request
+counts against the key's rate limit as an API request does — over either, a 429 with
+`Retry-After`, the bucket's `X-RateLimit-*` headers and a JSON-RPC error. Every request counts, the protocol's handshake (`initialize`, `ping`,
 notifications) too: it is cheap, but a limit that some requests pass by is no limit. The event loop, its thread and the SDK's session manager start with the first
 MCP request of each worker process (never at import: a forked worker would not inherit the
 thread).
@@ -26,9 +27,10 @@ from django.db import close_old_connections
 from mcp.server.transport_security import TransportSecuritySettings
 
 from core_memory.base.api.exceptions import error_body
-from core_memory.base.api.throttling import key_rate_limit_wait
+from core_memory.base.addresses import client_address
+from core_memory.base.api.throttling import anonymous_rate_limit_take, key_rate_limit_state, rate_limit_headers
 from core_memory.base.errors import ApplicationError
-from core_memory.mcp.server import mcp_caller, server
+from core_memory.mcp.server import Unauthenticated, mcp_caller, server
 
 MCP_PATH = "/mcp"
 STARTUP_TIMEOUT_SECONDS = 10
@@ -66,6 +68,7 @@ class McpMount:
         path = environ.get("PATH_INFO", "")
         if path != MCP_PATH and not path.startswith(MCP_PATH + "/"):
             return self.django_application(environ, start_response)
+        environ["REMOTE_ADDR"] = client_address(environ)  # behind the operator's load balancers, the client's
         if environ.get("REQUEST_METHOD") not in ANSWERED_METHODS:
             # A stateless server has no stream of its own to offer (GET), nor a session to end
             # (DELETE); a GET stream would hold a worker's thread for as long as the client likes.
@@ -87,24 +90,34 @@ class McpMount:
         close_old_connections()
         try:
             caller = mcp_caller(authorization=environ.get("HTTP_AUTHORIZATION"), subject_header=environ.get("HTTP_X_CORE_SUBJECT"))
+        except Unauthenticated as error:
+            # Without a valid credential, the address's bucket (as on the API): guessing keys is limited too.
+            state = anonymous_rate_limit_take(address=environ["REMOTE_ADDR"])
+            if state is not None and state.wait is not None:
+                return _rate_limited(state, body, "Too many requests without a valid credential from this address")
+            return _json_answer(401, error_body(status_code=401, message=error.message, param=error.param, error_type=error.error_type))
         except ApplicationError as error:
             return _json_answer(error.status_code, error_body(status_code=error.status_code, message=error.message, param=error.param, error_type=error.error_type))
         finally:
             close_old_connections()
-        wait = key_rate_limit_wait(caller.principal)
-        if wait is None:
+        state = key_rate_limit_state(caller.principal)
+        if state is None or state.wait is None:
             return None
-        seconds = max(1, math.ceil(wait))
-        message = f"Too many requests for this key; retry in {seconds} seconds."
-        request_id = next((each.get("id") for each in _messages(body) or [] if isinstance(each, dict) and "id" in each), None)
-        body = _json_rpc_error(request_id, RATE_LIMITED_CODE, message, "rate_limit_error", retry_after=seconds)
-        return _json_answer(429, body, retry_after=seconds)
+        return _rate_limited(state, body, "Too many requests for this key")
 
     def _mcp_application(self):
         with self._lock:
             if self._mcp is None:
                 self._mcp = _start_mcp()
         return self._mcp
+
+
+def _rate_limited(state, body: bytes, reason: str):
+    """A 429 as JSON-RPC, answering the request's id, with the bucket's headers."""
+    seconds = max(1, math.ceil(state.wait))
+    request_id = next((each.get("id") for each in _messages(body) or [] if isinstance(each, dict) and "id" in each), None)
+    error = _json_rpc_error(request_id, RATE_LIMITED_CODE, f"{reason}; retry in {seconds} seconds.", "rate_limit_error", retry_after=seconds)
+    return _json_answer(429, error, headers=rate_limit_headers(state))
 
 
 def _start_mcp() -> ASGIMiddleware:
@@ -156,22 +169,20 @@ def _json_rpc_error(request_id, code: int, message: str, error_type: str, **data
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message, "data": {"type": error_type, **data}}}
 
 
-def _json_answer(status_code: int, body: dict, *, retry_after: int | None = None):
+def _json_answer(status_code: int, body: dict, *, headers: dict[str, str] | None = None):
     payload = json.dumps(body).encode()
     reason = {
         400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 405: "Method Not Allowed", 413: "Content Too Large",
         429: "Too Many Requests",
     }.get(status_code, "Error")
-    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]
+    listed = [("Content-Type", "application/json"), ("Content-Length", str(len(payload))), *(headers or {}).items()]
     if status_code == 405:
-        headers.append(("Allow", "POST"))
+        listed.append(("Allow", "POST"))
     if status_code == 401:
-        headers.append(("WWW-Authenticate", 'Bearer realm="core"'))
-    if retry_after is not None:
-        headers.append(("Retry-After", str(retry_after)))
+        listed.append(("WWW-Authenticate", 'Bearer realm="core"'))
 
     def answer(start_response):
-        start_response(f"{status_code} {reason}", headers)
+        start_response(f"{status_code} {reason}", listed)
         return [payload]
 
     return answer

@@ -87,3 +87,34 @@ def test_check_deploy_is_clean_with_the_production_settings_of_the_readme():
 
     assert checked.returncode == 0, checked.stderr
     assert checked.stdout.strip() == "System check identified no issues (1 silenced)."
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        pytest.param("x", id="short"),
+        pytest.param("development-only-not-secret", id="the-development-value"),
+        pytest.param("a" * 60, id="long-but-one-character"),
+    ],
+)
+def test_a_short_or_known_secret_key_stops_start_up_outside_development(secret):
+    """Issue 28: `SECRET_KEY=x` or the development value started a production process, whose
+    sessions, CSRF tokens and console device cookies anyone could then forge."""
+    result = start(CORE_DEVELOPMENT="false", DEBUG="false", SECRET_KEY=secret)
+
+    assert result.returncode == 1
+    assert "SECRET_KEY is the development value or too short" in result.stderr
+
+
+def test_a_long_random_secret_key_starts_and_development_takes_any():
+    assert start(CORE_DEVELOPMENT="false", SECRET_KEY=secrets.token_urlsafe(50)).returncode == 0
+    assert start(CORE_DEVELOPMENT="true", SECRET_KEY="x").returncode == 0
+
+
+def test_trusted_proxies_are_addresses_or_networks():
+    """Issue 28: `CORE_TRUSTED_PROXIES` lists the load balancers whose X-Forwarded-For is believed."""
+    assert start(CORE_TRUSTED_PROXIES="10.0.0.0/8, 192.0.2.7,2001:db8::/32").returncode == 0
+    result = start(CORE_TRUSTED_PROXIES="10.0.0.0/8,balancer.internal")
+
+    assert result.returncode == 1
+    assert "CORE_TRUSTED_PROXIES: 'balancer.internal' is no IP address or network" in result.stderr

@@ -14,6 +14,7 @@ from django.views import defaults
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
+from core_memory.base.api.throttling import rate_limit_headers
 from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import first_error
 
@@ -57,7 +58,12 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         exc.status_code = 401
     if isinstance(exc, drf.Throttled):
         headers["Retry-After"] = str(math.ceil(exc.wait or 1))
-        exc.detail = f"Too many requests for this key; retry in {headers['Retry-After']} seconds."
+        who = "without a valid credential from this address" if getattr(exc, "scope", "key") == "address" else "for this key"
+        exc.detail = f"Too many requests {who}; retry in {headers['Retry-After']} seconds."
+        # Every 429 says where its bucket stands, whichever bucket refused it.
+        state = getattr(context.get("request"), "rate_limit_state", None)
+        if state is not None:
+            headers = {**rate_limit_headers(state), **headers}
     if isinstance(exc, drf.ValidationError):
         param, message = first_error(exc.detail)
         if param and message.startswith("This field"):

@@ -62,7 +62,8 @@ ERROR_WORDS = {
     422: "Understood but refused: a value the rules do not allow (`param` names it), or this "
     "`Idempotency-Key` was used with another body.",
     413: "The body is larger than the server takes (`CORE_MAX_REQUEST_BYTES`).",
-    429: "Too many requests for this key: its rate limit's bucket is empty; `Retry-After` says when to try again.",
+    429: "Too many requests for this key, or without a valid credential from this address: the bucket is empty; "
+    "`Retry-After` says when to try again, `X-RateLimit-*` where the bucket stands.",
     503: "The database or the broker is unreachable for a moment; nothing was written. `Retry-After` says when to try again.",
 }
 

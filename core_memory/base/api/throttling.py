@@ -224,26 +224,32 @@ def key_rate_limit_state(principal) -> RateLimitState | None:
     return rate_limit_take(name=key.id, limit=principal.organisation.key_rate_limit_per_minute())
 
 
-def key_rate_limit_wait(principal) -> float | None:
-    """`key_rate_limit_state`'s seconds to wait when the key's bucket is empty, else None."""
-    state = key_rate_limit_state(principal)
-    return state.wait if state else None
+def anonymous_rate_limit_take(*, address: str) -> RateLimitState | None:
+    """Takes one request without a valid credential — none, or a wrong, revoked or expired one —
+    from its address's bucket (CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE), at every entrance: guessing
+    keys, and work done for nobody (the API's document), is limited like a key's requests.
+    None when the store cannot be reached."""
+    return rate_limit_take(name=f"address:{address}", limit=settings.CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE)
 
 
 def rate_limit_headers(state: RateLimitState) -> dict[str, str]:
-    """What an answer tells its caller of the key's bucket, so a client can pace itself."""
-    return {
+    """What an answer tells its caller of its bucket, so a client can pace itself; a refusal adds
+    `Retry-After`, the seconds until the next request fits."""
+    headers = {
         "X-RateLimit-Limit": str(state.limit),
         "X-RateLimit-Burst": str(state.burst),
         "X-RateLimit-Remaining": str(state.remaining),
         "X-RateLimit-Reset": str(state.full_in),
     }
+    if state.wait is not None:
+        headers["Retry-After"] = str(max(1, math.ceil(state.wait)))
+    return headers
 
 
-def console_rate_limit_wait(user, *, organisation_limit: int | None) -> float | None:
+def console_rate_limit_take(user, *, organisation_limit: int | None) -> RateLimitState | None:
     """An administrator's console requests, counted like a key's: each administrator may ask
     what each key of her organisation may (the server's limit without one)."""
-    return rate_limit_hit(name=f"console:{user.pk}", limit=organisation_limit or settings.CORE_RATE_LIMIT_PER_MINUTE)
+    return rate_limit_take(name=f"console:{user.pk}", limit=organisation_limit or settings.CORE_RATE_LIMIT_PER_MINUTE)
 
 
 class KeyRateThrottle(BaseThrottle):

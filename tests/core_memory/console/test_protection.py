@@ -7,7 +7,7 @@ import redis
 from django.test import Client
 
 from core_memory.base.api import throttling
-from core_memory.console.middleware import LOGIN_FAILURES_PER_NAME, LOGIN_LONGEST_DELAY_SECONDS
+from core_memory.console.middleware import LOGIN_FAILURES_PER_ADDRESS, LOGIN_FAILURES_PER_NAME, LOGIN_LONGEST_DELAY_SECONDS
 from tests.factories import CONSOLE_PASSWORD
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -136,3 +136,104 @@ def test_the_right_password_from_an_address_that_has_not_failed_logs_in_at_once(
 
     assert log_in(attacker, CONSOLE_PASSWORD).status_code == 429
     assert log_in(rightful, CONSOLE_PASSWORD).status_code == 302
+
+
+# --- behind a load balancer, and failures that are not hers (issue 28) ---------------------------
+
+BALANCER = "10.0.0.5"
+
+
+def through_the_balancer(client_address: str) -> Client:
+    """A browser at `client_address`, whose requests reach Core through the load balancer."""
+    return Client(REMOTE_ADDR=BALANCER, HTTP_X_FORWARDED_FOR=client_address)
+
+
+@pytest.fixture
+def balancer(settings):
+    import ipaddress
+
+    settings.CORE_TRUSTED_PROXIES = (ipaddress.ip_network(BALANCER),)
+
+
+def test_behind_a_trusted_balancer_an_attackers_failures_hold_only_the_attacker(administrator, balancer, clock):
+    """Issue 28: nothing mapped X-Forwarded-For, so every administrator shared the balancer's
+    address: 31 failed random names held everyone there, 9 on a name held its owner. With the
+    balancer trusted (CORE_TRUSTED_PROXIES), each is counted at her own address."""
+    attacker = through_the_balancer("203.0.113.9")
+    for number in range(31):
+        log_in(attacker, "wrong", username=f"guess{number}")
+    for _ in range(9):
+        log_in(attacker, "wrong")
+
+    rightful = through_the_balancer("198.51.100.4")
+
+    assert log_in(attacker, CONSOLE_PASSWORD).status_code == 429
+    assert log_in(rightful, CONSOLE_PASSWORD).status_code == 302
+
+
+def test_an_untrusted_peer_cannot_choose_the_address_it_is_counted_at(administrator, balancer):
+    """X-Forwarded-For from a connection that is no trusted proxy is not read: an attacker who
+    writes another address in it on every try is still held."""
+    failures = [
+        log_in(Client(REMOTE_ADDR="203.0.113.9", HTTP_X_FORWARDED_FOR=f"192.0.2.{number}"), "wrong").status_code
+        for number in range(LOGIN_FAILURES_PER_NAME + 1)
+    ]
+
+    assert failures == [200] * LOGIN_FAILURES_PER_NAME + [429]
+
+
+def test_from_a_browser_she_logged_in_with_failures_that_are_not_hers_never_hold_her(administrator, clock):
+    """Issue 28: an attacker at her own address (one office, one NAT) guessing her name, and any
+    names, held her out. Her browser carries a signed device cookie from her last login; from it
+    only its own failures count."""
+    hers = Client(REMOTE_ADDR="198.51.100.4")
+    assert log_in(hers, CONSOLE_PASSWORD).status_code == 302
+    hers.post("/console/logout/")
+    attacker = Client(REMOTE_ADDR="198.51.100.4")
+    for number in range(LOGIN_FAILURES_PER_ADDRESS + 1):
+        log_in(attacker, "wrong", username=f"guess{number}")
+    for _ in range(9):
+        log_in(attacker, "wrong")
+
+    assert log_in(attacker, CONSOLE_PASSWORD).status_code == 429
+    assert log_in(hers, CONSOLE_PASSWORD).status_code == 302
+    assert hers.session["_auth_user_id"] == str(administrator.pk)
+
+
+def test_a_device_cookie_is_hers_alone_and_its_own_failures_still_hold_it(administrator, clock):
+    """The cookie names her: for another name it counts nothing, and a forged one is ignored. Five
+    failures from her own browser hold it, as any other."""
+    hers = Client(REMOTE_ADDR="198.51.100.4")
+    log_in(hers, CONSOLE_PASSWORD)
+    hers.post("/console/logout/")
+    forged = Client(REMOTE_ADDR="198.51.100.4")
+    forged.cookies["core_console_device"] = "eyJ1c2VyIjoiYW5uYSJ9:forged"
+    for _ in range(LOGIN_FAILURES_PER_NAME):
+        log_in(forged, "wrong")
+
+    failures = [log_in(hers, "wrong").status_code for _ in range(LOGIN_FAILURES_PER_NAME)]
+
+    assert log_in(forged, CONSOLE_PASSWORD).status_code == 429
+    assert failures == [200] * LOGIN_FAILURES_PER_NAME
+    assert log_in(hers, CONSOLE_PASSWORD).status_code == 429
+
+
+def test_every_console_429_says_where_its_bucket_stands(administrator, console, settings, tenant):
+    """Issue 28: the console's 429s carried `Retry-After` only; they carry `X-RateLimit-*` as the
+    API's do — an administrator over her limit, a browser before login over its address's, a held login."""
+    settings.CORE_RATE_LIMIT_PER_MINUTE = 0
+    settings.CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE = 0
+    browser = Client()
+    held = Client(REMOTE_ADDR="203.0.113.9")
+
+    answers = [console.get("/console/"), browser.get("/console/login/")]
+    settings.CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE = 100
+    for _ in range(LOGIN_FAILURES_PER_NAME):
+        log_in(held, "wrong")
+    answers.append(log_in(held, CONSOLE_PASSWORD))
+
+    assert [answer.status_code for answer in answers] == [429, 429, 429]
+    for answer in answers:
+        assert int(answer["Retry-After"]) >= 1
+        assert {"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} <= set(answer.headers)
+        assert answer["X-RateLimit-Remaining"] == "0"

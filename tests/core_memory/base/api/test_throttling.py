@@ -9,6 +9,8 @@ import redis
 
 from core_memory.base.api import throttling
 from memory.models import MemoryRecord
+from rest_framework.test import APIClient
+
 from tests.factories import client_for
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -208,3 +210,47 @@ def test_when_the_store_is_unreachable_requests_pass(limited, settings):
     settings.CORE_RATE_LIMIT_URL = "redis://127.0.0.1:1/0"
 
     assert [limited.client().get("/v1/indexes").status_code for _ in range(5)] == [200] * 5
+
+
+# --- requests without a valid credential, per address (issue 28) ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        pytest.param("Bearer core_sk_guessed", id="an-invalid-key"),
+        pytest.param("Bearer core_st_guessed", id="an-invalid-token"),
+        pytest.param("Basic YW5uYTpzZWNyZXQ=", id="another-scheme"),
+        pytest.param(None, id="no-credential"),
+    ],
+)
+def test_requests_without_a_valid_credential_are_limited_per_address(store, settings, tenant, authorization):
+    """Issue 28: 80 requests with an invalid key in a row were 80 × 401, never limited. They take
+    from their address's bucket (CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE); over it, a 429 with the
+    bucket's headers. A valid key from the same address counts apart, and so does another address."""
+    settings.CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE = 3
+    headers = {"HTTP_AUTHORIZATION": authorization} if authorization else {}
+    guesser = APIClient(REMOTE_ADDR="203.0.113.9", **headers)
+
+    answers = [guesser.get("/v1/indexes").status_code for _ in range(3)]
+    refused = guesser.get("/v1/indexes")
+
+    assert answers == [401, 401, 401]
+    assert refused.status_code == 429
+    assert refused.json()["error"]["message"] == (
+        f"Too many requests without a valid credential from this address; retry in {refused['Retry-After']} seconds."
+    )
+    assert (refused["X-RateLimit-Limit"], refused["X-RateLimit-Remaining"]) == ("3", "0")
+    assert APIClient(REMOTE_ADDR="203.0.113.9", HTTP_AUTHORIZATION=f"Bearer {tenant.secret}").get("/v1/indexes").status_code == 200
+    assert APIClient(REMOTE_ADDR="198.51.100.4", **headers).get("/v1/indexes").status_code == 401
+
+
+def test_the_openai_surface_limits_an_invalid_key_in_its_own_error_shape(store, settings):
+    settings.CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE = 1
+    guesser = APIClient(REMOTE_ADDR="203.0.113.9", HTTP_AUTHORIZATION="Bearer core_sk_guessed")
+
+    first, refused = guesser.get("/openai/v1/models"), guesser.get("/openai/v1/models")
+
+    assert (first.status_code, refused.status_code) == (401, 429)
+    assert refused.json()["error"]["code"] == "rate_limit_exceeded"
+    assert refused["X-RateLimit-Remaining"] == "0" and int(refused["Retry-After"]) >= 1
