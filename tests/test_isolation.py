@@ -9,6 +9,8 @@ attacker below, against one victim organisation whose data carries canary string
 - `without_capability`: a key of the organisation with no capability at all;
 - `token_of_bob`: a subject token for another person (bob) of a key with every right;
 - `header_bob`: a key with every right, sending `X-Core-Subject: bob`;
+- `without_threads`: a key with every capability but `threads` (which reads every conversation),
+  whose policy names every index: it may continue and read back only the threads its key started;
 - `revoked`: a revoked key of the organisation; `anonymous`: no credential.
 
 Each call asserts the exact status, that no canary of what the attacker may not see is in
@@ -52,15 +54,16 @@ ATTACKERS = (
     "without_capability",
     "token_of_bob",
     "header_bob",
+    "without_threads",
     "revoked",
     "anonymous",
 )
 
 # What each attacker may neither see (canaries) nor change (state), by asset: `anna` (her
-# records, thread and rules), `records` (the victim index's records), `index` (that index
+# records and rules), `anna_thread` (her conversation: its items and turns), `records` (the victim index's records), `index` (that index
 # and its store), `keys`, `audit`, `organisation` (its settings), `agents`, `switch` (the
 # index's extraction switch and connector), `structure` (indexes and stores as a whole).
-ALL_ASSETS = ("anna", "records", "index", "keys", "audit", "organisation", "agents", "switch", "structure")
+ALL_ASSETS = ("anna", "anna_thread", "records", "index", "keys", "audit", "organisation", "agents", "switch", "structure")
 FORBIDDEN = {
     "owner": (),
     "other_organisation": ALL_ASSETS,
@@ -69,9 +72,11 @@ FORBIDDEN = {
     "policy_without_index": ("records", "index", "switch"),
     "read_only": (),
     "write_only": (),
-    "without_capability": ("anna", "records", "index", "keys", "audit", "organisation", "switch", "structure"),
-    "token_of_bob": ("anna", "keys", "audit", "organisation"),
-    "header_bob": ("anna",),
+    "without_capability": ("anna", "anna_thread", "records", "index", "keys", "audit", "organisation", "switch", "structure"),
+    "token_of_bob": ("anna", "anna_thread", "keys", "audit", "organisation"),
+    "header_bob": ("anna", "anna_thread"),
+    # Issue 28: `thread_id` on POST /v1/responses continued another key's thread without `threads`.
+    "without_threads": ("anna_thread",),
 }
 # Assets an attacker may change but not read: the records of an index a key may only write.
 UNREADABLE = {"write_only": ("records",)}
@@ -80,9 +85,11 @@ UNCHANGEABLE = {"read_only": ("records", "index", "switch"), "token_of_bob": ("s
 # The management routes are the organisation's administration: a key with `management` reads
 # and erases across every index, whatever its policy names (R-2.7, R-3.4, R-11.3).
 ORGANISATION_WIDE = {
-    "policy_without_index": ("anna", "records", "index", "switch"),
+    "policy_without_index": ("anna", "anna_thread", "records", "index", "switch"),
     "read_only": ("records",),
-    "write_only": ("anna", "records", "switch"),
+    "write_only": ("anna", "anna_thread", "records", "switch"),
+    # A person's export and erasure are the organisation's, her conversations included.
+    "without_threads": ("anna_thread",),
 }
 
 
@@ -142,6 +149,7 @@ def world(tenant, other_tenant, settings):
     revoked_key, revoked_secret = make_key(organisation, name="attacker")
     key_revoke(key=revoked_key, actor="test")
     header_key, header_secret = make_key(organisation, name="attacker")
+    _threadless_client, _k = tenant.key_client(capabilities=("knowledge", "memory", "management", "trust_envelope"), **full)
     clients = {
         "owner": owner,
         "other_organisation": other_tenant.client(),
@@ -151,6 +159,7 @@ def world(tenant, other_tenant, settings):
         "without_capability": _bare_client,
         "token_of_bob": _client(bob_token_secret),
         "header_bob": _client(header_secret, subject="bob"),
+        "without_threads": _threadless_client,
         "revoked": _client(revoked_secret),
         "anonymous": _client(None),
     }
@@ -170,7 +179,8 @@ def world(tenant, other_tenant, settings):
         "response": anna_turn["id"],
     }
     canaries = {
-        "anna": ("cnry-anna-fact", anna_fact.id, "cnry-anna-said", "cnry-anna-thread", thread["id"], anna_token.id, "cnry-anna-asked", anna_turn["id"]),
+        "anna": ("cnry-anna-fact", anna_fact.id, anna_token.id),
+        "anna_thread": ("cnry-anna-said", "cnry-anna-thread", thread["id"], "cnry-anna-asked", anna_turn["id"]),
         "records": ("cnry-anna-fact", "cnry-shared-fact", "Bob likes tea", anna_fact.id, shared_fact.id, bob_fact.id),
         "index": ("cnry-index-name", index.id),
         "keys": ("cnry-key-name", named_key.id),
@@ -191,9 +201,12 @@ def victim_state(world: World, asset: str, organisation_id: str):
     if asset == "anna":
         return (
             sorted(records.filter(subject="anna").values_list(*record_fields)),
+            sorted(Person.objects.for_organisation(organisation_id).filter(subject="anna").values_list("id", "helper_model_may_read")),
+        )
+    if asset == "anna_thread":
+        return (
             sorted(Thread.objects.for_organisation(organisation_id).filter(subject="anna").values_list("id", "metadata", "item_count")),
             sorted(Item.objects.for_organisation(organisation_id).filter(thread__subject="anna").values_list("id", "content")),
-            sorted(Person.objects.for_organisation(organisation_id).filter(subject="anna").values_list("id", "helper_model_may_read")),
         )
     if asset == "records":
         return sorted(records.filter(index_id=world.ids["idx"]).values_list(*record_fields))
@@ -248,6 +261,8 @@ def expect(owner: int, **others: int) -> dict[str, int]:
 
 
 MANAGEMENT = {"without_capability": 403, "token_of_bob": 403}
+# A route that needs `threads` (R-2.7).
+NO_THREADS = {"without_threads": 403}
 MEMORY_READ = {"policy_without_index": 404, "write_only": 403, "without_capability": 403}
 MEMORY_WRITE = {"policy_without_index": 404, "read_only": 403, "without_capability": 403}
 
@@ -276,17 +291,17 @@ ROUTES: dict[tuple[str, str], tuple[str, dict | str | None, dict[str, int]]] = {
     ("v1/models", "GET"): ("/v1/models", None, expect(200)),
     ("v1/embedding-models", "GET"): ("/v1/embedding-models", None, expect(200)),
     ("v1/rerank-models", "GET"): ("/v1/rerank-models", None, expect(200)),
-    ("v1/threads", "POST"): ("/v1/threads", {"subject": "anna"}, expect(201, without_capability=403, token_of_bob=403)),
+    ("v1/threads", "POST"): ("/v1/threads", {"subject": "anna"}, expect(201, without_capability=403, token_of_bob=403, **NO_THREADS)),
     ("v1/threads/<str:thread_id>", "GET"): (
-        "/v1/threads/{thread}", None, expect(200, other_organisation=404, without_capability=403, token_of_bob=404, header_bob=404)
+        "/v1/threads/{thread}", None, expect(200, other_organisation=404, without_capability=403, token_of_bob=404, header_bob=404, **NO_THREADS)
     ),
     ("v1/threads/<str:thread_id>/items", "GET"): (
-        "/v1/threads/{thread}/items", None, expect(200, other_organisation=404, without_capability=403, token_of_bob=404, header_bob=404)
+        "/v1/threads/{thread}/items", None, expect(200, other_organisation=404, without_capability=403, token_of_bob=404, header_bob=404, **NO_THREADS)
     ),
     ("v1/threads/<str:thread_id>/items", "POST"): (
         "/v1/threads/{thread}/items",
         {"items": [{"role": "user", "content": "injected"}]},
-        expect(201, other_organisation=404, without_capability=403, token_of_bob=404, header_bob=404),
+        expect(201, other_organisation=404, without_capability=403, token_of_bob=404, header_bob=404, **NO_THREADS),
     ),
     ("v1/agents", "GET"): ("/v1/agents", None, expect(200)),
     ("v1/agents", "POST"): ("/v1/agents", {"name": "other", "model": "fake-chat"}, expect(201, token_of_bob=403)),
@@ -298,12 +313,17 @@ ROUTES: dict[tuple[str, str], tuple[str, dict | str | None, dict[str, int]]] = {
     ("v1/responses", "POST"): (
         "/v1/responses",
         {"model": "fake-chat", "input": "cnry", "thread_id": "{thread}", "tools": [{"type": "tool", "name": "memory__{idx}__search"}]},
-        # A memory tool of an index the key cannot search is a 400 on tools[0] (R-6.3).
-        expect(200, other_organisation=404, token_of_bob=404, header_bob=404, policy_without_index=400, write_only=400, without_capability=400),
+        # A memory tool of an index the key cannot search is a 400 on tools[0] (R-6.3). Another
+        # key's thread is continued only with `threads` (issue 28), and is looked for first.
+        expect(
+            200, other_organisation=404, token_of_bob=404, header_bob=404, policy_without_index=400, write_only=400,
+            without_capability=404, without_threads=404,
+        ),
     ),
-    # A turn is read by the key that made it, or by one with `threads` (which reads every conversation).
+    # A turn is read on a thread its key started, or by one with `threads` (which reads every conversation).
     ("v1/responses/<str:response_id>", "GET"): (
-        "/v1/responses/{response}", None, expect(200, other_organisation=404, without_capability=404, token_of_bob=404, header_bob=404)
+        "/v1/responses/{response}", None,
+        expect(200, other_organisation=404, without_capability=404, token_of_bob=404, header_bob=404, without_threads=404),
     ),
     ("v1/tools", "GET"): ("/v1/tools", None, expect(200, without_capability=403)),
     ("v1/indexes", "GET"): ("/v1/indexes", None, expect(200, without_capability=403)),
@@ -359,7 +379,7 @@ ROUTES: dict[tuple[str, str], tuple[str, dict | str | None, dict[str, int]]] = {
     ("v1/memory/stores/<str:index_id>/extraction", "PUT"): (
         "/v1/memory/stores/{idx}/extraction",
         {"enabled": False},
-        expect(200, other_organisation=404, token_of_bob=403, **MEMORY_WRITE),
+        expect(200, other_organisation=404, token_of_bob=403, **NO_THREADS, **MEMORY_WRITE),
     ),
     ("v1/connectors/<str:connector_id>", "GET"): (
         "/v1/connectors/{connector}", None, expect(200, other_organisation=404, policy_without_index=404, without_capability=403)
@@ -390,10 +410,11 @@ ROUTES: dict[tuple[str, str], tuple[str, dict | str | None, dict[str, int]]] = {
     ("openai/v1/responses", "POST"): (
         "/openai/v1/responses",
         {"model": "fake-chat", "input": "cnry", "previous_response_id": "{response}"},
-        expect(200, other_organisation=404, without_capability=404, token_of_bob=404, header_bob=404),
+        expect(200, other_organisation=404, without_capability=404, token_of_bob=404, header_bob=404, without_threads=404),
     ),
     ("openai/v1/responses/<str:response_id>", "GET"): (
-        "/openai/v1/responses/{response}", None, expect(200, other_organisation=404, without_capability=404, token_of_bob=404, header_bob=404)
+        "/openai/v1/responses/{response}", None,
+        expect(200, other_organisation=404, without_capability=404, token_of_bob=404, header_bob=404, without_threads=404),
     ),
     ("openai/v1/models", "GET"): ("/openai/v1/models", None, expect(200)),
     ("openai/v1/models/<path:model_id>", "GET"): ("/openai/v1/models/fake-chat", None, expect(200)),

@@ -168,7 +168,7 @@ class ThreadDetailApi(CoreApi):
         Its person, metadata, key, the agents that answered in it and how many items it holds. A
         request with a person sees only her threads.
         """
-        thread = thread_get_available(organisation=self.organisation, thread_id=thread_id, subject=self.request_subject())
+        thread = thread_get_available(caller=self.caller, thread_id=thread_id)
         return Response(ThreadOutputSerializer(thread).data)
 
 
@@ -188,7 +188,7 @@ class ThreadItemsApi(CoreApi):
         The thread's messages, tool calls, tool results and reasoning, oldest first, in the order
         they were added.
         """
-        thread = thread_get_available(organisation=self.organisation, thread_id=thread_id, subject=self.request_subject())
+        thread = thread_get_available(caller=self.caller, thread_id=thread_id)
         return paginated_response(
             queryset=thread_items(thread=thread),
             request=request,
@@ -206,7 +206,7 @@ class ThreadItemsApi(CoreApi):
         their `created_at` when given; extraction reads them like a turn's items. `sealed` items are
         never read by extraction. Answers the stored items.
         """
-        thread = thread_get_available(organisation=self.organisation, thread_id=thread_id, subject=self.request_subject())
+        thread = thread_get_available(caller=self.caller, thread_id=thread_id)
         if thread.subject is not None:
             self.idempotency_persons.add(thread.subject)  # her items; the answer does not name her
         serializer = self.InputSerializer(data=request.data)

@@ -9,20 +9,30 @@ from django.db.models import Count, F, Max, QuerySet
 
 from core_memory.base.errors import NotFound
 from core_memory.keys.callers import Caller
-from core_memory.organisations.models import Organisation
 from core_memory.threads.models import Item, Response, Thread
 from stores.selectors import index_find_available
 
 HISTORY_LIMIT = 200
 
 
-def thread_get_available(
-    *, organisation: Organisation, thread_id: str, subject: str | None, param: str | None = None
-) -> Thread:
-    threads = Thread.objects.for_organisation(organisation).filter(id=thread_id)
-    if subject is not None:
-        threads = threads.filter(subject=subject)
-    thread = threads.prefetch_related("agents").first() if isinstance(thread_id, str) else None
+def threads_readable(*, caller: Caller) -> QuerySet[Thread]:
+    """The one rule for reading or continuing a conversation, whichever way it is asked for — a
+    thread's routes and its items, a turn's `thread_id`, `previous_response_id`, a turn read back,
+    on `/v1` and on the OpenAI surface: the organisation's threads; without the `threads`
+    capability (which reads every conversation) only those the caller's key started; for a caller
+    acting for a person, only hers. The console (no key) reads its organisation's every thread."""
+    threads = Thread.objects.for_organisation(caller.organisation_id)
+    if caller.key is not None and not caller.may("threads"):
+        threads = threads.filter(key_id=caller.key.id)
+    if caller.subject is not None:
+        threads = threads.filter(subject=caller.subject)
+    return threads
+
+
+def thread_get_available(*, caller: Caller, thread_id: str, param: str | None = None) -> Thread:
+    """A thread the caller may read or continue (`threads_readable`); any other is the same 404
+    as a missing one."""
+    thread = threads_readable(caller=caller).filter(id=thread_id).prefetch_related("agents").first() if isinstance(thread_id, str) else None
     if thread is None:
         raise NotFound("No such thread.", param=param)
     return thread
@@ -87,14 +97,10 @@ def person_threads_counted(*, organisation_id: str, subject: str) -> int:
 
 
 def response_get_available(*, caller: Caller, response_id: str, param: str | None = None) -> Response:
-    """A turn the caller may read or continue: one of the organisation's, and without the `threads`
-    capability (which reads every conversation) only one its key made itself; for a caller acting
-    for a person, only one of hers. Anything else is the same 404 as a missing one."""
+    """A turn the caller may read or continue: one on a thread it may read (`threads_readable`).
+    Anything else is the same 404 as a missing one."""
     responses = Response.objects.for_organisation(caller.organisation_id).filter(id=response_id)
-    if not caller.may("threads"):
-        responses = responses.filter(key_id=caller.key.id)
-    if caller.subject is not None:
-        responses = responses.filter(subject=caller.subject)
+    responses = responses.filter(thread__in=threads_readable(caller=caller))
     response = responses.select_related("agent_version").first() if isinstance(response_id, str) else None
     if response is None:
         raise NotFound("No such response.", param=param)

@@ -123,7 +123,7 @@ def turn_plan(
     thread = None
     if thread_id is not None:
         # A turn on a thread is for the thread's person; a request for someone else does not see it.
-        thread = thread_get_available(organisation=organisation, thread_id=thread_id, subject=caller.subject, param="thread_id")
+        thread = thread_get_available(caller=caller, thread_id=thread_id, param="thread_id")
         caller = replace(caller, subject=thread.subject)
     timezone_name = timezone_name or organisation.timezone or "UTC"
     tools = []

@@ -582,3 +582,40 @@ def test_at_the_monthly_token_limit_a_turn_fails_before_calling_the_model(tenant
     assert (body["status"], body["error"]["code"], body["output"], body["usage"]["total_tokens"]) == ("failed", "token_limit_reached", [], 0)
     assert len(fake_model.requests) == 1
     assert Item.objects.filter(thread_id=body["thread_id"]).get().content == "Hallo"
+
+
+# --- one rule for threads (issue 28) -------------------------------------------------------------
+
+
+def test_a_key_without_threads_cannot_continue_another_keys_thread(tenant, fake_model):
+    """Issue 28: a key with only knowledge and memory continued another key's thread by
+    `thread_id`, and the model received its earlier messages (a bank code in the probe), where
+    `previous_response_id` and the items route refused it. Every way to a thread asks one rule
+    (threads_readable): without `threads`, only the threads its own key started."""
+    fake_model.reply("Genoteerd.")
+    theirs = turn(tenant.client(), input="De bankcode is 4471.").json()
+    narrow, _key = tenant.key_client(capabilities=("knowledge", "memory"))
+    fake_model.requests.clear()
+
+    continued = turn(narrow, thread_id=theirs["thread_id"])
+    previous = narrow.post(
+        "/openai/v1/responses", {"model": "fake-chat", "input": "En?", "previous_response_id": theirs["id"]}, format="json"
+    )
+    read_back = narrow.get(f"/v1/responses/{theirs['id']}")
+
+    assert (continued.status_code, continued.json()["error"]["param"]) == (404, "thread_id")
+    assert (previous.status_code, read_back.status_code) == (404, 404)
+    assert fake_model.requests == []
+    assert Response.objects.count() == 1
+
+
+def test_a_key_without_threads_continues_its_own_thread(tenant, fake_model):
+    fake_model.reply("Eerste.")
+    fake_model.reply("Tweede.")
+    narrow, _key = tenant.key_client(capabilities=("knowledge", "memory"))
+    first = turn(narrow, input="De bankcode is 4471.").json()
+
+    again = turn(narrow, thread_id=first["thread_id"], input="Welke code?")
+
+    assert again.status_code == 200
+    assert "4471" in json.dumps(fake_model.requests[-1].body["messages"])
