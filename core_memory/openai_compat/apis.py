@@ -22,7 +22,7 @@ from core_memory.base.api.schema import ERROR_WORDS, CoreAutoSchema
 from core_memory.base.api.views import CoreApi
 from core_memory.base.errors import InvalidRequest, NotFound
 from core_memory.base.validation import StrictSerializer
-from core_memory.flows.turns.services import turn_plan, turn_run
+from core_memory.flows.turns.services import MAX_TURN_MESSAGES, turn_plan, turn_run
 from core_memory.llm.registry import models_offered
 from core_memory.openai_compat import wire
 from core_memory.threads.selectors import response_get_available, response_output_as_caller_reads, thread_tool_calls
@@ -108,9 +108,20 @@ class _ShapedJSONField(serializers.JSONField):
         return data
 
 
-@extend_schema_field({"type": "array", "minItems": 1, "items": {"type": "object"}})
-class MessagesField(_ShapedJSONField):
-    """Chat messages: `{"role": "system"|"developer"|"user"|"assistant"|"tool", "content", …}`."""
+class _BoundedJSONField(_ShapedJSONField):
+    """A shaped field whose list holds at most MAX_TURN_MESSAGES entries."""
+
+    def to_internal_value(self, data):
+        data = super().to_internal_value(data)
+        if isinstance(data, list) and len(data) > MAX_TURN_MESSAGES:
+            raise serializers.ValidationError(f"At most {MAX_TURN_MESSAGES} messages in one request; this has {len(data)}.")
+        return data
+
+
+@extend_schema_field({"type": "array", "minItems": 1, "maxItems": MAX_TURN_MESSAGES, "items": {"type": "object"}})
+class MessagesField(_BoundedJSONField):
+    """Chat messages: `{"role": "system"|"developer"|"user"|"assistant"|"tool", "content", …}`,
+    at most MAX_TURN_MESSAGES."""
 
     types, message = (list,), "messages is a non-empty list of messages."
 
@@ -264,9 +275,11 @@ def _response_format(value: dict) -> dict:
     raise InvalidRequest("response_format is {'type': 'text'|'json_object'} or {'type': 'json_schema', 'json_schema': {…}}.", param="response_format")
 
 
-@extend_schema_field({"oneOf": [{"type": "string", "pattern": r"\S"}, {"type": "array", "minItems": 1, "items": {"type": "object"}}]})
-class ResponseInputField(_ShapedJSONField):
-    """A string, or messages, `function_call` and `function_call_output` items."""
+@extend_schema_field(
+    {"oneOf": [{"type": "string", "pattern": r"\S"}, {"type": "array", "minItems": 1, "maxItems": MAX_TURN_MESSAGES, "items": {"type": "object"}}]}
+)
+class ResponseInputField(_BoundedJSONField):
+    """A string, or messages, `function_call` and `function_call_output` items (at most MAX_TURN_MESSAGES)."""
 
     types, message = (str, list), "input is a non-empty string or a non-empty list."
 

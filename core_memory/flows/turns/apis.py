@@ -11,7 +11,7 @@ from core_memory.base.api.pagination import ListQuerySerializer, query_parameter
 from core_memory.base.api.schema import error_responses, list_envelope
 from core_memory.base.api.views import CoreApi
 from core_memory.base.validation import StrictSerializer, TimeZoneField
-from core_memory.flows.turns.services import turn_plan, turn_run
+from core_memory.flows.turns.services import MAX_TURN_MESSAGES, turn_plan, turn_run
 from core_memory.threads.apis import ItemOutputSerializer
 from core_memory.threads.models import Item
 from core_memory.threads.selectors import response_get_available, response_output_as_caller_reads
@@ -48,7 +48,9 @@ INPUT_MESSAGE_SCHEMA = {
         },
     },
 }
-INPUT_SCHEMA = {"oneOf": [{"type": "string", "pattern": r"\S"}, {"type": "array", "minItems": 1, "items": INPUT_MESSAGE_SCHEMA}]}
+INPUT_SCHEMA = {
+    "oneOf": [{"type": "string", "pattern": r"\S"}, {"type": "array", "minItems": 1, "maxItems": MAX_TURN_MESSAGES, "items": INPUT_MESSAGE_SCHEMA}]
+}
 
 
 @extend_schema_field(TEXT_OR_LIST_SCHEMA)
@@ -73,11 +75,13 @@ class InputMessageSerializer(StrictSerializer):
 
 @extend_schema_field(INPUT_SCHEMA)
 class TurnInputField(serializers.Field):
-    """`input`: a string (one user message) or a non-empty list of messages."""
+    """`input`: a string (one user message) or a non-empty list of at most MAX_TURN_MESSAGES messages."""
 
     def to_internal_value(self, data):
         if isinstance(data, str) and data.strip():
             return [ItemDraft(role=Item.Role.USER, content=data)]
+        if isinstance(data, list) and len(data) > MAX_TURN_MESSAGES:
+            raise serializers.ValidationError(f"At most {MAX_TURN_MESSAGES} messages in one request; this has {len(data)}.")
         if isinstance(data, list) and data:
             messages = InputMessageSerializer(data=data, many=True)
             messages.is_valid(raise_exception=True)

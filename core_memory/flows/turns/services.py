@@ -42,6 +42,10 @@ from memory.tools.catalogue import TRUST_ENVELOPE_NOTE, is_memory_tool_name, mem
 logger = logging.getLogger(__name__)
 
 MAX_MODEL_CALLS = 8
+# The most messages (items) one request may bring to a turn, on every surface: OpenAI's own
+# Chat Completions takes at most 2048 `messages`; an app that resends its whole conversation
+# fits, and one request can no longer store tens of thousands of items.
+MAX_TURN_MESSAGES = 2048
 CLIENT_DISCONNECTED = {"code": "client_disconnected", "message": "The stream's reader went away."}
 INTERNAL_ERROR = {"code": "internal_error", "message": "The turn stopped on an internal error."}
 TOKEN_LIMIT_REACHED = {"code": "token_limit_reached", "message": "The organisation has used its monthly token limit."}

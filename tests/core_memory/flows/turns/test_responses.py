@@ -3,7 +3,7 @@ import json
 import pytest
 
 from core_memory.agents.models import Agent
-from core_memory.flows.turns.services import MAX_MODEL_CALLS
+from core_memory.flows.turns.services import MAX_MODEL_CALLS, MAX_TURN_MESSAGES
 from core_memory.keys.callers import Caller
 from core_memory.llm.models import TokenUsage
 from core_memory.llm.openai import MAX_ATTEMPTS
@@ -584,7 +584,7 @@ def test_at_the_monthly_token_limit_a_turn_fails_before_calling_the_model(tenant
     assert Item.objects.filter(thread_id=body["thread_id"]).get().content == "Hallo"
 
 
-# --- one rule for threads (issue 28) -------------------------------------------------------------
+# --- one rule for threads, bounded message lists (issue 28) --------------------------------------
 
 
 def test_a_key_without_threads_cannot_continue_another_keys_thread(tenant, fake_model):
@@ -619,3 +619,28 @@ def test_a_key_without_threads_continues_its_own_thread(tenant, fake_model):
 
     assert again.status_code == 200
     assert "4471" in json.dumps(fake_model.requests[-1].body["messages"])
+
+
+@pytest.mark.parametrize(
+    ("path", "field", "body"),
+    [
+        ("/v1/responses", "input", lambda messages: {"model": "fake-chat", "input": messages}),
+        ("/openai/v1/chat/completions", "messages", lambda messages: {"model": "fake-chat", "messages": messages}),
+        ("/openai/v1/responses", "input", lambda messages: {"model": "fake-chat", "input": messages}),
+    ],
+)
+def test_a_turn_takes_at_most_the_documented_number_of_messages(tenant, fake_model, path, field, body):
+    """Issue 28: one request under 2 MiB with 60,000 messages took 10 s and stored 60,001 thread
+    items. A turn takes at most MAX_TURN_MESSAGES (2048, as OpenAI's Chat Completions): one more
+    is a 400 naming the field, before anything is written or sent."""
+    fake_model.reply("Goed.")
+    messages = [{"role": "user", "content": "a"}] * (MAX_TURN_MESSAGES + 1)
+
+    refused = tenant.client().post(path, body(messages), format="json")
+    taken = tenant.client().post(path, body(messages[:MAX_TURN_MESSAGES]), format="json")
+
+    assert refused.status_code == 400
+    assert refused.json()["error"]["param"] == field
+    assert str(MAX_TURN_MESSAGES) in refused.json()["error"]["message"]
+    assert taken.status_code == 200
+    assert Item.objects.filter(role="user").count() == MAX_TURN_MESSAGES
