@@ -117,6 +117,19 @@ def response_output(*, response: Response) -> list[Item]:
     return list(items.order_by("position"))
 
 
+def tool_results_from_outside(*, thread: Thread, items: list[Item]) -> bool:
+    """Whether `items` (of `thread`) hold a tool result Core did not make: one a caller sent (its app's function
+    result, an imported item) rather than a result of a memory tool Core ran in a turn — an output
+    item of that turn (a turn's input items come before its `output_position`)."""
+    results = [item for item in items if item.kind == Item.Kind.TOOL_RESULT]
+    if not results:
+        return False
+    responses = {item.response_id for item in results if item.response_id}
+    turns = Response.objects.for_organisation(thread.organisation_id).filter(thread_id=thread.id, id__in=responses)
+    outputs = dict(turns.values_list("id", "output_position")) if responses else {}
+    return any(outputs.get(item.response_id) is None or item.position < outputs[item.response_id] for item in results)
+
+
 def thread_tool_calls(*, thread_id: str, organisation_id: str) -> dict[str, str]:
     """The tool calls on a thread, as {call id: tool name}."""
     calls = Item.objects.for_organisation(organisation_id).filter(thread_id=thread_id, kind=Item.Kind.TOOL_CALL)

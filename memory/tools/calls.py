@@ -87,7 +87,7 @@ def _search(*, caller: Caller, index: KnowledgeIndex, arguments: str, now: datet
     return {"hits": [_hit(record) for record, _score in hits]}
 
 
-def _write(*, caller: Caller, index: KnowledgeIndex, arguments: str, provenance: dict) -> dict:
+def _write(*, caller: Caller, index: KnowledgeIndex, arguments: str, provenance: dict, trusted: bool) -> dict:
     allowed = writable_types(index=index)
     try:
         values = _arguments(WriteArguments, arguments)
@@ -104,6 +104,7 @@ def _write(*, caller: Caller, index: KnowledgeIndex, arguments: str, provenance:
                 due_at=values.get("due_at"),
                 source=MemoryRecord.Source.TOOL,
                 provenance=provenance,
+                trusted=trusted,
             ),
         )
     except _Refusal as refusal:
@@ -117,7 +118,7 @@ def _write(*, caller: Caller, index: KnowledgeIndex, arguments: str, provenance:
 
 
 def memory_tool_call(
-    *, caller: Caller, tool_name: str, arguments: str, provenance: dict, now: datetime
+    *, caller: Caller, tool_name: str, arguments: str, provenance: dict, now: datetime, trusted: bool = True
 ) -> str:
     """Run one call of a memory tool for the caller's person; the answer is the tool result's text.
 
@@ -125,7 +126,8 @@ def memory_tool_call(
     wrapped as `{"trust": "data", "source": <tool name>, "content": …}`. A write's
     result is the write's answer object itself, or its refusal, wrapped never (the same text
     as the answer to `POST /v1/memory`). The caller adds TRUST_ENVELOPE_NOTE to every
-    tool message.
+    tool message. A record the write writes is `trusted` as the caller says: not when the model
+    wrote it after reading text from outside Core.
     """
     kind = WRITE if tool_name.endswith(f"__{WRITE}") else SEARCH
     try:
@@ -133,7 +135,7 @@ def memory_tool_call(
         if kind == SEARCH:
             result = _search(caller=caller, index=index, arguments=arguments, now=now)
         else:
-            result = _write(caller=caller, index=index, arguments=arguments, provenance=provenance)
+            result = _write(caller=caller, index=index, arguments=arguments, provenance=provenance, trusted=trusted)
     except _Refusal as refusal:
         result = {"error": refusal.body}
     except ApplicationError as error:

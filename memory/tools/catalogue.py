@@ -183,6 +183,12 @@ def is_memory_tool_name(name: str) -> bool:
     return TOOL_NAME.match(name) is not None
 
 
+def is_write_tool_name(name: str) -> bool:
+    """Whether `name` is a memory write tool's."""
+    match = TOOL_NAME.match(name)
+    return match is not None and match["kind"] == WRITE
+
+
 def tool_index(*, caller: Caller, name, param: str | None) -> tuple[KnowledgeIndex, str]:
     """The index and kind of a tool the caller may use now; InvalidRequest otherwise."""
     match = TOOL_NAME.match(name) if isinstance(name, str) else None

@@ -33,11 +33,11 @@ from core_memory.llm.providers import chat_completion
 from core_memory.llm.registry import model_get
 from core_memory.pii.placeholders import RedactionError
 from core_memory.threads.models import Item, Response, Thread
-from core_memory.threads.selectors import items_as_caller_reads, thread_get_available, thread_history
+from core_memory.threads.selectors import items_as_caller_reads, thread_get_available, thread_history, tool_results_from_outside
 from core_memory.threads.services import ItemDraft, thread_agent_record, thread_create, thread_items_append
 from memory.retrieval import injection_block_retrieve
 from memory.tools.calls import memory_tool_call
-from memory.tools.catalogue import TRUST_ENVELOPE_NOTE, is_memory_tool_name, memory_tools_offered, memory_tools_resolve
+from memory.tools.catalogue import TRUST_ENVELOPE_NOTE, is_memory_tool_name, is_write_tool_name, memory_tools_offered, memory_tools_resolve
 
 logger = logging.getLogger(__name__)
 
@@ -112,9 +112,8 @@ def turn_plan(
     """Resolves the request's names. 404 for an agent or thread that is not the
     organisation's; 422 on `model` for a model not offered; 400 on `tools[i]`.
 
-    `offer_memory_tools` adds every memory tool the key's own configuration offers, unnamed
-    (a client that knows nothing of Core still gets them); `caller_tools` must not share a
-    name with a memory tool (400 on `tools[i]`)."""
+    `offer_memory_tools` adds the memory tools the key's own configuration offers, unnamed (a
+    client that knows nothing of Core still gets them; `_turn_tools` says which)."""
     key = caller.key
     organisation = key.organisation
     agent = agent_version = None
@@ -130,15 +129,10 @@ def turn_plan(
         thread = thread_get_available(caller=caller, thread_id=thread_id, param="thread_id")
         caller = replace(caller, subject=thread.subject)
     timezone_name = timezone_name or organisation.timezone or "UTC"
-    tools = []
-    requested = list(enumerate(tool_names))
-    if offer_memory_tools:
-        requested += [(None, name) for name in memory_tools_offered(caller=caller)]
-    if requested:
-        tools = memory_tools_resolve(caller=caller, requested=requested, timezone_name=timezone_name, now=now or timezone.now())
-    for position, tool in enumerate(caller_tools or []):
-        if is_memory_tool_name(tool["function"]["name"]):
-            raise InvalidRequest("A memory tool's name is Core's own: name the function otherwise.", param=f"tools[{position}]")
+    tools, caller_tools = _turn_tools(
+        caller=caller, tool_names=tool_names, caller_tools=caller_tools or [], offer_memory_tools=offer_memory_tools,
+        timezone_name=timezone_name, now=now or timezone.now(),
+    )
     return TurnPlan(
         caller=caller,
         model=model,
@@ -149,9 +143,34 @@ def turn_plan(
         tools=tools,
         instructions=instructions,
         timezone_name=timezone_name,
-        caller_tools=list(caller_tools or []),
+        caller_tools=caller_tools,
         model_options=dict(model_options or {}),
     )
+
+
+def _turn_tools(
+    *, caller: Caller, tool_names: list[str], caller_tools: list[dict], offer_memory_tools: bool, timezone_name: str, now: datetime
+) -> tuple[list, list[dict]]:
+    """The memory tools a turn offers, and the caller's own function tools.
+
+    `tool_names` name memory tools; so does a function of `caller_tools` named like one (an app on
+    the OpenAI surface asks for it as `/v1` does, and Core runs it with its own definition); 400 on
+    `tools[i]` for one the caller may not have. `offer_memory_tools` adds, unnamed, the memory tools
+    the key's own configuration offers — a write tool only to a turn for a person: a turn for
+    nobody writes the organisation's shared memory only when the app named the tool."""
+    requested = list(enumerate(tool_names))
+    own = []
+    for position, tool in enumerate(caller_tools):
+        name = tool["function"]["name"]
+        if is_memory_tool_name(name):
+            requested.append((position, name))
+        else:
+            own.append(tool)
+    if offer_memory_tools:
+        offered = memory_tools_offered(caller=caller)
+        requested += [(None, name) for name in offered if caller.subject is not None or not is_write_tool_name(name)]
+    tools = memory_tools_resolve(caller=caller, requested=requested, timezone_name=timezone_name, now=now) if requested else []
+    return tools, own
 
 
 def _turn_open(*, plan: TurnPlan, now: datetime) -> tuple[Response, Thread, list[Item]]:
@@ -192,12 +211,15 @@ def _tool_result_note(*, key: ApiKey) -> str | None:
     return TRUST_ENVELOPE_NOTE if key.has_capability("trust_envelope") else None
 
 
-def _tool_result(*, plan: TurnPlan, call, provenance: dict, now: datetime) -> str:
-    """The text the model reads for one tool call; a refusal is a result too, never an HTTP error."""
+def _tool_result(*, plan: TurnPlan, call, provenance: dict, now: datetime, trusted: bool) -> str:
+    """The text the model reads for one tool call; a refusal is a result too, never an HTTP error.
+    A record it writes is `trusted` only when the model has read no tool result from outside Core."""
     if call.name not in {tool.name for tool in plan.tools}:
         error = {"type": "unknown_tool", "message": f"No tool named {call.name!r} is offered in this turn."}
         return json.dumps({"error": error}, ensure_ascii=False)
-    return memory_tool_call(caller=plan.caller, tool_name=call.name, arguments=call.arguments, provenance=provenance, now=now)
+    return memory_tool_call(
+        caller=plan.caller, tool_name=call.name, arguments=call.arguments, provenance=provenance, now=now, trusted=trusted
+    )
 
 
 @dataclass
@@ -219,6 +241,9 @@ class _Turn:
     tool_definitions: list[dict] | None = None
     tool_result_note: str | None = None
     redaction: TurnRedaction | None = None
+    # Whether the model reads a tool result Core did not make (the app's function's, an import):
+    # text anyone may have written, which may carry instructions to remember something.
+    reads_outside_results: bool = False
 
     def stop(self, status: str, error: dict | None) -> None:
         self.status, self.error = status, error
@@ -275,6 +300,7 @@ def _turn_prepare(*, plan: TurnPlan, turn: _Turn, now: datetime) -> None:
     # results of indexes this key cannot read are left out of what the model reads.
     history = items_as_caller_reads(caller=plan.caller, items=thread_history(thread=turn.thread))
     turn.conversation = [item for item in history if not getattr(item, "withheld", False)]
+    turn.reads_outside_results = tool_results_from_outside(thread=turn.thread, items=turn.conversation)
     turn.tool_definitions = [tool.definition() for tool in plan.tools] + plan.caller_tools or None
     turn.tool_result_note = _tool_result_note(key=plan.key)
     turn.redaction = TurnRedaction(thread=turn.thread) if plan.key.pii_redaction else None
@@ -373,6 +399,7 @@ def _tool_results(*, plan: TurnPlan, turn: _Turn, calls: list, items: list[Item]
                     "response_id": turn.response.id,
                 },
                 now=timezone.now(),
+                trusted=not turn.reads_outside_results,
             ),
         )
         for call in calls
