@@ -22,6 +22,12 @@ BEAT_SCHEDULE = {
         "task": "maintenance.tasks.maintenance_dispatch_task",
         "schedule": crontab(),
     },
+    # Every minute: queue the webhook deliveries whose retry is due and hand out those left
+    # behind by a dead worker (core_memory.webhooks.delivery).
+    "webhooks-dispatch": {
+        "task": "webhooks.tasks.webhooks_dispatch_task",
+        "schedule": crontab(),
+    },
     "idempotency-purge": {
         "task": "core_memory.api.tasks.idempotency_purge_task",
         "schedule": crontab(minute=35),

@@ -79,6 +79,7 @@ INSTALLED_APPS = [
     "core_memory.base.console",
     "core_memory.console",
     "core_memory.mcp",
+    "core_memory.webhooks",
     "stores",
     "memory",
     "extraction",
@@ -370,6 +371,13 @@ CORE_MAINTENANCE_MINUTES = env.int("CORE_MAINTENANCE_MINUTES", default=60)
 CORE_MAINTENANCE_JOB_SECONDS = env.int("CORE_MAINTENANCE_JOB_SECONDS", default=300)
 if CORE_MAINTENANCE_MINUTES < 1 or CORE_MAINTENANCE_JOB_SECONDS < 1:
     raise ImproperlyConfigured("CORE_MAINTENANCE_MINUTES and CORE_MAINTENANCE_JOB_SECONDS must be positive")
+
+# Webhooks (README "Webhooks"): a subscription's address may point into loopback, private or
+# link-local networks only when the operator allows it; each attempt waits this long for an answer.
+CORE_WEBHOOKS_ALLOW_PRIVATE_NETWORKS = env.bool("CORE_WEBHOOKS_ALLOW_PRIVATE_NETWORKS", default=False)
+CORE_WEBHOOKS_TIMEOUT_SECONDS = env.int("CORE_WEBHOOKS_TIMEOUT_SECONDS", default=10)
+if not 1 <= CORE_WEBHOOKS_TIMEOUT_SECONDS <= 60:
+    raise ImproperlyConfigured("CORE_WEBHOOKS_TIMEOUT_SECONDS must lie between 1 and 60")
 
 LOGGING = {
     "version": 1,

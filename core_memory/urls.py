@@ -43,6 +43,7 @@ urlpatterns = [
     path("v1/", include("extraction.urls")),
     path("v1/", include("maintenance.urls")),
     path("v1/", include("audit.urls")),
+    path("v1/", include("core_memory.webhooks.urls")),
     # The same turns in OpenAI's wire format, for apps written against OpenAI's SDKs.
     path("openai/v1/", include("core_memory.openai_compat.urls")),
 ]

@@ -117,7 +117,7 @@ def staff_without_organisation(*, with_permissions: bool):
 
 
 ERASURE_RECEIPT_KINDS = (
-    "records", "episodes", "lessons", "proposals", "threads", "thread_placeholders", "extraction_windows", "maintenance_jobs", "subject_tokens",
+    "records", "episodes", "lessons", "proposals", "threads", "thread_placeholders", "extraction_windows", "maintenance_jobs", "subject_tokens", "webhook_events",
     "console_actions", "idempotent_answers", "audit_events_scrubbed",
 )
 

@@ -35,6 +35,7 @@ from core_memory.keys.services import key_revoke, subject_token_create
 from core_memory.organisations.models import Organisation
 from core_memory.persons.models import Person
 from core_memory.threads.models import Item, Thread
+from core_memory.webhooks.models import WebhookSubscription
 from maintenance.models import Proposal, ProposalSource
 from memory.models import MemoryRecord
 from memory.services.writes import RecordDraft, record_write
@@ -62,8 +63,9 @@ ATTACKERS = (
 # What each attacker may neither see (canaries) nor change (state), by asset: `anna` (her
 # records and rules), `anna_thread` (her conversation: its items and turns), `records` (the victim index's records), `index` (that index
 # and its store), `keys`, `audit`, `organisation` (its settings), `agents`, `switch` (the
-# index's extraction switch and connector), `structure` (indexes and stores as a whole).
-ALL_ASSETS = ("anna", "anna_thread", "records", "index", "keys", "audit", "organisation", "agents", "switch", "structure")
+# index's extraction switch and connector), `structure` (indexes and stores as a whole), `webhooks`
+# (the organisation's subscriptions).
+ALL_ASSETS = ("anna", "anna_thread", "records", "index", "keys", "audit", "organisation", "agents", "switch", "structure", "webhooks")
 FORBIDDEN = {
     "owner": (),
     "other_organisation": ALL_ASSETS,
@@ -72,8 +74,8 @@ FORBIDDEN = {
     "policy_without_index": ("records", "index", "switch"),
     "read_only": (),
     "write_only": (),
-    "without_capability": ("anna", "anna_thread", "records", "index", "keys", "audit", "organisation", "switch", "structure"),
-    "token_of_bob": ("anna", "anna_thread", "keys", "audit", "organisation"),
+    "without_capability": ("anna", "anna_thread", "records", "index", "keys", "audit", "organisation", "switch", "structure", "webhooks"),
+    "token_of_bob": ("anna", "anna_thread", "keys", "audit", "organisation", "webhooks"),
     "header_bob": ("anna", "anna_thread"),
     # Issue 28: `thread_id` on POST /v1/responses continued another key's thread without `threads`.
     "without_threads": ("anna_thread",),
@@ -113,6 +115,8 @@ def world(tenant, other_tenant, settings):
     """The victim organisation, its data marked with canaries, and one client per attacker."""
     model = FakeChatModel().start()
     settings.CORE_MODELS = [model.config("fake-chat")]
+    # The matrix's new subscription points at a closed port on loopback.
+    settings.CORE_WEBHOOKS_ALLOW_PRIVATE_NETWORKS = True
     organisation = tenant.organisation
     Organisation.objects.filter(pk=organisation.pk).update(name="cnry-organisation-name")
     KnowledgeIndex.objects.filter(pk=tenant.index.pk).update(name="cnry-index-name")
@@ -138,6 +142,9 @@ def world(tenant, other_tenant, settings):
         organisation=organisation, index=index, type="fact", text="cnry-anna-fact", reason="general_knowledge", created_at=anna_fact.created_at
     )
     ProposalSource.objects.create(record=anna_fact, proposal=proposal)
+    webhook = WebhookSubscription.objects.create(
+        organisation=organisation, url="https://cnry-webhook.example/hooks", events=["proposal.created"], secret="whsec_" + "A" * 44
+    )
 
     full = {"name": "attacker"}
     _policy_client, _k = tenant.key_client(read=(elsewhere.id,), write=(elsewhere.id,), **full)
@@ -177,6 +184,7 @@ def world(tenant, other_tenant, settings):
         "other_org": other_tenant.organisation.id,
         "proposal": proposal.id,
         "response": anna_turn["id"],
+        "webhook": webhook.id,
     }
     canaries = {
         "anna": ("cnry-anna-fact", anna_fact.id, anna_token.id),
@@ -189,6 +197,7 @@ def world(tenant, other_tenant, settings):
         "agents": ("cnry-agent-instructions", agent["id"]),
         "switch": ("cnry-switch-instructions", switch["connector_id"]),
         "structure": ("cnry-index-name", "cnry-elsewhere", index.id, elsewhere.id),
+        "webhooks": ("cnry-webhook", webhook.id),
     }
     yield World(ids=ids, clients=clients, canaries=canaries, model=model)
     model.stop()
@@ -230,6 +239,8 @@ def victim_state(world: World, asset: str, organisation_id: str):
             sorted(KnowledgeIndex.objects.for_organisation(organisation_id).values_list("id", "name", "deleted_at")),
             sorted(MemoryStore.objects.for_organisation(organisation_id).values_list("index_id", "injection", "lessons", "promotion", "maintenance")),
         )
+    if asset == "webhooks":
+        return sorted(WebhookSubscription.objects.for_organisation(organisation_id).values_list("id", "url", "events", "status", "description"))
     return None  # audit: append-only anyway; its canaries are what matters
 
 
@@ -354,6 +365,13 @@ ROUTES: dict[tuple[str, str], tuple[str, dict | str | None, dict[str, int]]] = {
     ("v1/memory/search", "POST"): (
         "/v1/memory/search", {"index_id": "{idx}", "query": "cnry anna shared bob"}, expect(200, other_organisation=404, **MEMORY_READ)
     ),
+    ("v1/memory/batch", "POST"): (
+        "/v1/memory/batch",
+        {"index_id": "{idx}", "records": [{"type": "fact", "text": "batched fact"}]},
+        expect(200, other_organisation=404, **MEMORY_WRITE),
+    ),
+    # Each id is answered as a single delete would be (404, 403 inside a 200): the matrix checks nothing of hers changed.
+    ("v1/memory/batch/delete", "POST"): ("/v1/memory/batch/delete", {"ids": ["{anna_record}"]}, expect(200, without_capability=403)),
     ("v1/memory/import", "POST"): (
         "/v1/memory/import?index_id={idx}",
         '{"type": "fact", "text": "imported"}\n',
@@ -390,6 +408,18 @@ ROUTES: dict[tuple[str, str], tuple[str, dict | str | None, dict[str, int]]] = {
         expect(204, other_organisation=404, policy_without_index=404, read_only=403, without_capability=403, token_of_bob=403),
     ),
     ("v1/audit", "GET"): ("/v1/audit", None, expect(200, **MANAGEMENT)),
+    ("v1/webhooks", "GET"): ("/v1/webhooks", None, expect(200, **MANAGEMENT)),
+    ("v1/webhooks", "POST"): (
+        "/v1/webhooks", {"url": "http://127.0.0.1:9/new", "events": ["record.created"]}, expect(201, **MANAGEMENT)
+    ),
+    ("v1/webhooks/<str:webhook_id>", "GET"): ("/v1/webhooks/{webhook}", None, expect(200, other_organisation=404, **MANAGEMENT)),
+    ("v1/webhooks/<str:webhook_id>", "PATCH"): (
+        "/v1/webhooks/{webhook}", {"description": "changed"}, expect(200, other_organisation=404, **MANAGEMENT)
+    ),
+    ("v1/webhooks/<str:webhook_id>", "DELETE"): ("/v1/webhooks/{webhook}", None, expect(204, other_organisation=404, **MANAGEMENT)),
+    ("v1/webhooks/<str:webhook_id>/deliveries", "GET"): (
+        "/v1/webhooks/{webhook}/deliveries", None, expect(200, other_organisation=404, **MANAGEMENT)
+    ),
     # Proposals rest on persons' records: the organisation's to decide, never a request for one person.
     ("v1/memory/proposals", "GET"): ("/v1/memory/proposals", None, expect(200, header_bob=403, **MANAGEMENT)),
     ("v1/memory/proposals/<str:proposal_id>/apply", "POST"): (
@@ -447,7 +477,7 @@ def _is_management(route: tuple[str, str]) -> bool:
     """The organisation's administration: the view asks `management` for this method (ORGANISATION_WIDE)."""
     from django.urls import resolve
 
-    path = ROUTES[route][0].split("?")[0].format(**{name: "x" for name in ("org", "named_key", "idx", "thread", "agent", "connector", "proposal", "response")}, anna_record="mem_x")
+    path = ROUTES[route][0].split("?")[0].format(**{name: "x" for name in ("org", "named_key", "idx", "thread", "agent", "connector", "proposal", "response", "webhook")}, anna_record="mem_x")
     view = resolve(path).func.view_class
     required = view.required_capabilities
     required = required.get(route[1], ()) if isinstance(required, dict) else required

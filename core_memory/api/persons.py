@@ -48,7 +48,8 @@ class PersonApi(CoreApi):
                         help_text=(
                             "How many of each kind went: `records` (of every type but episodes and lessons), `episodes`, "
                             "`lessons`, `proposals`, `threads`, `thread_placeholders`, `extraction_windows`, "
-                            "`maintenance_jobs`, `subject_tokens`, `console_actions` (the console's action log "
+                            "`maintenance_jobs`, `subject_tokens`, `webhook_events` (events about her, with their deliveries), "
+                            "`console_actions` (the console's action log "
                             "about her records and threads), `idempotent_answers` (stored answers about her) and "
                             "`audit_events_scrubbed` (audit events, other than erasures, that named her or her records, threads or turns)."
                         ),

@@ -61,6 +61,7 @@ RECEIPT_LABELS = {
     "extraction_windows": _("extraction windows"),
     "maintenance_jobs": _("maintenance jobs"),
     "subject_tokens": _("subject tokens"),
+    "webhook_events": _("webhook events about this person"),
     "idempotent_answers": _("stored API answers"),
     "console_actions": _("console action log entries"),
     "audit_events_scrubbed": _("audit events cleared of this person's details"),

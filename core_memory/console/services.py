@@ -10,7 +10,7 @@ from core_memory.organisations.models import Organisation
 
 # The console's models an administrator works with; what she sees of them is
 # limited to her organisation by the admin classes (core_memory.base.console.pages).
-CONSOLE_APP_LABELS = ("organisations", "keys", "stores", "memory", "extraction", "audit", "persons")
+CONSOLE_APP_LABELS = ("organisations", "keys", "stores", "memory", "extraction", "audit", "persons", "webhooks")
 
 
 @transaction.atomic(durable=True)

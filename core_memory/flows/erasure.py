@@ -18,6 +18,8 @@ from core_memory.pii.services import person_placeholders_erase
 from core_memory.threads.models import Item, Response, Thread
 from core_memory.threads.selectors import person_threads_counted
 from core_memory.threads.services import person_threads_erase
+from core_memory.webhooks.selectors import person_webhook_events_counted
+from core_memory.webhooks.services import person_webhook_events_erase, webhook_event_emit
 from extraction.selectors import person_windows_counted
 from extraction.services.windows import person_windows_erase
 from maintenance.selectors import person_jobs_counted, proposals_resting_only_on
@@ -48,6 +50,8 @@ def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dic
     # are in, so her records are read for erasing after any of them committed.
     windows = person_windows_erase(organisation_id=organisation_id, subject=subject)
     jobs = person_jobs_erase(organisation_id=organisation_id, subject=subject)
+    # After the work that could still tell of her (a window failing), before her records.
+    webhook_events = person_webhook_events_erase(organisation_id=organisation_id, subject=subject)
     # Before her records: which proposals rest only on them is read through them.
     proposals = person_proposals_erase(organisation_id=organisation_id, subject=subject)
     records = person_records_erase(organisation_id=organisation_id, subject=subject)
@@ -67,11 +71,16 @@ def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dic
         "extraction_windows": windows,
         "maintenance_jobs": jobs,
         "subject_tokens": tokens,
+        "webhook_events": webhook_events,
         "console_actions": console_actions,
         **kept_elsewhere,
     }
     erasure = person_erasure_audit(organisation_id=organisation_id, subject=subject, actor=actor, ids=audited_ids, receipt=receipt)
     return {"subject": subject, "erased": {**receipt, "audit_events_scrubbed": erasure.details["audit_events_scrubbed"]}}
+    # Told to the subscribers, who hold her data too: they must know whom to erase. The event is
+    # about no one Core still holds (no column names her) and its payload drops her name once
+    # every delivery of it has ended (core_memory.webhooks.delivery).
+    webhook_event_emit(organisation_id=organisation_id, kind="person.erased", data={"subject": subject})
 
 
 def person_erasure_preview(*, organisation_id: str, subject: str) -> dict:
@@ -89,6 +98,7 @@ def person_erasure_preview(*, organisation_id: str, subject: str) -> dict:
         "thread_placeholders": person_placeholders_counted(organisation_id=organisation_id, subject=subject),
         "extraction_windows": person_windows_counted(organisation_id=organisation_id, subject=subject),
         "maintenance_jobs": person_jobs_counted(organisation_id=organisation_id, subject=subject),
+        "webhook_events": person_webhook_events_counted(organisation_id=organisation_id, subject=subject),
         "rules": bool(person_rules(organisation_id=organisation_id, subjects=[subject])),
         "console_actions": _console_actions(record_ids=record_ids, thread_ids=thread_ids).count(),
         **{keeper.name: keeper.count(organisation_id=organisation_id, subject=subject) for keeper in person_data_keepers()},

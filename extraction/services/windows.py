@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from core_memory.base.errors import ApplicationError, Conflict, PermissionDenied
 from core_memory.base.work.claims import work_erased
-from core_memory.base.work.runner import End, WorkFailed, WorkRunner
+from core_memory.base.work.runner import FAILED, End, WorkFailed, WorkRunner
 from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.llm.metering import token_limit_reached
@@ -30,6 +30,7 @@ from core_memory.pii.placeholders import Placeholders, RedactionError
 from core_memory.pii.selectors import ReadMode, thread_read_mode
 from core_memory.pii.services import thread_texts_redact
 from core_memory.threads.models import Item, Response, Thread
+from core_memory.webhooks.services import webhook_event_emit
 from extraction.answer import EpisodeNote, LessonNote, RecordNote, extraction_answer_read
 from extraction.episodes import episode_structured
 from extraction.models import ExtractionRun, ExtractionSwitch, ExtractionWindow
@@ -392,6 +393,18 @@ class WindowRunner(WorkRunner):
         writer.episodes(answer.episodes)
         writer.lessons(answer.lessons)
         return {"written": writer.written, "confirmed": writer.confirmed, "replaced": writer.replaced}
+
+    def counted(self, unit: ExtractionWindow, end: End) -> None:
+        """Inside the end's transaction: a failed window is told to the organisation's webhook
+        subscribers (its ids and error code)."""
+        super().counted(unit, end)
+        if end.status == FAILED:
+            webhook_event_emit(
+                organisation_id=unit.organisation_id,
+                kind="extraction.window.failed",
+                subject=unit.thread.subject,
+                data={"window_id": unit.id, "index_id": unit.switch_id, "thread_id": unit.thread_id, "subject": unit.thread.subject, "error_code": end.code},
+            )
 
     def outcome(self, unit_id: str, unit: ExtractionWindow | None, end: End | None) -> WindowOutcome:
         index_id = unit.switch_id if unit is not None else None

@@ -36,6 +36,7 @@ from maintenance.selectors import (
     planned_job_payloads,
 )
 from maintenance.services.work import Asking, Prepared, chunks, job_queued, stamp
+from core_memory.webhooks.services import webhook_event_emit
 from memory.models import MemoryRecord
 
 KIND = MaintenanceJob.Kind.PROMOTION
@@ -59,6 +60,11 @@ def _proposal_make(*, organisation_id: str, index_id: str, records: list, reason
         created_at=now,
     )
     ProposalSource.objects.bulk_create([ProposalSource(record_id=record.id, proposal=proposal) for record in records])
+    webhook_event_emit(
+        organisation_id=organisation_id,
+        kind="proposal.created",
+        data={"proposal_id": proposal.id, "index_id": index_id, "type": proposal.type, "reason": reason, "record_ids": [record.id for record in records]},
+    )
     return proposal
 
 

@@ -26,6 +26,7 @@ from memory.services.rules import (
     due_check,
     embedding_schedule,
     is_unique_active_violation,
+    record_event_emit,
     text_check,
     text_normalise,
     write_right_check,
@@ -94,6 +95,10 @@ def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: st
         target=locked.id,
         details={"fields": [field for field in fields if field not in ("normalised_text", "contested")]},
     )
+    record_event_emit(
+        record=locked, kind="record.updated", change="updated",
+        fields=[field for field in fields if field not in ("normalised_text", "contested")],
+    )
     return locked
 
 
@@ -118,15 +123,15 @@ def records_delete_by_administrator(*, organisation_id: str, record_ids: Sequenc
     none. Returns how many were deleted (one already deleted, or not of the organisation, is not)."""
     records = MemoryRecord.objects.for_organisation(organisation_id)
     # In a fixed order, so that two deletions of overlapping records lock them the same way round.
-    return sum(_record_soft_delete_locked(records=records, record_id=record_id, actor=actor) for record_id in sorted(set(record_ids)))
+    return sum(record_soft_delete_locked(records=records, record_id=record_id, actor=actor) for record_id in sorted(set(record_ids)))
 
 
 @transaction.atomic(durable=True)
 def _record_soft_delete(*, records: QuerySet[MemoryRecord], record_id: str, actor: str) -> None:
-    _record_soft_delete_locked(records=records, record_id=record_id, actor=actor)
+    record_soft_delete_locked(records=records, record_id=record_id, actor=actor)
 
 
-def _record_soft_delete_locked(*, records: QuerySet[MemoryRecord], record_id: str, actor: str) -> bool:
+def record_soft_delete_locked(*, records: QuerySet[MemoryRecord], record_id: str, actor: str) -> bool:
     locked = records.select_for_update(of=("self",)).select_related("index").filter(pk=record_id).first()
     if locked is None or locked.status == MemoryRecord.Status.DELETED:
         return False
@@ -138,6 +143,7 @@ def _record_soft_delete_locked(*, records: QuerySet[MemoryRecord], record_id: st
     audit_event_record(
         organisation_id=locked.organisation_id, actor=actor, action="memory.deleted", target=locked.id, details={"index_id": locked.index_id}
     )
+    record_event_emit(record=locked, kind="record.deleted", change="deleted")
     return True
 
 

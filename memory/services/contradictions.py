@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memory.models import MemoryRecord
-from memory.services.rules import change_reason
+from memory.services.rules import change_reason, record_event_emit
 
 
 def contradictions_clear(*, record: MemoryRecord, actor: str) -> None:
@@ -62,4 +62,6 @@ def records_contradiction_mark_within(*, organisation_id: str, pairs: Sequence[t
                 record.contested = True
                 record._change_reason = change_reason(what="contested", actor=actor)
                 record.save(update_fields=["contested"])
+                partner = second if record is first else first
+                record_event_emit(record=record, kind="record.contested", change="contested", contradicts=partner.id)
     return marked

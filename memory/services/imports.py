@@ -18,6 +18,7 @@ from memory.services.rules import (
     is_unique_active_violation,
     record_active_twin,
     record_confirm,
+    record_event_emit,
     record_write_authorise,
     text_check,
     text_normalise,
@@ -84,6 +85,7 @@ def record_import_within(
             raise
         raise Conflict("A concurrent write made the same record; retry.", param="text") from error
     _imported_times_keep(record=record, values=values)
+    record_event_emit(record=record, kind="record.created", change="imported")
     if status == MemoryRecord.Status.ACTIVE:
         embedding_schedule(index=index, record_id=record.id)
     return RecordWriteResult(record=record, status="created")

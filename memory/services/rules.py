@@ -12,6 +12,7 @@ from audit.services import audit_event_record
 from core_memory.base.errors import ImproperlyScoped, InvalidRequest, PermissionDenied, Unprocessable
 from core_memory.base.storable import storable_check, time_is_storable
 from core_memory.keys.callers import Caller
+from core_memory.webhooks.services import webhook_event_emit
 from memory.embedding.storage import index_embeds
 from memory.models import MemoryRecord
 from memory.selectors import CORE_WRITTEN_TYPES, store_known_types
@@ -34,6 +35,20 @@ def text_normalise(text: str) -> str:
 
 def change_reason(*, what: str, actor: str) -> str:
     return f"{what} by {actor}"[:100]
+
+
+def record_event_emit(*, record: MemoryRecord, kind: str, change: str, **details) -> None:
+    """Inside the change's transaction: tells the organisation's webhook subscribers what
+    happened to the record, by ids and kinds, never by what it says."""
+    webhook_event_emit(
+        organisation_id=record.organisation_id,
+        kind=kind,
+        subject=record.subject,
+        data={
+            "record_id": record.id, "index_id": record.index_id, "subject": record.subject, "type": record.type,
+            "status": record.status, "change": change, **details,
+        },
+    )
 
 
 def embedding_schedule(*, index: KnowledgeIndex, record_id: str) -> None:
@@ -113,6 +128,7 @@ def record_confirm(*, record: MemoryRecord, actor: str, now: datetime) -> Memory
     record.changed_at = now
     record._change_reason = change_reason(what="confirmed", actor=actor)
     record.save(update_fields=["confirmations", "last_confirmed_at", "changed_at", "updated_at"])
+    record_event_emit(record=record, kind="record.updated", change="confirmed")
     return record
 
 

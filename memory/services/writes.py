@@ -25,6 +25,7 @@ from memory.services.rules import (
     is_unique_active_violation,
     record_active_twin,
     record_confirm,
+    record_event_emit,
     record_write_authorise,
     text_check,
     text_normalise,
@@ -45,6 +46,7 @@ def _end(*, record: MemoryRecord, replaced_by: MemoryRecord, actor: str) -> None
     contradictions_clear(record=record, actor=actor)
     record._change_reason = change_reason(what="ended", actor=actor)
     record.save(update_fields=["status", "replaced_by", "contested", "updated_at"])
+    record_event_emit(record=record, kind="record.updated", change="ended", replaced_by=replaced_by.id)
 
 
 def _replaced_lock(*, index: KnowledgeIndex, record_id: str, subject: str | None) -> MemoryRecord:
@@ -91,7 +93,7 @@ def record_write(
     owns a transaction of its own (an extraction window) calls `record_write_within`.
     """
     record_write_authorise(caller=caller, index=index, actor=actor)
-    return _record_write_authorised(index=index, subject=caller.subject, draft=draft, actor=actor, now=now, durable=True)
+    return record_write_authorised(index=index, subject=caller.subject, draft=draft, actor=actor, now=now, durable=True)
 
 
 def record_write_within(
@@ -110,10 +112,10 @@ def record_write_within(
     part in a savepoint).
     """
     record_write_authorise(caller=caller, index=index, actor=actor)
-    return _record_write_authorised(index=index, subject=caller.subject, draft=draft, actor=actor, now=now, durable=False)
+    return record_write_authorised(index=index, subject=caller.subject, draft=draft, actor=actor, now=now, durable=False)
 
 
-def _record_write_authorised(
+def record_write_authorised(
     *, index: KnowledgeIndex, subject: str | None, draft: RecordDraft, actor: str, now: datetime | None, durable: bool
 ) -> RecordWriteResult:
     """A key's write once its right to the index is checked: the type rules bind the API and the
@@ -239,5 +241,6 @@ def _record_insert(
         if replaced is not None:
             _end(record=replaced, replaced_by=winner, actor=actor)
         return winner, "confirmed"
+    record_event_emit(record=record, kind="record.created", change=status, replaces=replaced.id if replaced else None)
     embedding_schedule(index=record.index, record_id=record.id)
     return record, status

@@ -114,6 +114,7 @@ def test_lists_document_their_pagination_and_filters(document):
     assert paginated == {
         "/v1/memory", "/v1/memory/{record_id}/history", "/v1/indexes", "/v1/agents", "/v1/audit",
         "/v1/tenants/{organisation_id}/keys", "/v1/threads/{thread_id}/items", "/v1/memory/proposals",
+        "/v1/webhooks", "/v1/webhooks/{webhook_id}/deliveries",
     }
     for path in paginated:
         names = {parameter["name"] for parameter in document["paths"][path]["get"]["parameters"]}

@@ -19,6 +19,9 @@ from memory.models import MemoryRecord
 from memory.services.changes import record_delete_by_administrator, record_update_by_administrator
 from memory.services.contradictions import records_contradiction_mark_within
 from memory.services.writes import record_write
+from core_memory.webhooks.delivery import webhook_delivery_run
+from core_memory.webhooks.models import WebhookDelivery, WebhookSubscription
+from core_memory.webhooks.services import webhook_secret_new
 from tests.factories import client_for, make_key, resolved_for
 from tests.factories import with_draft
 
@@ -64,6 +67,10 @@ def build_world(tenant, fake_model) -> World:
         },
     )
     index = resolved_for(key, tenant.index)
+    # Told of every record written below; one delivery tried (refused: the address is loopback).
+    WebhookSubscription.objects.create(
+        organisation=tenant.organisation, url="http://127.0.0.1:9/hooks", events=["record.created"], secret=webhook_secret_new()
+    )
 
     def write(text, **fields):
         fields.setdefault("subject", "anna")
@@ -78,6 +85,7 @@ def build_world(tenant, fake_model) -> World:
     record_update_by_administrator(
         organisation_id=tenant.organisation.id, record_id=moved.id, actor="console:anna", changes={"confidence": 0.8, "metadata": {"wijk": "oost"}}
     )
+    webhook_delivery_run(delivery_id=WebhookDelivery.objects.for_organisation(tenant.organisation.id).order_by("id").first().id)
     write("Offerte sturen aan Acme", type="commitment")
     write("Antwoord altijd in het Nederlands", type="behaviour")
     write("Het kantoor sluit om zes uur", subject=None)

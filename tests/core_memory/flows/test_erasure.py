@@ -24,6 +24,8 @@ from core_memory.pii.models import ThreadPlaceholders
 from core_memory.pii.services import thread_texts_redact
 from core_memory.threads.models import Item, Response, Thread
 from core_memory.threads.services import thread_create
+from core_memory.webhooks.delivery import webhook_delivery_run
+from core_memory.webhooks.models import EVENT_KINDS, WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
 from extraction.models import ExtractionCursor, ExtractionRun, ExtractionWindow
 from extraction.services.planning import extraction_switch_plan
 from maintenance.models import ContradictionCheck, EpisodeUse, PromotionReview, Proposal
@@ -178,8 +180,13 @@ def everything_about_her(tenant, write, fake_model, settings):
     """Her in every place Core keeps a person: records of every kind with history, contested marks,
     a store lesson from her episodes, proposals resting on her alone and with a colleague, her
     rules and token, a thread with items, a turn's response, redaction values, an extraction
-    window, a maintenance job waiting."""
+    window, a maintenance job waiting, webhook events about her (one tried and failed, with its
+    log; the others waiting)."""
     settings.CORE_HELPER_MODEL = "fake-chat"
+    settings.CORE_WEBHOOKS_ALLOW_PRIVATE_NETWORKS = True
+    WebhookSubscription.objects.create(
+        organisation=tenant.organisation, url="http://127.0.0.1:9/hooks", events=list(EVENT_KINDS), secret="whsec_" + "A" * 44
+    )
     promotion_on(tenant.index)
     sections(tenant.index, lessons={"enabled": True, "min_episodes": 2})
     old = write("Woont in Delft", subject=ERASED)
@@ -213,6 +220,7 @@ def everything_about_her(tenant, write, fake_model, settings):
     Response.objects.create(organisation=tenant.organisation, thread=thread, key=tenant.key, subject=ERASED, model="fake-chat")
     extraction_switch_plan(index_id=tenant.index.id)
     thread_texts_redact(thread=thread, texts=["Mail me op anna@example.nl"])
+    webhook_delivery_run(delivery_id=WebhookDelivery.objects.filter(run__subject=ERASED).order_by("id").first().id)
     if embedding_storage_ready():
         # Her record's vector, set down directly (the index does not embed; what counts here is
         # that a row names her): the database removes it with the record.
@@ -231,6 +239,7 @@ def test_after_erasure_no_model_with_a_person_column_names_her(tenant, everythin
     assert [model._meta.label for model in models] == [
         "keys.SubjectToken", "maintenance.MaintenanceJob", "memory.HistoricalMemoryRecord", "memory.MemoryRecord",
         *(["memory.RecordEmbedding"] if embedding_storage_ready() else []), "persons.Person", "threads.Response", "threads.Thread",
+        "webhooks.WebhookEvent",
     ]
     assert {model._meta.label for model in models if _hers(model).exists()} == {model._meta.label for model in models}
     contested = MemoryRecord.objects.filter(subject=ERASED, contested=True).values_list("id", flat=True)
@@ -239,13 +248,16 @@ def test_after_erasure_no_model_with_a_person_column_names_her(tenant, everythin
     assert EpisodeUse.objects.filter(lesson=lesson).count() == 2
     hers_alone = Proposal.objects.get(reason="general_knowledge")
     shared = Proposal.objects.get(reason="several_persons")
+    her_events = WebhookEvent.objects.filter(subject=ERASED).count()
+    assert her_events > 0 and WebhookAttempt.objects.filter(delivery__run__subject=ERASED).exists()
 
     answer = person_erase(organisation=tenant.organisation, subject=ERASED, actor="test")
 
     assert answer["erased"] == receipt(
         records=7, episodes=2, lessons=1, proposals=1, threads=1, thread_placeholders=1, extraction_windows=1, maintenance_jobs=4,
-        subject_tokens=1, audit_events_scrubbed=1,
+        subject_tokens=1, audit_events_scrubbed=1, webhook_events=her_events,
     )
+    assert not WebhookAttempt.objects.filter(delivery__run__subject=ERASED).exists()
     assert {model._meta.label: _hers(model).count() for model in models} == {model._meta.label: 0 for model in models}
     assert not MemoryRecord.contradicts.through.objects.filter(from_memoryrecord_id__in=list(contested)).exists()
     assert not EpisodeUse.objects.exists() and not PromotionReview.objects.exists() and not ContradictionCheck.objects.exists()
@@ -385,6 +397,7 @@ KNOWN_TABLES = {
     "organisations_organisation", "persons_person",
     "pii_threadplaceholders", "stores_knowledgeindex", "stores_memorystore", "threads_item", "threads_response",
     "threads_thread", "threads_thread_agents",
+    "webhooks_webhookattempt", "webhooks_webhookdelivery", "webhooks_webhookevent", "webhooks_webhooksubscription",
 }
 
 
@@ -392,7 +405,14 @@ def _dump(table: str) -> list[str]:
     """Every row of `table` as text, the audit log's included: `person.erased` names her by a
     commitment (docs/decisions.md "Erasing a person")."""
     with connection.cursor() as cursor:
-        cursor.execute(f'SELECT t::text FROM "{table}" AS t')
+        if table == "webhooks_webhookevent":
+            # The event telling subscribers she was erased names her until each of its deliveries
+            # has ended (core_memory.webhooks.delivery); here none has been tried yet.
+            cursor.execute(
+                "SELECT (id, kind, CASE WHEN kind = 'person.erased' THEN NULL ELSE payload END, subject)::text FROM webhooks_webhookevent"
+            )
+        else:
+            cursor.execute(f'SELECT t::text FROM "{table}" AS t')
         return [row[0] for row in cursor.fetchall()]
 
 
