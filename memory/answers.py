@@ -1,10 +1,35 @@
-"""What a write answers: the same JSON for `POST /v1/memory` and the write tool
-, so it lives with the records, not with either interface."""
+"""What a write asks and answers: the body of `POST /v1/memory` (also an item of a batch) and
+the same JSON answer for the API and the write tool, so it lives with the records, not with
+any one interface."""
 from __future__ import annotations
 
+from rest_framework import serializers
 from rest_framework.fields import DateTimeField
 
-from memory.services.writes import RecordWriteResult
+from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
+from memory.services.writes import RecordDraft, RecordWriteResult
+
+# 201 when a record was created or corrected, 200 when one was confirmed.
+WRITE_STATUS_CODES = {"created": 201, "corrected": 201, "confirmed": 200}
+
+
+class RecordInputSerializer(StrictSerializer):
+    """One record to write: the body of `POST /v1/memory` without its index, and an item of a batch."""
+
+    type = serializers.CharField(max_length=40)
+    text = serializers.CharField(max_length=20_000)
+    metadata = serializers.DictField(required=False, default=dict)
+    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, default=1.0)
+    due_at = OffsetDateTimeField(required=False, allow_null=True, default=None)
+    replaces = serializers.RegexField(r"^mem_[0-9a-z]+$", required=False, allow_null=True, default=None)
+
+
+def record_draft(data: dict) -> RecordDraft:
+    """The draft a validated record input asks for."""
+    return RecordDraft(
+        type=data["type"], text=data["text"], metadata=data["metadata"], confidence=data["confidence"],
+        due_at=data["due_at"], replaces=data["replaces"],
+    )
 
 
 def record_write_answer(result: RecordWriteResult) -> dict:

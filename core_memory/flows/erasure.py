@@ -51,7 +51,7 @@ def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dic
     windows = person_windows_erase(organisation_id=organisation_id, subject=subject)
     jobs = person_jobs_erase(organisation_id=organisation_id, subject=subject)
     # After the work that could still tell of her (a window failing), before her records.
-    webhook_events = person_webhook_events_erase(organisation_id=organisation_id, subject=subject)
+    webhook_events = person_webhook_events_erase(organisation_id=organisation_id, subject=subject, record_ids=record_ids)
     # Before her records: which proposals rest only on them is read through them.
     proposals = person_proposals_erase(organisation_id=organisation_id, subject=subject)
     records = person_records_erase(organisation_id=organisation_id, subject=subject)
@@ -76,11 +76,11 @@ def person_erase(*, organisation: Organisation, subject: str, actor: str) -> dic
         **kept_elsewhere,
     }
     erasure = person_erasure_audit(organisation_id=organisation_id, subject=subject, actor=actor, ids=audited_ids, receipt=receipt)
-    return {"subject": subject, "erased": {**receipt, "audit_events_scrubbed": erasure.details["audit_events_scrubbed"]}}
     # Told to the subscribers, who hold her data too: they must know whom to erase. The event is
     # about no one Core still holds (no column names her) and its payload drops her name once
-    # every delivery of it has ended (core_memory.webhooks.delivery).
+    # every delivery of it has been sent (core_memory.webhooks.delivery).
     webhook_event_emit(organisation_id=organisation_id, kind="person.erased", data={"subject": subject})
+    return {"subject": subject, "erased": {**receipt, "audit_events_scrubbed": erasure.details["audit_events_scrubbed"]}}
 
 
 def person_erasure_preview(*, organisation_id: str, subject: str) -> dict:

@@ -13,18 +13,22 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import Q, TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from audit.services import audit_event_record
 from core_memory.base.errors import InvalidRequest
 from core_memory.base.work.claims import FAILED, QUEUED, RUNNING, work_erased
 from core_memory.webhooks.addresses import webhook_destination
-from core_memory.webhooks.delivery import deliveries_requeue
+from core_memory.webhooks.delivery import ERASED_MARK, deliveries_requeue
 from core_memory.webhooks.models import EVENT_KINDS, WebhookDelivery, WebhookEvent, WebhookSubscription
 from core_memory.webhooks.selectors import webhook_subscription_get
 from core_memory.webhooks.tasks import webhooks_delivery_task
 
 SECRET_BYTES = 32
+# Her record ids looked for in other events' payloads, so many at a time.
+ERASURE_CHUNK = 200
 CHANGEABLE = ("url", "events", "description", "status")
 
 
@@ -136,12 +140,34 @@ def webhook_event_emit(*, organisation_id: str, kind: str, data: dict, subject: 
     return event
 
 
-def person_webhook_events_erase(*, organisation_id: str, subject: str) -> int:
+def person_webhook_events_erase(*, organisation_id: str, subject: str, record_ids: Sequence[str] = ()) -> int:
     """Inside the erasure's transaction: every event about her, with its deliveries (waiting or
-    sent) and their log; answers how many events went. A delivery being sent holds its row, so
-    this waits for it."""
+    sent) and their log; answers how many events went. Another event that names one of her
+    records (a proposal resting on it, a shared record correcting it) keeps going, her record's
+    id blanked in it. A delivery being sent holds its row, so this waits for it."""
     events = WebhookEvent.objects.for_organisation(organisation_id).filter(subject=subject)
     in_flight = WebhookDelivery.objects.for_organisation(organisation_id).filter(run__in=events, status=RUNNING)
     list(in_flight.select_for_update().values_list("pk", flat=True))
     _, deleted = events.delete()
+    _record_ids_blank(organisation_id=organisation_id, record_ids=set(record_ids))
     return deleted.get(WebhookEvent._meta.label, 0)
+
+
+def _record_ids_blank(*, organisation_id: str, record_ids: set[str]) -> None:
+    ids = sorted(record_ids)
+    for start in range(0, len(ids), ERASURE_CHUNK):
+        naming = Q()
+        for record_id in ids[start:start + ERASURE_CHUNK]:
+            naming |= Q(text__contains=record_id)
+        events = WebhookEvent.objects.for_organisation(organisation_id).annotate(text=Cast("payload", TextField())).filter(naming)
+        for event in events.select_for_update(of=("self",)):
+            event.payload = _blanked(event.payload, record_ids)
+            event.save(update_fields=["payload"])
+
+
+def _blanked(value, record_ids: set[str]):
+    if isinstance(value, dict):
+        return {name: _blanked(inner, record_ids) for name, inner in value.items()}
+    if isinstance(value, list):
+        return [_blanked(inner, record_ids) for inner in value]
+    return ERASED_MARK if isinstance(value, str) and value in record_ids else value

@@ -52,7 +52,6 @@ def record_import_within(
         twin = record_active_twin(index=index, subject=values["subject"], type_name=type_name, normalised_text=normalised)
         if twin is not None:
             return RecordWriteResult(record=record_confirm(record=twin, actor=actor, now=now), status="confirmed")
-    provenance = values["provenance"]
     record = MemoryRecord(
         organisation_id=index.organisation_id,
         index=index,
@@ -69,7 +68,7 @@ def record_import_within(
         retrieval_count=values["retrieval_count"],
         source=source,
         trusted=values["trusted"],
-        **provenance_fields(provenance),
+        **provenance_fields(values["provenance"]),
         due_at=values["due_at"],
         done=values["done"],
         structured=values["structured"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from audit.models import AuditEvent
-from memory.apis import MAX_BATCH_RECORDS
+from memory.batches.apis import MAX_BATCH_RECORDS
 from memory.models import MemoryRecord
 
 

@@ -1,0 +1,1 @@
+"""Many records in one request: the routes (apis) over memory.services.batches."""
