@@ -28,6 +28,11 @@ BEAT_SCHEDULE = {
         "task": "webhooks.tasks.webhooks_dispatch_task",
         "schedule": crontab(),
     },
+    # Every 15 minutes: end the records whose `expires_at` passed more than the grace period ago.
+    "records-expired-end": {
+        "task": "maintenance.tasks.records_expired_end_task",
+        "schedule": crontab(minute="*/15"),
+    },
     "idempotency-purge": {
         "task": "core_memory.api.tasks.idempotency_purge_task",
         "schedule": crontab(minute=35),

@@ -372,6 +372,12 @@ CORE_MAINTENANCE_JOB_SECONDS = env.int("CORE_MAINTENANCE_JOB_SECONDS", default=3
 if CORE_MAINTENANCE_MINUTES < 1 or CORE_MAINTENANCE_JOB_SECONDS < 1:
     raise ImproperlyConfigured("CORE_MAINTENANCE_MINUTES and CORE_MAINTENANCE_JOB_SECONDS must be positive")
 
+# Expiry (README "Decay and expiry"): an expired record is hidden at once, and ended by
+# maintenance this many hours later (a correction of its `expires_at` can still save it meanwhile).
+CORE_EXPIRY_GRACE_HOURS = env.int("CORE_EXPIRY_GRACE_HOURS", default=24)
+if CORE_EXPIRY_GRACE_HOURS < 0:
+    raise ImproperlyConfigured("CORE_EXPIRY_GRACE_HOURS must be 0 or more")
+
 # Webhooks (README "Webhooks"): a subscription's address may point into loopback, private or
 # link-local networks only when the operator allows it; each attempt waits this long for an answer.
 CORE_WEBHOOKS_ALLOW_PRIVATE_NETWORKS = env.bool("CORE_WEBHOOKS_ALLOW_PRIVATE_NETWORKS", default=False)

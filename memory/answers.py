@@ -22,13 +22,17 @@ class RecordInputSerializer(StrictSerializer):
     confidence = serializers.FloatField(min_value=0.0, max_value=1.0, default=1.0)
     due_at = OffsetDateTimeField(required=False, allow_null=True, default=None)
     replaces = serializers.RegexField(r"^mem_[0-9a-z]+$", required=False, allow_null=True, default=None)
+    expires_at = OffsetDateTimeField(
+        required=False, allow_null=True, default=None,
+        help_text="When it stops being true (in the future); unset: after its type's lifetime in the store's `expiry` section, else never.",
+    )
 
 
 def record_draft(data: dict) -> RecordDraft:
     """The draft a validated record input asks for."""
     return RecordDraft(
         type=data["type"], text=data["text"], metadata=data["metadata"], confidence=data["confidence"],
-        due_at=data["due_at"], replaces=data["replaces"],
+        due_at=data["due_at"], replaces=data["replaces"], expires_at=data["expires_at"],
     )
 
 

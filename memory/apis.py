@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import BaseParser
@@ -20,6 +21,7 @@ from memory.models import MemoryRecord
 from memory.search import SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, SearchFilters
 from memory.selectors import change_reason_parts, record_get_available, record_history, record_list
 from memory.retrieval import records_search_retrieve
+from memory.search.as_of import record_as_of, record_search_as_of
 from memory.services.changes import record_delete, record_update
 from memory.services.writes import record_write
 from stores.selectors import index_get_available
@@ -56,6 +58,7 @@ class RecordFieldsSerializer(serializers.Serializer):
     provenance = ProvenanceSerializer(source="*")
     due_at = serializers.DateTimeField(allow_null=True)
     done = serializers.BooleanField()
+    expires_at = serializers.DateTimeField(allow_null=True, help_text="When it stops being true; null: never.")
     structured = serializers.JSONField(allow_null=True)
     replaces = serializers.CharField(source="replaces_id", allow_null=True)
     replaced_by = serializers.CharField(source="replaced_by_id", allow_null=True)
@@ -86,6 +89,21 @@ class WriteAnswerSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+class AsOfField(OffsetDateTimeField):
+    """A moment in the past to answer as of; one ahead is a 400."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("help_text", "Answer as memory stood at this moment (ISO 8601 with an offset, not in the future).")
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, value):
+        moment = super().to_internal_value(value)
+        if moment > timezone.now():
+            raise serializers.ValidationError("as_of must not lie in the future.")
+        return moment
+
+
 INDEX_NOT_FOUND = "No such index for this key (also: another organisation's, deleted, or not in the key's policy)."
 
 
@@ -109,6 +127,10 @@ class MemoryListCreateApi(CoreApi):
         contested = serializers.BooleanField(required=False, allow_null=True, default=None)
         status = serializers.ChoiceField(choices=[MemoryRecord.Status.ACTIVE, MemoryRecord.Status.ENDED], default="active")
         q = serializers.CharField(max_length=1000, required=False)
+        expired = serializers.BooleanField(
+            required=False, default=False, help_text="`true` lists expired records too (their `expires_at` passed); by default they are left out."
+        )
+        as_of = AsOfField()
 
     OutputSerializer = RecordOutputSerializer
 
@@ -119,8 +141,10 @@ class MemoryListCreateApi(CoreApi):
         The records of one index, newest first, that the request may see: with a person
         (`X-Core-Subject` or a subject token) hers and the shared ones, without one every record.
         `min_confidence` filters on the effective confidence (after decay). Filter on metadata with
-        `metadata.<key>=<value>` (repeatable, every pair must match). Needs the `memory` capability
-        and the policy's read right on the index.
+        `metadata.<key>=<value>` (repeatable, every pair must match). Expired records (their
+        `expires_at` passed) are left out unless `expired=true`. With `as_of` the records as they
+        stood then, from their history (also those ended or deleted since), with today's rights.
+        Needs the `memory` capability and the policy's read right on the index.
         """
         filters = self._filters(request.query_params)
         index = index_get_available(caller=self.caller, index_id=filters["index_id"], param="index_id", right="read")
@@ -185,15 +209,29 @@ class MemoryDetailApi(CoreApi):
         confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
         due_at = OffsetDateTimeField(required=False, allow_null=True)
         done = serializers.BooleanField(required=False)
+        expires_at = OffsetDateTimeField(required=False, allow_null=True, help_text="When it stops being true; null: never; a past time ends its truth now.")
 
     OutputSerializer = RecordOutputSerializer
 
+    class FilterSerializer(StrictSerializer):
+        json_types = False  # query parameters are text
+        as_of = AsOfField()
+
+    @extend_schema(parameters=[FilterSerializer])
     def get(self, request, record_id: str):
         """Read a record
 
         One record with its effective confidence (after decay under this key's half-lives). A
-        request with a person sees only hers and shared ones.
+        request with a person sees only hers and shared ones. With `as_of` the record as it stood
+        then, from its history (also one ended or deleted since; 404 when it did not exist then or
+        was deleted), with today's rights and its effective confidence then. An expired record is
+        shown when asked for by id, with its `expires_at`.
         """
+        options = self.FilterSerializer(data=request.query_params)
+        options.is_valid(raise_exception=True)
+        at = options.validated_data.get("as_of")
+        if at is not None:
+            return Response(self.OutputSerializer(record_as_of(caller=self.caller, record_id=record_id, at=at)).data)
         record = record_get_available(caller=self.caller, record_id=record_id, right="read")
         return Response(self.OutputSerializer(record).data)
 
@@ -286,6 +324,7 @@ class MemorySearchApi(CoreApi):
         after = OffsetDateTimeField(required=False, default=None)
         before = OffsetDateTimeField(required=False, default=None)
         limit = serializers.IntegerField(min_value=1, max_value=SEARCH_MAX_LIMIT, default=SEARCH_DEFAULT_LIMIT)
+        as_of = AsOfField(default=None)
 
     class OutputSerializer(RecordOutputSerializer):
         score = serializers.FloatField()
@@ -302,21 +341,22 @@ class MemorySearchApi(CoreApi):
         The records of an index most relevant to a natural-language `query`, best first, each with
         its `score` (0..1): a record that matches some of the query's words is a candidate. Scoped
         like the list (a person sees hers and the shared ones). Each hit's `retrieval_count` rises by
-        one. Needs only the read right.
+        one. Expired records are never found. With `as_of` the records as they stood then (from
+        their history, also those ended or deleted since), with today's rights, ranked by full text
+        and their effective confidence then; nothing is counted. Needs only the read right.
         """
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         caller = self.caller
         index = index_get_available(caller=caller, index_id=data["index_id"], param="index_id", right="read")
-        hits = records_search_retrieve(
-            caller=caller,
-            index=index,
-            query=data["query"],
-            filters=SearchFilters(
-                types=data["types"], after=data["after"], before=data["before"], limit=data["limit"], all_subjects=caller.subject is None
-            ),
+        filters = SearchFilters(
+            types=data["types"], after=data["after"], before=data["before"], limit=data["limit"], all_subjects=caller.subject is None
         )
+        if data["as_of"] is not None:
+            hits = record_search_as_of(caller=caller, index=index, query=data["query"], filters=filters, at=data["as_of"])
+        else:
+            hits = records_search_retrieve(caller=caller, index=index, query=data["query"], filters=filters)
         for record, score in hits:
             record.score = round(score, EFFECTIVE_CONFIDENCE_DIGITS)
         return Response({"data": self.OutputSerializer([record for record, _ in hits], many=True).data})

@@ -18,9 +18,9 @@ PERSON_EXPORT_RECORD_PARTS = ("records", "episodes", "lessons")
 # The fields every version of a record has too (history leaves the retrieval count out).
 _STORED_FIELDS = (
     "id", "index_id", "subject", "type", "text", "metadata", "confidence", "status", "contested", "confirmations",
-    "source", "trusted", "due_at", "done", "structured", "replaces_id", "replaced_by_id",
+    "source", "trusted", "due_at", "done", "expires_at", "structured", "replaces_id", "replaced_by_id",
 )
-_TIMES = ("last_confirmed_at", "due_at", "created_at", "updated_at")
+_TIMES = ("last_confirmed_at", "due_at", "expires_at", "created_at", "updated_at")
 
 
 def _time(value) -> str | None:

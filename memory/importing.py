@@ -59,6 +59,7 @@ class CoreLine(StrictSerializer):
     metadata = serializers.DictField(required=False, default=dict)
     confidence = serializers.FloatField(min_value=0.0, max_value=1.0, default=1.0)
     due_at = OffsetDateTimeField(required=False, allow_null=True, default=None)
+    expires_at = OffsetDateTimeField(required=False, allow_null=True, default=None)
     status = serializers.ChoiceField(choices=MemoryRecord.Status.choices, required=False, default="active")
     contested = serializers.BooleanField(required=False, default=False)
     contradicts = serializers.ListField(child=serializers.CharField(max_length=40), max_length=1000, required=False, default=list)
@@ -149,7 +150,7 @@ def _record_values(*, type: str, text: str, metadata: dict, created_at=None, upd
     return {
         "type": type, "text": text, "metadata": metadata, "confidence": 1.0, "status": MemoryRecord.Status.ACTIVE,
         "contested": False, "confirmations": 0, "last_confirmed_at": None, "source": MemoryRecord.Source.API,
-        "trusted": True, "due_at": None, "done": False, "structured": None, "retrieval_count": 0,
+        "trusted": True, "due_at": None, "done": False, "expires_at": None, "structured": None, "retrieval_count": 0,
         "provenance": {}, "created_at": created_at, "updated_at": updated_at or created_at, **kept,
     }
 

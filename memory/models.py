@@ -50,6 +50,12 @@ def history_user(request=None, **kwargs):
     return user if isinstance(user, AbstractBaseUser) else None
 
 
+def unexpired(now) -> Q:
+    """Records whose time has not run out at `now` (or that never expire): the only ones a read
+    shows or counts unless it asks for expired ones."""
+    return Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+
+
 class MemoryRecordQuerySet(TenantQuerySet):
     # Every read leaves the stored search vector in the database: only SQL matches and ranks
     # on it, and sending it along (two stemmings of the text) would double what a read moves.
@@ -130,6 +136,9 @@ class MemoryRecord(models.Model):
     item_ids = models.JSONField(_("items"), default=list, blank=True)
     response_id = models.CharField(_("response"), max_length=40, null=True, blank=True)
     due_at = models.DateTimeField(_("due at"), null=True, blank=True)
+    # When it stops being true ("until Friday"): from then on no read shows it unless asked for
+    # expired records, and maintenance ends it after a grace period. Null: it does not expire.
+    expires_at = models.DateTimeField(_("expires at"), null=True, blank=True)
     done = models.BooleanField(_("done"), default=False)
     structured = models.JSONField(_("structured"), null=True, blank=True)
     changed_at = models.DateTimeField(_("changed at"))
@@ -201,6 +210,8 @@ class MemoryRecord(models.Model):
                 fields=["organisation", "import_source"], name="memory_import_source", condition=Q(import_source__isnull=False)
             ),
             models.Index(fields=["replaces"], name="memory_replaces", condition=Q(replaces__isnull=False)),
+            # Maintenance ends the active records whose time ran out: few ever expire.
+            models.Index(fields=["expires_at"], name="memory_expiring", condition=Q(status="active", expires_at__isnull=False)),
             models.Index(fields=["replaced_by"], name="memory_replaced_by", condition=Q(replaced_by__isnull=False)),
             # Full text within a scope (btree_gin): a person's search reads the entries of her
             # own records only (GIN skips through the rest of a frequent word's postings), and
@@ -228,7 +239,7 @@ class MemoryRecord(models.Model):
         ]
         constraints = [
             # An episode tells of one session: two sessions told in the same words are two
-            # episodes, never a confirmation (memory.services.writes.record_write_within).
+            # episodes, never a confirmation (memory.services.record_write_within).
             models.UniqueConstraint(
                 fields=["index", "subject", "type", "normalised_text"],
                 condition=Q(status="active") & ~Q(type="episode"),

@@ -6,12 +6,14 @@ from datetime import datetime
 
 from django.db.models import Count, F, Max, Q, QuerySet
 from django.db.models.functions import TruncWeek
+from django.utils import timezone
 
 from core_memory.base.errors import NotFound
 from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from memory.filters import MemoryRecordFilter
-from memory.models import MemoryRecord
+from memory.models import MemoryRecord, search_vector_expression, unexpired
+from memory.search.as_of import versions_as_of
 from memory.search.decay import TIE_BREAKERS, effective_confidence_expression, key_half_lives, records_with_decay
 from memory.search.scope import records_in_scope
 from stores.models import KnowledgeIndex, MemoryStore
@@ -23,6 +25,19 @@ CORE_WRITTEN_TYPES = ("episode", "lesson")
 # Records of one happening (a session): each stands on its own and is never confirmed
 # by another in the same words (confirming is about what is true, not about what happened).
 EVENT_TYPES = ("episode",)
+
+
+def store_lifetime_days(*, index: KnowledgeIndex) -> dict[str, float]:
+    """Per type, how many days a record of the store stays true unless its write says when
+    (the store's `expiry` section); empty: nothing expires by default."""
+    if KnowledgeIndex.store.is_cached(index):
+        try:
+            section = index.store.expiry
+        except MemoryStore.DoesNotExist:
+            section = None
+    else:
+        section = MemoryStore.objects.for_organisation(index.organisation_id).filter(index_id=index.pk).values_list("expiry", flat=True).first()
+    return dict((section or {}).get("lifetime_days") or {})
 
 
 def store_known_types(*, index: KnowledgeIndex) -> list[str]:
@@ -52,8 +67,16 @@ def organisation_default_half_lives(*, organisation_id: str) -> dict[str, float]
 
 
 def record_list(*, caller: Caller, index: KnowledgeIndex, filters: dict, now: datetime | None = None) -> QuerySet[MemoryRecord]:
-    """The record list: `filters` holds the validated query parameters (memory.filters)."""
-    records = records_with_decay(records_in_scope(caller=caller, index=index, all_subjects=True), key=caller.key, now=now)
+    """The record list: `filters` holds the validated query parameters (memory.filters); with
+    `as_of` the records as they stood then (memory.search.as_of)."""
+    now = now or timezone.now()
+    if filters.get("as_of") is not None:
+        versions = versions_as_of(caller=caller, index=index, at=filters["as_of"], all_subjects=True)
+        records = versions.annotate(search_vector=search_vector_expression())
+    else:
+        records = records_with_decay(records_in_scope(caller=caller, index=index, all_subjects=True), key=caller.key, now=now)
+    if not filters.get("expired") and filters.get("as_of") is None:
+        records = records.filter(unexpired(now))
     return MemoryRecordFilter({**filters, "status": filters.get("status") or MemoryRecord.Status.ACTIVE}, queryset=records).qs
 
 
@@ -101,7 +124,7 @@ def records_counted(*, organisation_id: str | None) -> list[dict]:
     `organisation_id` None counts every organisation's (a console superuser's dashboard)."""
     records = MemoryRecord.objects.unscoped() if organisation_id is None else MemoryRecord.objects.for_organisation(organisation_id)
     return list(
-        records.filter(status=MemoryRecord.Status.ACTIVE, index__deleted_at__isnull=True)
+        records.filter(unexpired(timezone.now()), status=MemoryRecord.Status.ACTIVE, index__deleted_at__isnull=True)
         .values("index_id", "type")
         .annotate(index_name=F("index__name"), records=Count("id"), contested=Count("id", filter=Q(contested=True)))
         .order_by("index_name", "index_id", "type")
@@ -131,7 +154,9 @@ def person_record_figures(*, organisation_id: str, subjects: list[str]) -> dict[
         .filter(subject__in=subjects)
         .exclude(status=MemoryRecord.Status.DELETED)
         .values("subject", "type")
-        .annotate(active=Count("id", filter=Q(status=MemoryRecord.Status.ACTIVE)), last_changed_at=Max("updated_at"))
+        .annotate(
+            active=Count("id", filter=Q(unexpired(timezone.now()), status=MemoryRecord.Status.ACTIVE)), last_changed_at=Max("updated_at")
+        )
         .order_by("subject", "type")
     )
     for row in rows:
@@ -192,7 +217,7 @@ def person_records_in_sections(
     caller can tell there are more. One query per section."""
     mine = (
         MemoryRecord.objects.for_organisation(organisation_id)
-        .filter(subject=subject, status=MemoryRecord.Status.ACTIVE, index__deleted_at__isnull=True)
+        .filter(unexpired(now or timezone.now()), subject=subject, status=MemoryRecord.Status.ACTIVE, index__deleted_at__isnull=True)
         .select_related("index")
         .annotate(effective_confidence=effective_confidence_expression(half_life_days=half_life_days, now=now))
     )

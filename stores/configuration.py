@@ -10,6 +10,7 @@ import functools
 
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core_memory.base.validation import StrictSerializer, refuse_unstorable, serializer_defaults
@@ -83,21 +84,45 @@ class MaintenanceSectionSerializer(StrictSerializer):
     enabled = StrictBooleanField(default=True)
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "description": "Record type → days a record of it stays true after it is written, unless the write says `expires_at`.",
+        "additionalProperties": {"type": "number", "minimum": 0.001, "maximum": 36_500},
+    }
+)
+class LifetimesField(serializers.DictField):
+    """Type name → days."""
+
+
+class ExpirySectionSerializer(StrictSerializer):
+    lifetime_days = LifetimesField(child=serializers.FloatField(min_value=0.001, max_value=36_500), default=dict)
+
+    def validate_lifetime_days(self, value):
+        refuse_unstorable(value)
+        for type_name in value:
+            if not 1 <= len(type_name) <= 40:
+                raise serializers.ValidationError({type_name: [gettext("A type is 1 to 40 characters.")]})
+        return value
+
+
 SECTION_SERIALIZERS: dict[str, type[StrictSerializer]] = {
     "injection": InjectionSectionSerializer,
     "lessons": LessonsSectionSerializer,
     "promotion": PromotionSectionSerializer,
     "maintenance": MaintenanceSectionSerializer,
+    "expiry": ExpirySectionSerializer,
 }
 
 
 class StoreSectionsSerializer(StrictSerializer):
-    """Any of the four sections; each one sent is complete after validation."""
+    """Any of the sections; each one sent is complete after validation."""
 
     injection = InjectionSectionSerializer(required=False)
     lessons = LessonsSectionSerializer(required=False)
     promotion = PromotionSectionSerializer(required=False)
     maintenance = MaintenanceSectionSerializer(required=False)
+    expiry = ExpirySectionSerializer(required=False)
 
 
 def section_defaults(name: str) -> dict:

@@ -106,11 +106,16 @@ def default_maintenance() -> dict:
     return section_defaults("maintenance")
 
 
+def default_expiry() -> dict:
+    return section_defaults("expiry")
+
+
 SECTION_DEFAULTS = {
     "injection": default_injection,
     "lessons": default_lessons,
     "promotion": default_promotion,
     "maintenance": default_maintenance,
+    "expiry": default_expiry,
 }
 
 
@@ -126,6 +131,8 @@ class MemoryStore(models.Model):
     lessons = models.JSONField(_("lessons"), default=default_lessons)
     promotion = models.JSONField(_("promotion"), default=default_promotion)
     maintenance = models.JSONField(_("maintenance"), default=default_maintenance)
+    # Per type, how long a record stays true unless its write says (memory: `expires_at`).
+    expiry = models.JSONField(_("expiry"), default=default_expiry)
     # The store's record types when it has an extraction switch: the switch's `types`
     #, copied here by the switch's service so that memory, below extraction, reads
     # them. Null: no switch, the four default types.

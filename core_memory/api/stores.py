@@ -139,6 +139,7 @@ class StoreDetailApi(CoreApi):
         lessons = serializers.JSONField()
         promotion = serializers.JSONField()
         maintenance = serializers.JSONField()
+        expiry = serializers.JSONField()
         extraction = serializers.SerializerMethodField()
         updated_at = serializers.DateTimeField()
 
@@ -160,8 +161,9 @@ class StoreDetailApi(CoreApi):
         """Read a memory store
 
         The memory settings of an index, every section with all its values: `injection` (budget
-        share, rank, past sessions, commitments), `lessons`, `promotion`, `maintenance`. Needs the
-        read right.
+        share, rank, past sessions, commitments), `lessons`, `promotion`, `maintenance`, `expiry`
+        (`lifetime_days`: per type, how long a record stays true unless its write says
+        `expires_at`). Needs the read right.
         """
         index = index_get_available(caller=self.caller, index_id=index_id, right="read")
         return Response(self.OutputSerializer(store_get(index=index)).data)

@@ -28,6 +28,7 @@ SECTION_TITLES = {
     "lessons": _("Lessons"),
     "promotion": _("Promotion"),
     "maintenance": _("Maintenance"),
+    "expiry": _("Expiry"),
 }
 SETTING_TEXTS = {
     "token_budget": (
@@ -44,6 +45,10 @@ SETTING_TEXTS = {
     "enabled": (_("on"), ""),
     "min_episodes": (_("episodes needed"), _("How many unused episodes of a person that went the same way one lesson needs.")),
     "labels": (_("labels"), _("A JSON object of label name to value, put into the metadata of promoted records.")),
+    "lifetime_days": (
+        _("lifetime in days"),
+        _("A record of this type stops being true this many days after it is written, unless its write says when; empty: it does not expire."),
+    ),
 }
 SECTION_ENABLED_TEXTS = {
     "lessons": (_("store lessons"), _("Learn a working method or a pitfall from a person's episodes (maintenance).")),

@@ -2,12 +2,15 @@
 contested mark, and its versions as a table."""
 from __future__ import annotations
 
+from datetime import timedelta
+from urllib.parse import urlencode
+
 from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.template.defaultfilters import yesno
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils import formats
+from django.utils import formats, timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
@@ -23,6 +26,8 @@ from memory.services.rules import COMMITMENT
 
 EMPTY = "—"
 RECORD_PAGE_VERSIONS = 20
+# The moments the record page offers to show a record as it stood (any other by `?as_of=`).
+AS_OF_CHOICES = ((timedelta(days=1), _("a day ago")), (timedelta(days=7), _("a week ago")), (timedelta(days=30), _("a month ago")))
 # What each kind of version is called (memory.services.rules.change_reason's "what").
 CHANGE_KINDS = {
     "created": _("created"),
@@ -137,6 +142,27 @@ class RecordColumns:
     @admin.display(description=_("corrected by"))
     def corrections_links(self, record: MemoryRecord):
         return self.record_links(record.corrections.order_by("id").values_list("id", flat=True))
+
+    @admin.display(description=_("as it stood"))
+    def standing_at(self, record: MemoryRecord):
+        """The record as it stood at the moment the page was asked for (`?as_of=`), from its
+        history, with links to a few moments back."""
+        now = timezone.now()
+        links = format_html_join(
+            " · ", '<a href="?{}">{}</a>', [(urlencode({"as_of": (now - back).isoformat()}), label) for back, label in AS_OF_CHOICES]
+        )
+        at = getattr(record, "console_as_of", None)
+        if at is None:
+            return links
+        version = record_history(record=record).filter(history_date__lte=at).order_by("-history_date", "-history_id").first()
+        if version is None or version.history_type == "-":
+            stood = _("It did not exist then.")
+        else:
+            stood = format_html(
+                '<q>{}</q> — {}, {} {}, {} {}', version.text, version.get_status_display(), _("confidence"),
+                formats.number_format(version.confidence, 2), _("expires at"), moment(version.expires_at),
+            )
+        return format_html("{}<div><strong>{}</strong> {}</div>", links, moment(at), stood)
 
     @admin.display(description=_("versions"))
     def versions(self, record: MemoryRecord):

@@ -12,6 +12,8 @@ from django.http import HttpResponse, HttpResponseRedirect, QueryDict
 from django.template.defaultfilters import floatformat
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
@@ -104,6 +106,7 @@ class MemoryRecordAdmin(RecordColumns, SoftDeleteScopedAdmin):  # a delete is so
         "replaced_by_link",
         "corrections_links",
         "structured",
+        "standing_at",
         "versions",
         "changed_at",
         "created_at",
@@ -111,11 +114,11 @@ class MemoryRecordAdmin(RecordColumns, SoftDeleteScopedAdmin):  # a delete is so
     )
     fieldsets = (
         (None, {"fields": ("id", "index", "person", "type_name", "status", "source", "trusted")}),
-        (_("Content"), {"fields": ("text", "metadata", "confidence", "effective_confidence", "due_at", "done", "structured")}),
+        (_("Content"), {"fields": ("text", "metadata", "confidence", "effective_confidence", "due_at", "done", "expires_at", "structured")}),
         (_("Use"), {"fields": ("confirmations", "last_confirmed_at", "retrieval_count", "contested_badge")}),
         (_("Provenance"), {"fields": ("thread_link", "item_ids", "response_id")}),
         (_("Corrections"), {"fields": ("replaces_link", "replaced_by_link", "corrections_links")}),
-        (_("History"), {"fields": ("versions",)}),
+        (_("History"), {"fields": ("standing_at", "versions")}),
         (_("Dates"), {"fields": ("changed_at", "created_at", "updated_at")}),
     )
 
@@ -176,6 +179,17 @@ class MemoryRecordAdmin(RecordColumns, SoftDeleteScopedAdmin):  # a delete is so
                 details={"filters": changelist.get_filters_params(), "search": changelist.query, "page_number": changelist.page_num},
             )
         return response
+
+    def get_object(self, request, object_id, from_field=None):
+        """The record; with `?as_of=` (ISO 8601) its page also shows it as it stood then."""
+        record = super().get_object(request, object_id, from_field)
+        try:
+            at = parse_datetime(request.GET.get("as_of", "") or "")
+        except ValueError:  # the shape of a time, but none (a 13th month)
+            at = None
+        if at is not None and record is not None:
+            record.console_as_of = at if timezone.is_aware(at) else timezone.make_aware(at)
+        return record
 
     def get_search_results(self, request, queryset, search_term):
         """The API list's `q` over the stored Dutch+English vector, not icontains."""

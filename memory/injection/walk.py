@@ -302,7 +302,7 @@ def injection_block_build(*, caller: Caller, agent_version, topic: str, now: dat
 
 def _candidates_of(*, caller: Caller, index: KnowledgeIndex, settings: BlockSettings, now: datetime) -> QuerySet:
     """Her records (the caller's person), or the shared ones (a caller for nobody), under the block's filters."""
-    records = records_visible(caller=caller, index=index, shared=False).only(*LINE_FIELDS)
+    records = records_visible(caller=caller, index=index, shared=False, now=now).only(*LINE_FIELDS)
     records = records_with_decay(records, key=caller.key, now=now)
     if settings.metadata:
         records = records.filter(metadata__contains=settings.metadata)

@@ -73,8 +73,8 @@ def _search(
     key, subject, limit, all_subjects, shared = caller.key, caller.subject, filters.limit, filters.all_subjects, filters.shared
     scope = records_in_scope(caller=caller, index=index, all_subjects=all_subjects, shared=shared)
     narrowing = {"types": filters.types, "after": filters.after, "before": filters.before}
-    records = search_filtered(scope, **narrowing)
-    parts = search_parts(caller=caller, index=index, shared=shared, filters=narrowing) or [records]
+    records = search_filtered(scope, now=now, **narrowing)
+    parts = search_parts(caller=caller, index=index, shared=shared, filters=narrowing, now=now) or [records]
     embeds = index_embeds(index)
     if embeds:
         # The engine embeds the question on its own thread while the full-text candidates are read.

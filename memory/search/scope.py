@@ -7,11 +7,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from core_memory.base.errors import ImproperlyScoped
 from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
-from memory.models import MemoryRecord, RecordEmbedding
+from memory.models import MemoryRecord, RecordEmbedding, unexpired
 from stores.models import KnowledgeIndex
 
 SEARCH_DEFAULT_LIMIT = 10
@@ -58,29 +59,32 @@ def records_in_scope(
     return records.filter(subject__isnull=True)
 
 
-def records_visible(*, caller: Caller, index: KnowledgeIndex, shared: bool = True) -> QuerySet[MemoryRecord]:
-    """Active records the caller's person may see: hers and the shared ones (only hers with
-    `shared=False`; only shared when the caller is for nobody)."""
-    return records_in_scope(caller=caller, index=index, shared=shared).filter(status=MemoryRecord.Status.ACTIVE)
+def records_visible(*, caller: Caller, index: KnowledgeIndex, shared: bool = True, now: datetime | None = None) -> QuerySet[MemoryRecord]:
+    """Active records the caller's person may see at `now` (not expired): hers and the shared
+    ones (only hers with `shared=False`; only shared when the caller is for nobody)."""
+    records = records_in_scope(caller=caller, index=index, shared=shared)
+    return records.filter(unexpired(now or timezone.now()), status=MemoryRecord.Status.ACTIVE)
 
 
-def search_parts(*, caller: Caller, index: KnowledgeIndex, shared: bool, filters: dict) -> list[QuerySet[MemoryRecord]]:
+def search_parts(*, caller: Caller, index: KnowledgeIndex, shared: bool, filters: dict, now: datetime) -> list[QuerySet[MemoryRecord]]:
     """For a person with the shared records, the two parts a search takes its candidates from
     apart: hers and the shared ones, each read by its own indexes (memory.models). Otherwise
     none: the candidates come from the whole."""
     if caller.subject is None or not shared:
         return []
     return [
-        search_filtered(records_in_scope(caller=caller, index=index, shared=False), **filters),
-        search_filtered(records_in_scope(caller=replace(caller, subject=None), index=index), **filters),
+        search_filtered(records_in_scope(caller=caller, index=index, shared=False), now=now, **filters),
+        search_filtered(records_in_scope(caller=replace(caller, subject=None), index=index), now=now, **filters),
     ]
 
 
 def search_filtered(
-    records: QuerySet[MemoryRecord], *, types: list[str] | None, after: datetime | None, before: datetime | None
+    records: QuerySet[MemoryRecord], *, types: list[str] | None, after: datetime | None, before: datetime | None, now: datetime
 ) -> QuerySet[MemoryRecord]:
-    """The active records a search may find: of the asked types, made within the asked times."""
-    return narrowed(records.filter(status=MemoryRecord.Status.ACTIVE), types=types, after=after, before=before)
+    """The active records a search may find at `now` (not expired): of the asked types, made
+    within the asked times."""
+    active = records.filter(unexpired(now), status=MemoryRecord.Status.ACTIVE)
+    return narrowed(active, types=types, after=after, before=before)
 
 
 def narrowed(queryset: QuerySet, *, types: list[str] | None, after: datetime | None, before: datetime | None) -> QuerySet:

@@ -25,6 +25,7 @@ from memory.services.rules import (
     change_reason,
     due_check,
     embedding_schedule,
+    expiry_check,
     is_unique_active_violation,
     record_event_emit,
     text_check,
@@ -60,6 +61,7 @@ def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: st
         raise Conflict(gettext("Only an active record can change."), param=None)
     fields = [field for field in UPDATABLE_FIELDS if field in changes]
     due_check(type_name=locked.type, due_at=changes.get("due_at"), done=changes.get("done"))
+    expiry_check(expires_at=changes.get("expires_at"), now=None)
     if "metadata" in fields:
         metadata_check(changes["metadata"], param="metadata")
     if "text" in fields:
@@ -135,16 +137,24 @@ def record_soft_delete_locked(*, records: QuerySet[MemoryRecord], record_id: str
     locked = records.select_for_update(of=("self",)).select_related("index").filter(pk=record_id).first()
     if locked is None or locked.status == MemoryRecord.Status.DELETED:
         return False
-    locked.status = MemoryRecord.Status.DELETED
-    contradictions_clear(record=locked, actor=actor)
-    locked._change_reason = change_reason(what="deleted", actor=actor)
-    locked.save(update_fields=["status", "contested", "updated_at"])
-    record_vector_forget(index=locked.index, record_ids=[locked.id])
-    audit_event_record(
-        organisation_id=locked.organisation_id, actor=actor, action="memory.deleted", target=locked.id, details={"index_id": locked.index_id}
+    record_retire(
+        record=locked, status=MemoryRecord.Status.DELETED, actor=actor, what="deleted", action="memory.deleted", kind="record.deleted",
+        details={"index_id": locked.index_id},
     )
-    record_event_emit(record=locked, kind="record.deleted", change="deleted")
     return True
+
+
+def record_retire(*, record: MemoryRecord, status: str, actor: str, what: str, action: str, kind: str, details: dict) -> None:
+    """The locked record leaves every read (deleted, or ended when it expired): its new status in
+    a version saying `what`, its contradiction links gone, its vector gone, audited as `action`
+    and told to webhooks as `kind`."""
+    record.status = status
+    contradictions_clear(record=record, actor=actor)
+    record._change_reason = change_reason(what=what, actor=actor)
+    record.save(update_fields=["status", "contested", "updated_at"])
+    record_vector_forget(index=record.index, record_ids=[record.id])
+    audit_event_record(organisation_id=record.organisation_id, actor=actor, action=action, target=record.id, details=details)
+    record_event_emit(record=record, kind=kind, change=what)
 
 
 @transaction.atomic(durable=True)

@@ -69,7 +69,7 @@ def record_import_within(
         source=source,
         trusted=values["trusted"],
         **provenance_fields(values["provenance"]),
-        due_at=values["due_at"],
+        due_at=values["due_at"], expires_at=values["expires_at"],
         done=values["done"],
         structured=values["structured"],
         changed_at=values["updated_at"] or values["created_at"] or now,

@@ -4,7 +4,7 @@ record in the same words that a write confirms instead, and its vector made afte
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 
@@ -15,12 +15,12 @@ from core_memory.keys.callers import Caller
 from core_memory.webhooks.services import webhook_event_emit
 from memory.embedding.storage import index_embeds
 from memory.models import MemoryRecord
-from memory.selectors import CORE_WRITTEN_TYPES, store_known_types
+from memory.selectors import CORE_WRITTEN_TYPES, store_known_types, store_lifetime_days
 from memory.tasks import record_embed_task
 from stores.models import KnowledgeIndex
 
 UNIQUE_ACTIVE_TEXT = "memory_one_active_per_text"
-UPDATABLE_FIELDS = ("text", "metadata", "confidence", "due_at", "done")
+UPDATABLE_FIELDS = ("text", "metadata", "confidence", "due_at", "done", "expires_at")
 COMMITMENT = "commitment"
 # Folded at the end of a text when comparing: "Likes tea." confirms "likes tea".
 _FINAL_PUNCTUATION = ".,;:!?…。"
@@ -105,6 +105,26 @@ def due_check(*, type_name: str, due_at, done=None) -> None:
         raise InvalidRequest("done is only for commitments.", param="done")
 
 
+def expiry_check(*, expires_at: datetime | None, now: datetime | None) -> None:
+    """A write's `expires_at` lies ahead (`now`): a fact already over is not written. A change
+    (`now` None) may set any time, a past one ending its truth at once."""
+    if expires_at is None:
+        return
+    if not time_is_storable(expires_at):
+        raise InvalidRequest("expires_at must lie between the years 1 and 9999.", param="expires_at")
+    if now is not None and expires_at <= now:
+        raise InvalidRequest("expires_at must lie in the future.", param="expires_at")
+
+
+def record_expiry(*, index: KnowledgeIndex, type_name: str, expires_at: datetime | None, now: datetime) -> datetime | None:
+    """When a record written now stops being true: as the write says, else after its type's
+    lifetime in the store's `expiry` section, else never."""
+    if expires_at is not None:
+        return expires_at
+    days = store_lifetime_days(index=index).get(type_name)
+    return now + timedelta(days=days) if days else None
+
+
 def text_check(text: str) -> None:
     if not text or not text.strip():
         raise InvalidRequest("text may not be empty.", param="text")
@@ -122,12 +142,16 @@ def record_active_twin(
     return twins.first()
 
 
-def record_confirm(*, record: MemoryRecord, actor: str, now: datetime) -> MemoryRecord:
+def record_confirm(*, record: MemoryRecord, actor: str, now: datetime, expires_at: datetime | None = None) -> MemoryRecord:
+    """Said again: counted and its decay age restarted; `expires_at` moves its end later (or
+    gives it one), never earlier."""
     record.confirmations += 1
     record.last_confirmed_at = now
     record.changed_at = now
+    if expires_at is not None and (record.expires_at is None or record.expires_at < expires_at):
+        record.expires_at = expires_at
     record._change_reason = change_reason(what="confirmed", actor=actor)
-    record.save(update_fields=["confirmations", "last_confirmed_at", "changed_at", "updated_at"])
+    record.save(update_fields=["confirmations", "last_confirmed_at", "changed_at", "expires_at", "updated_at"])
     record_event_emit(record=record, kind="record.updated", change="confirmed")
     return record
 

@@ -22,10 +22,12 @@ from memory.services.rules import (
     change_reason,
     due_check,
     embedding_schedule,
+    expiry_check,
     is_unique_active_violation,
     record_active_twin,
     record_confirm,
     record_event_emit,
+    record_expiry,
     record_write_authorise,
     text_check,
     text_normalise,
@@ -81,6 +83,7 @@ class RecordDraft:
     provenance: dict | None = None
     trusted: bool = True
     structured: dict | None = None
+    expires_at: datetime | None = None
 
 
 def record_write(
@@ -149,6 +152,8 @@ def _record_write_checked(
     text_check(draft.text)
     metadata_check(draft.metadata or {}, param="metadata")
     now = now or timezone.now()
+    expiry_check(expires_at=draft.expires_at, now=now)
+    expires_at = record_expiry(index=index, type_name=draft.type, expires_at=draft.expires_at, now=now)
     normalised = text_normalise(draft.text)
 
     with transaction.atomic(durable=durable):
@@ -159,6 +164,7 @@ def _record_write_checked(
             record, status = twin, "confirmed"
         else:
             record = _record_new(index=index, subject=subject, draft=draft, normalised_text=normalised, replaced=replaced, now=now)
+            record.expires_at = expires_at
             status = "corrected" if replaced is not None else "created"
         if replaced is not None:
             # Ended before the insert, which may reuse its text; the foreign key to the
@@ -166,7 +172,9 @@ def _record_write_checked(
             _end(record=replaced, replaced_by=record, actor=actor)
             record_vector_forget(index=index, record_ids=[replaced.id])
         if twin is not None:
-            record_confirm(record=twin, actor=actor, now=now)
+            # A repeat renews an expiring record by its type's lifetime; only its own `expires_at` makes a lasting one expire.
+            renewed = draft.expires_at or (expires_at if twin.expires_at is not None else None)
+            record_confirm(record=twin, actor=actor, now=now, expires_at=renewed)
         else:
             record, status = _record_insert(record=record, status=status, replaced=replaced, actor=actor, now=now)
     return RecordWriteResult(record=record, status=status)

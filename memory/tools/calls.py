@@ -33,6 +33,7 @@ class WriteArguments(StrictSerializer):
     metadata = serializers.DictField(required=False)
     confidence = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
     due_at = OffsetDateTimeField(required=False, allow_null=True)
+    expires_at = OffsetDateTimeField(required=False, allow_null=True)
 
 
 class _Refusal(Exception):
@@ -102,6 +103,7 @@ def _write(*, caller: Caller, index: KnowledgeIndex, arguments: str, provenance:
                 metadata=values.get("metadata"),
                 confidence=values.get("confidence", 1.0),
                 due_at=values.get("due_at"),
+                expires_at=values.get("expires_at"),
                 source=MemoryRecord.Source.TOOL,
                 provenance=provenance,
                 trusted=trusted,

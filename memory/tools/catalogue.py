@@ -86,6 +86,11 @@ def _write_parameters(*, allowed_types: list[str]) -> dict:
                 "format": "date-time",
                 "description": "For a commitment: when it is due (ISO 8601 with an offset).",
             },
+            "expires_at": {
+                "type": "string",
+                "format": "date-time",
+                "description": "When it stops being true, for something temporary ('until Friday', ISO 8601 with an offset); leave out otherwise.",
+            },
         },
         "required": ["type", "text"],
         "additionalProperties": False,
@@ -104,7 +109,7 @@ def _write_description(*, index: KnowledgeIndex, allowed_types: list[str], today
     return (
         f"Remember something learnt in this conversation in memory index {index.id} ({data_json(index.name)}), "
         "for the person this conversation is for (shared when it names nobody). "
-        f"Allowed types: {', '.join(allowed_types)}. Today is {today}; give due_at as ISO 8601 with an offset."
+        f"Allowed types: {', '.join(allowed_types)}. Today is {today}; give due_at and expires_at as ISO 8601 with an offset."
     )
 
 

@@ -19,7 +19,7 @@ def write_description(index, *, today: str) -> str:
     return (
         f'Remember something learnt in this conversation in memory index {index.id} ("{index.name}"), '
         "for the person this conversation is for (shared when it names nobody). "
-        f"Allowed types: fact, preference, commitment, behaviour. Today is {today}; give due_at as ISO 8601 with an offset."
+        f"Allowed types: fact, preference, commitment, behaviour. Today is {today}; give due_at and expires_at as ISO 8601 with an offset."
     )
 
 
@@ -39,7 +39,7 @@ def test_tools_list_names_both_tools_of_every_index_the_policy_names(tenant, oth
     assert by_name[search_name(named)]["offered"] is True
     assert by_name[write_name(named)]["offered"] is False  # the policy does not allow writing
     assert by_name[search_name(named)]["parameters"]["required"] == ["query"]
-    assert set(by_name[write_name(named)]["parameters"]["properties"]) == {"type", "text", "metadata", "confidence", "due_at"}
+    assert set(by_name[write_name(named)]["parameters"]["properties"]) == {"type", "text", "metadata", "confidence", "due_at", "expires_at"}
     assert all(set(tool) == {"name", "description", "parameters", "offered"} for tool in listed)
 
 
