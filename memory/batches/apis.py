@@ -21,6 +21,9 @@ INDEX_NOT_FOUND = "No such index for this key (also: another organisation's, del
 
 
 MAX_BATCH_RECORDS = 1000
+# What an item of a batch is answered with: a single write's status, or its error.
+BATCH_WRITE_STATUSES = ("created", "confirmed", "corrected", "error")
+BATCH_DELETE_STATUSES = ("deleted", "error")
 
 
 class BatchItemErrorSerializer(serializers.Serializer):
@@ -32,7 +35,7 @@ class BatchItemErrorSerializer(serializers.Serializer):
 class BatchWriteResultSerializer(serializers.Serializer):
     """An item's answer: the write answer with its status code, or its error."""
 
-    status = serializers.ChoiceField(choices=["created", "confirmed", "corrected", "error"])
+    status = serializers.ChoiceField(choices=BATCH_WRITE_STATUSES)
     status_code = serializers.IntegerField(help_text="What `POST /v1/memory` would have answered for this item alone.")
     memory_id = serializers.CharField(required=False)
     type = serializers.CharField(required=False)
@@ -126,7 +129,7 @@ class MemoryBatchDeleteApi(CoreApi):
 
     class ResultSerializer(serializers.Serializer):
         id = serializers.CharField()
-        status = serializers.ChoiceField(choices=["deleted", "error"])
+        status = serializers.ChoiceField(choices=BATCH_DELETE_STATUSES)
         status_code = serializers.IntegerField(help_text="What `DELETE /v1/memory/{id}` would have answered for this id alone.")
         error = BatchItemErrorSerializer(required=False)
 

@@ -31,6 +31,7 @@ from schemathesis.generation.meta import negated_parameters
 
 from core_memory.base.storable import unstorable_value
 from core_memory.keys.callers import Caller
+from core_memory.webhooks.models import WebhookSubscription
 from tests.fake_model import FakeChatModel
 from tests.fuzz import figures
 from tests.fuzz.figures import SENT, STATUSES
@@ -99,6 +100,9 @@ def fuzz_organisation(model_id: str) -> tuple[str, dict]:
     thread = client.post("/v1/threads", {}, format="json").json()
     agent = client.post("/v1/agents", {"name": "desk", "model": model_id}, format="json").json()
     switch = client.put(f"/v1/memory/stores/{index.id}/extraction", {"enabled": True, "model": model_id}, format="json").json()
+    webhook = WebhookSubscription.objects.create(
+        organisation=organisation, url="https://hooks.example/core", events=["record.created"], secret="whsec_" + "A" * 44
+    )
     return secret, {
         "organisation_id": organisation.id,
         "index_id": index.id,
@@ -107,6 +111,7 @@ def fuzz_organisation(model_id: str) -> tuple[str, dict]:
         "agent_id": agent["id"],
         "key_id": other_key.id,
         "connector_id": switch["connector_id"],
+        "webhook_id": webhook.id,
         "subject": "anna",
     }
 
@@ -186,9 +191,16 @@ CONDITIONAL_RULES = {
     "POST /v1/tenants/{organisation_id}/keys": "memory.decay.half_life_days keys are type names; injection.index_id when enabled",
     "PATCH /v1/tenants/{organisation_id}/keys/{key_id}": "memory.decay.half_life_days keys are type names; injection.index_id when enabled",
     "PATCH /v1/memory/{record_id}": "due_at and done only for a commitment (the record's type)",
+    "POST /v1/memory": "due_at only for a commitment; expires_at lies in the future",
+    "GET /v1/memory": "as_of does not lie in the future",
+    "GET /v1/memory/{record_id}": "as_of does not lie in the future",
+    "POST /v1/memory/search": "as_of does not lie in the future",
+    # An address is resolved and must be public (unless the operator allows private networks).
+    "POST /v1/webhooks": "url must resolve to a public address that is not Core itself",
+    "PATCH /v1/webhooks/{webhook_id}": "url must resolve to a public address that is not Core itself",
     "PUT /v1/memory/stores/{index_id}/extraction": "model is required when enabled is true; lessons need episodes",
     # OpenAPI 3.0 has no `propertyNames`: a label's name (1 to 100 characters) is said in words only.
-    "PATCH /v1/memory/stores/{index_id}": "promotion.labels names are 1 to 100 characters",
+    "PATCH /v1/memory/stores/{index_id}": "promotion.labels names are 1 to 100 characters; expiry.lifetime_days keys 1 to 40",
     "POST /v1/responses": "model is required unless agent names one",
     "POST /v1/memory/import": "the JSON Lines body is required (the document marks a raw body optional)",
     # OpenAI's message and input item shapes are read by the wire layer, not stated item by item.

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db
 RECORD_FIELDS = {
     "id", "index_id", "subject", "type", "text", "metadata", "confidence", "effective_confidence", "contested",
     "status", "confirmations", "last_confirmed_at", "retrieval_count", "source", "trusted", "provenance", "due_at",
-    "done", "structured", "replaces", "replaced_by", "created_at", "updated_at",
+    "done", "expires_at", "structured", "replaces", "replaced_by", "created_at", "updated_at",
 }
 
 

@@ -38,7 +38,8 @@ def test_get_answers_the_whole_store_with_every_default(tenant):
 
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"index_id", "injection", "lessons", "promotion", "maintenance", "extraction", "updated_at"}
+    assert set(body) == {"index_id", "injection", "lessons", "promotion", "maintenance", "expiry", "extraction", "updated_at"}
+    assert body["expiry"] == {"lifetime_days": {}}
     assert body["index_id"] == tenant.index.id
     assert body["injection"] == {
         "token_budget": None,

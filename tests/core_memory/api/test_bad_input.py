@@ -11,6 +11,7 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.agents.models import Agent
+from core_memory.webhooks.models import WebhookSubscription
 from core_memory.threads.models import Item, Response, Thread
 from memory.models import MemoryRecord
 from stores.models import KnowledgeIndex
@@ -190,6 +191,8 @@ LIST_ROUTES = [
     "/v1/models",
     "/v1/embedding-models",
     "/v1/rerank-models",
+    "/v1/webhooks",
+    "/v1/webhooks/{webhook}/deliveries",
 ]
 # Lists whose position is a place in the list, not an id: any position that is not one is refused.
 POSITIONAL_LISTS = (
@@ -208,7 +211,7 @@ def test_every_list_with_a_cursor_is_in_the_forged_cursor_test():
         for operation in operations.values()
         if any(parameter.get("name") == "cursor" for parameter in operation.get("parameters", []))
     }
-    tried = {route.split("?")[0].replace("{record}", "{record_id}").replace("{thread}", "{thread_id}").replace("{org}", "{organisation_id}") for route in LIST_ROUTES}
+    tried = {route.split("?")[0].replace("{record}", "{record_id}").replace("{thread}", "{thread_id}").replace("{org}", "{organisation_id}").replace("{webhook}", "{webhook_id}") for route in LIST_ROUTES}
 
     assert "/v1/memory/proposals" in with_cursor
     assert with_cursor - tried == set()
@@ -220,7 +223,8 @@ def test_a_forged_cursor_position_is_a_400_on_cursor_on_every_list(tenant, write
     """R-12.3, R-2.4: a position holding NUL, or a number a column cannot hold, was a 500."""
     record = write("Iets")
     thread = Thread.objects.create(organisation=tenant.organisation, key=tenant.key)
-    url = route.format(org=tenant.organisation.id, idx=tenant.index.id, record=record.id, thread=thread.id)
+    webhook = WebhookSubscription.objects.create(organisation=tenant.organisation, url="https://hooks.example/x", events=["record.created"], secret="whsec_x")
+    url = route.format(org=tenant.organisation.id, idx=tenant.index.id, record=record.id, thread=thread.id, webhook=webhook.id)
     separator = "&" if "?" in url else "?"
 
     response = tenant.client().get(f"{url}{separator}cursor={_cursor(position)}")
@@ -252,7 +256,8 @@ def test_an_empty_limit_is_a_400_on_limit_on_every_list(tenant, write, route):
     (found by the fuzzing step); an empty value is checked like any other, as for times."""
     record = write("Iets")
     thread = Thread.objects.create(organisation=tenant.organisation, key=tenant.key)
-    url = route.format(org=tenant.organisation.id, idx=tenant.index.id, record=record.id, thread=thread.id)
+    webhook = WebhookSubscription.objects.create(organisation=tenant.organisation, url="https://hooks.example/x", events=["record.created"], secret="whsec_x")
+    url = route.format(org=tenant.organisation.id, idx=tenant.index.id, record=record.id, thread=thread.id, webhook=webhook.id)
     separator = "&" if "?" in url else "?"
 
     assert error_of(tenant.client().get(f"{url}{separator}limit=")) == (400, "limit")

@@ -113,7 +113,7 @@ def test_erasing_her_shows_what_will_go_then_erases_through_the_flow_and_gives_a
 
     assert confirmation.context["preview"] == {
         "subject": "anna", "records_per_type": {"fact": 3, "preference": 1}, "proposals": 0, "threads": 0, "subject_tokens": 1,
-        "thread_placeholders": 0, "extraction_windows": 0, "maintenance_jobs": 0, "rules": True, "console_actions": 0,
+        "thread_placeholders": 0, "extraction_windows": 0, "maintenance_jobs": 0, "webhook_events": 0, "rules": True, "console_actions": 0,
         "idempotent_answers": 0, "audit_events_scrubbed": 0,
     }
     shown = confirmation.content.decode()

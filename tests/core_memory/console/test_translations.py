@@ -161,7 +161,7 @@ def test_the_dutch_catalogue_is_complete_and_compiled():
             assert catalogue.gettext(key) == entry["msgstr"], entry["msgid"]
 
 
-OUR_APPS = ("organisations", "keys", "persons", "threads", "stores", "memory", "extraction", "audit", "console")
+OUR_APPS = ("organisations", "keys", "persons", "threads", "stores", "memory", "extraction", "audit", "console", "webhooks")
 SAME_IN_BOTH = {"id", "index"}  # Dutch too
 
 
