@@ -111,5 +111,5 @@ def test_the_console_record_page_shows_the_record_as_it_stood(tenant, console):
     before = console.get(page, {"as_of": (NOW - timedelta(days=20)).isoformat()}).content.decode()
 
     assert "<q>Anna lives in Delft</q> — actief" in then  # the console speaks Dutch by default
-    assert "It did not exist then." in before
+    assert "Het bestond toen nog niet." in before
     assert console.get(page, {"as_of": "2026-13-45T00:00"}).status_code == 200
