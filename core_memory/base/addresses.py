@@ -16,8 +16,14 @@ FORWARDED_FOR = "HTTP_X_FORWARDED_FOR"
 
 
 def _address(value: str):
+    """An address as a proxy writes it: bare, bracketed IPv6 (`[2001:db8::1]:443`) or IPv4 with a port."""
+    value = value.strip()
+    if value.startswith("["):
+        value = value[1:].split("]")[0]
+    elif value.count(":") == 1:
+        value = value.split(":")[0]
     try:
-        return ipaddress.ip_address(value.strip().removeprefix("[").split("]")[0])
+        return ipaddress.ip_address(value)
     except ValueError:
         return None
 

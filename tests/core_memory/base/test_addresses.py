@@ -25,7 +25,8 @@ def trusted(settings):
         pytest.param(BALANCER, "10.0.0.8", "10.0.0.8", id="only-trusted-hops"),
         pytest.param(BALANCER, "not-an-address", BALANCER, id="a-written-header-ends-the-walk"),
         pytest.param(BALANCER, "", BALANCER, id="a-balancer-that-sends-no-header"),
-        pytest.param(BALANCER, "[2001:db9::5]", "2001:db9::5", id="a-bracketed-ipv6-client"),
+        pytest.param(BALANCER, "[2001:db9::5]:443", "2001:db9::5", id="a-bracketed-ipv6-client-with-its-port"),
+        pytest.param(BALANCER, "203.0.113.9:50412", "203.0.113.9", id="an-ipv4-client-with-its-port"),
     ],
 )
 def test_the_client_is_the_nearest_address_no_trusted_proxy_wrote(peer, forwarded, client):
