@@ -287,6 +287,38 @@ if CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE < 0:
     raise ImproperlyConfigured("CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE must be 0 or more")
 CORE_RATE_LIMIT_URL = env.str("CORE_RATE_LIMIT_URL", default="") or REDIS_URL
 CORE_RATE_LIMIT_PREFIX = env.str("CORE_RATE_LIMIT_PREFIX", default="core:rate")
+
+# --- Read replicas (core_memory.base.replicas, docs/decisions.md "Replicas") ------------------
+# PostgreSQL streaming replicas that searches, memory blocks and list pages read from, each
+# used once it has replayed the writes of the person and key reading (remembered in Redis).
+_replica_urls = [url.strip() for url in env.str("DATABASE_REPLICA_URLS", default="").split(",") if url.strip()]
+CORE_REPLICA_DATABASES: list[str] = []
+for _number, _url in enumerate(_replica_urls, start=1):
+    _replica = env.db_url_config(_url)
+    if not _replica.get("NAME"):
+        raise ImproperlyConfigured(f"DATABASE_REPLICA_URLS: replica {_number} names no database")
+    _replica["HOST"] = unquote(_replica.get("HOST", ""))
+    _replica["CONN_MAX_AGE"] = DATABASES["default"]["CONN_MAX_AGE"]
+    _replica["CONN_HEALTH_CHECKS"] = True
+    # A replica that went away is given up on in a second, and the read runs on the primary.
+    _replica["OPTIONS"] = {**_replica.get("OPTIONS", {}), "options": _options["options"], "connect_timeout": 1}
+    # Tests create no database of their own there: a replica stands for the primary's.
+    _replica["TEST"] = {"MIRROR": "default"}
+    DATABASES[f"replica_{_number}"] = _replica
+    CORE_REPLICA_DATABASES.append(f"replica_{_number}")
+# A replica further behind the primary than this is skipped until it catches up.
+CORE_REPLICA_MAX_LAG_SECONDS = env.float("DATABASE_REPLICA_MAX_LAG_SECONDS", default=2.0)
+# How often each process asks each replica how far it has replayed (and whether it is up).
+CORE_REPLICA_CHECK_SECONDS = env.float("DATABASE_REPLICA_CHECK_SECONDS", default=1.0)
+CORE_REPLICA_POSITIONS_URL = env.str("DATABASE_REPLICA_POSITIONS_URL", default="") or REDIS_URL
+CORE_REPLICA_POSITION_PREFIX = "core:written"
+if CORE_REPLICA_DATABASES:
+    if not CORE_REPLICA_POSITIONS_URL:
+        # Without a store every process shares, one process could not know another's writes.
+        raise ImproperlyConfigured("DATABASE_REPLICA_URLS needs REDIS_URL (or DATABASE_REPLICA_POSITIONS_URL): read-your-writes remembers each write's position there")
+    DATABASE_ROUTERS = ["core_memory.base.replicas.ReplicaRouter"]
+    # Inside the answer to a database outage (a 503), around everything that may write.
+    MIDDLEWARE.insert(MIDDLEWARE.index("core_memory.api.middleware.ServiceUnavailableMiddleware") + 1, "core_memory.base.replicas.ReplicaWritesMiddleware")
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or REDIS_URL or "filesystem://"
 CELERY_BROKER_TRANSPORT_OPTIONS = {}
 if CELERY_BROKER_URL == "filesystem://":

@@ -3,11 +3,13 @@
 A search (the API's route and the search tool) and a turn's memory block read their records
 here, and only here does their `retrieval_count` rise (memory.services.retrievals.records_retrieved): no
 reader counts for itself, and the readers below (`record_search`, `injection_block_build`)
-stay reads, which the speed bench calls without changing a count."""
+stay reads, which the speed bench calls without changing a count. The reads run on a replica
+where one is configured and has replayed the caller's writes (core_memory.base.replicas)."""
 from __future__ import annotations
 
 from datetime import datetime
 
+from core_memory.base.replicas import replica_read
 from core_memory.keys.callers import Caller
 from memory.injection.walk import InjectionResult, injection_block_build
 from memory.models import MemoryRecord
@@ -26,7 +28,7 @@ def records_search_retrieve(
 ) -> list[tuple[MemoryRecord, float]]:
     """`record_search`'s hits for the caller's person, best first with their scores, each counted
     as retrieved once."""
-    hits = record_search(caller=caller, index=index, query=query, filters=filters, now=now)
+    hits = replica_read(caller.reader, lambda: record_search(caller=caller, index=index, query=query, filters=filters, now=now))
     records_retrieved(caller=caller, records=[record for record, _score in hits])
     return hits
 
@@ -34,6 +36,11 @@ def records_search_retrieve(
 def injection_block_retrieve(*, caller: Caller, agent_version, topic: str, now: datetime) -> InjectionResult:
     """A turn's memory block for the caller's person (`injection_block_build`), its records
     counted as retrieved."""
-    block = injection_block_build(caller=caller, agent_version=agent_version, topic=topic, now=now)
+    # The turn wrote its thread and its input just before: the block reads records, not those.
+    block = replica_read(
+        caller.reader,
+        lambda: injection_block_build(caller=caller, agent_version=agent_version, topic=topic, now=now),
+        after_own_writes=True,
+    )
     records_retrieved(caller=caller, records=block.records)
     return block

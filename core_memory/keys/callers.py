@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core_memory.base.replicas import Reader
 from core_memory.keys.models import ApiKey
 
 
@@ -36,6 +37,11 @@ class Caller:
     @property
     def organisation_id(self) -> str:
         return self.key.organisation_id if self.key is not None else self.console_organisation_id
+
+    @property
+    def reader(self) -> Reader:
+        """Whose writes this caller's reads must see, on a replica (core_memory.base.replicas)."""
+        return Reader(organisation_id=self.organisation_id, person=self.subject, key_id=self.key.id if self.key is not None else None)
 
     @property
     def capabilities(self) -> frozenset[str]:

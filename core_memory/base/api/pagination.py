@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework import serializers
 
 from core_memory.base.errors import InvalidRequest
+from core_memory.base.replicas import replica_read
 from core_memory.base.storable import UNSTORABLE_CHARACTERS
 from core_memory.base.validation import StrictSerializer
 
@@ -107,12 +108,17 @@ class IdCursorPagination(CursorPagination):
 
 
 def paginated_response(*, queryset, request, view, serializer_class, pagination_class=IdCursorPagination, shown=None) -> Response:
-    """One page of `queryset`; `shown(page)` gives what the caller may see of it (the same objects, or copies)."""
+    """One page of `queryset`; `shown(page)` gives what the caller may see of it (the same objects, or copies).
+    Read on a replica where one is configured and has seen the caller's writes."""
     paginator = pagination_class()
-    page = paginator.paginate_queryset(queryset, request, view=view)
-    if shown is not None:
-        page = shown(page)
-    return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+    def page_read() -> list:
+        page = paginator.paginate_queryset(queryset, request, view=view)
+        if shown is not None:
+            page = shown(page)
+        return serializer_class(page, many=True).data
+
+    return paginator.get_paginated_response(replica_read(view.reader, page_read))
 
 
 def sequence_paginated_response(*, items: list, request) -> Response:

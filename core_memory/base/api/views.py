@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from core_memory.base.api import idempotency
 from core_memory.base.api.parsers import CoreJSONParser
 from core_memory.base.api.throttling import rate_limit_headers
+from core_memory.base.replicas import Reader, reader_set
 from core_memory.base.errors import InvalidRequest, PermissionDenied
 from core_memory.base.storable import UNSTORABLE_CHARACTERS, unstorable_value
 
@@ -73,7 +74,17 @@ class CoreApi(APIView):
 
     def request_caller(self, *, body_user=None, body_param: str = "user") -> Any:
         """Who asks, for the request's person as `request_subject` reads her, the body's `user` too."""
-        return self.principal.acting_for(self.request_subject(body_user=body_user, body_param=body_param))
+        subject = self.request_subject(body_user=body_user, body_param=body_param)
+        reader_set(self._reader(subject))
+        return self.principal.acting_for(subject)
+
+    @property
+    def reader(self) -> Reader:
+        """Whose writes the request's reads must see (core_memory.base.replicas)."""
+        return self._reader(self.request_subject())
+
+    def _reader(self, subject: str | None) -> Reader:
+        return Reader(organisation_id=self.organisation.id, person=subject, key_id=self.key.id)
 
     def request_subject(self, *, body_user=None, body_param: str = "user") -> str | None:
         """The request's person: token, else X-Core-Subject, else the body's `user`."""
@@ -130,7 +141,7 @@ class CoreApi(APIView):
         self._refuse_unknown_query_parameters(request)
         # Who the request is for is checked on every route, not only those that ask for the person: the person header is
         # checked, and a subject token may not name another.
-        self.request_subject()
+        reader_set(self._reader(self.request_subject()))
         idempotency_key = request.META.get(idempotency.HEADER)
         if idempotency_key is None or request.method not in idempotency.MUTATING_METHODS:
             return
