@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import re
 
-from django.db.models import Count, F, Max, QuerySet
+from django.db.models import Count, F, Max, Prefetch, QuerySet
 
 from core_memory.base.errors import NotFound
 from core_memory.keys.callers import Caller
@@ -32,7 +32,9 @@ def threads_readable(*, caller: Caller) -> QuerySet[Thread]:
 def thread_get_available(*, caller: Caller, thread_id: str, param: str | None = None) -> Thread:
     """A thread the caller may read or continue (`threads_readable`); any other is the same 404
     as a missing one."""
-    thread = threads_readable(caller=caller).filter(id=thread_id).prefetch_related("agents").first() if isinstance(thread_id, str) else None
+    # The agents read within the organisation too (docs/scaling.md: every statement names it).
+    agents = Prefetch("agents", queryset=Thread._meta.get_field("agents").related_model.objects.filter(organisation_id=caller.organisation_id))
+    thread = threads_readable(caller=caller).filter(id=thread_id).prefetch_related(agents).first() if isinstance(thread_id, str) else None
     if thread is None:
         raise NotFound("No such thread.", param=param)
     return thread

@@ -51,17 +51,18 @@ def request_fingerprint(*, method: str, path: str, body: bytes, person: str | No
 
 
 def idempotency_claim(
-    *, key_id: str, idempotency_key: str, method: str, path: str, body: bytes, person: str | None = None, organisation_id: str = ""
+    *, key_id: str, idempotency_key: str, method: str, path: str, body: bytes, person: str | None = None, organisation_id: str
 ) -> tuple[IdempotentRequest, bool]:
     """Returns (row, is_replay). A row that is not a replay is this request's until
     `idempotency_complete` or `idempotency_release`."""
     if len(idempotency_key) > 255 or not idempotency_key.strip() or UNSTORABLE_CHARACTERS.search(idempotency_key):
         raise ApplicationError("Idempotency-Key must be 1 to 255 characters, none of them NUL.", param="Idempotency-Key")
     fingerprint = request_fingerprint(method=method, path=path, body=body, person=person)
-    IdempotentRequest.objects.for_key(key_id).filter(idempotency_key=idempotency_key, created_at__lt=timezone.now() - RETENTION).delete()
+    answers = IdempotentRequest.objects.for_key(key_id, organisation_id=organisation_id)
+    answers.filter(idempotency_key=idempotency_key, created_at__lt=timezone.now() - RETENTION).delete()
     if not _lock(key_id=key_id, idempotency_key=idempotency_key):
         # Another request with this key is running now, or has just answered.
-        row = IdempotentRequest.objects.for_key(key_id).filter(idempotency_key=idempotency_key).first()
+        row = answers.filter(idempotency_key=idempotency_key).first()
         _refuse_or_replay(row, fingerprint)
         return row, True
     try:
@@ -79,10 +80,10 @@ def idempotency_claim(
                 )
             return row, False
         except IntegrityError:
-            row = IdempotentRequest.objects.for_key(key_id).get(idempotency_key=idempotency_key)
+            row = answers.get(idempotency_key=idempotency_key)
         if row.state != IdempotentRequest.State.COMPLETED and row.request_hash == fingerprint:
             # Claimed by a request that died without answering (we hold the lock it held): ours now.
-            IdempotentRequest.objects.for_key(key_id).filter(pk=row.pk).update(created_at=timezone.now())
+            answers.filter(pk=row.pk).update(created_at=timezone.now())
             return row, False
     except BaseException:
         _unlock(key_id=key_id, idempotency_key=idempotency_key)
@@ -131,14 +132,18 @@ def idempotency_complete(*, row: IdempotentRequest, status_code: int, body, pers
         row.status_code = status_code
         row.response_body = body
         row.persons = sorted({*persons, *persons_named(body)})
-        row.save(update_fields=["state", "status_code", "response_body", "persons"])
+        _row_of(row).update(state=row.state, status_code=row.status_code, response_body=row.response_body, persons=row.persons)
     finally:
         _unlock(key_id=row.key_id, idempotency_key=row.idempotency_key)
 
 
+def _row_of(row: IdempotentRequest):
+    return IdempotentRequest.objects.for_key(row.key_id, organisation_id=row.organisation_id).filter(pk=row.pk)
+
+
 def idempotency_release(*, row: IdempotentRequest) -> None:
     try:
-        row.delete()
+        _row_of(row).delete()
     finally:
         _unlock(key_id=row.key_id, idempotency_key=row.idempotency_key)
 

@@ -3,10 +3,11 @@ from django.db import models
 
 
 class IdempotentRequestQuerySet(models.QuerySet):
-    """A key's remembered answers; another key's are never replayed."""
+    """A key's remembered answers; another key's are never replayed. Named by organisation too:
+    every statement names its organisation (docs/scaling.md)."""
 
-    def for_key(self, key_id: str):
-        return self.filter(key_id=key_id)
+    def for_key(self, key_id: str, *, organisation_id: str):
+        return self.filter(organisation_id=organisation_id, key_id=key_id)
 
     def unscoped(self):
         return self.all()

@@ -287,7 +287,10 @@ def _turn_close(*, turn: _Turn) -> None:
     response.error = turn.error
     response.model_calls = turn.model_calls
     response.completed_at = timezone.now()
-    response.save(update_fields=["status", "usage", "trace", "memory_detail", "error", "model_calls", "completed_at"])
+    # Named by organisation as well as by id: every statement names its organisation (docs/scaling.md).
+    Response.objects.for_organisation(response.organisation_id).filter(pk=response.pk).update(
+        **{name: getattr(response, name) for name in ("status", "usage", "trace", "memory_detail", "error", "model_calls", "completed_at")}
+    )
 
 
 def _turn_prepare(*, plan: TurnPlan, turn: _Turn, now: datetime) -> None:

@@ -70,6 +70,7 @@ def running_elsewhere(tenant, idempotency_key: str, body: bytes):
     """A first request with `idempotency_key` still running in another process: its claim, and
     the lock it holds on its own connection while it runs."""
     IdempotentRequest.objects.create(
+        organisation_id=tenant.organisation.id,
         key_id=tenant.key.id,
         idempotency_key=idempotency_key,
         method="POST",
@@ -110,6 +111,7 @@ def test_a_retry_of_a_request_that_died_with_its_claim_runs_once(tenant):
     left its claim behind unanswered; the retry with the same key was a 409 for a day. Its lock
     went with its connection, so the retry takes the claim over, runs, and is replayed after."""
     IdempotentRequest.objects.create(
+        organisation_id=tenant.organisation.id,
         key_id=tenant.key.id,
         idempotency_key="died",
         method="POST",
