@@ -91,7 +91,9 @@ def database_url_for(name: str) -> str:
 class Server:
     """The Procfile's `web` process (gunicorn, as `make run` starts it) on a database of our choice."""
 
-    def __init__(self, *, database: str, environment: dict[str, str] | None = None, log: Path | None = None):
+    def __init__(self, *, database: str, environment: dict[str, str] | None = None, log: Path | None = None, root: Path = ROOT):
+        """`root`: the checkout whose code the server runs (another worktree, to compare in one run)."""
+        self.root = root
         self.port = free_port()
         self.log_path = log or ROOT / "var" / "bench" / "gunicorn.log"
         self.environment = {
@@ -108,11 +110,11 @@ class Server:
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> Server:
-        command = dict(procfile_entries(ROOT / "Procfile"))["web"]
+        command = dict(procfile_entries(self.root / "Procfile"))["web"]
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log = self.log_path.open("w")
         self.process = subprocess.Popen(
-            ["/bin/sh", "-c", f"exec {command}"], cwd=ROOT, env=self.environment, stdout=self.log, stderr=subprocess.STDOUT,
+            ["/bin/sh", "-c", f"exec {command}"], cwd=self.root, env=self.environment, stdout=self.log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         deadline = time.monotonic() + 60
