@@ -30,7 +30,7 @@ DISTRIBUTED = {
     "maintenance_maintenancejob", "maintenance_maintenancerun", "maintenance_maintenancestate", "maintenance_promotionreview",
     "maintenance_proposal", "memory_historicalmemoryrecord", "memory_memoryrecord", "memory_recordembedding",
     "memory_sharedsetversion", "persons_person", "pii_threadplaceholders", "stores_knowledgeindex", "threads_response",
-    "threads_thread",
+    "threads_thread", "webhooks_webhookattempt", "webhooks_webhookdelivery", "webhooks_webhookevent", "webhooks_webhooksubscription",
 }
 # Distributed too, but without the column today: docs/scaling.md adds it. Until then a statement
 # names the organisation through the key of the row that holds it.
