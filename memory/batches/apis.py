@@ -80,11 +80,15 @@ class MemoryBatchApi(CoreApi):
             help_text=f"1 to {MAX_BATCH_RECORDS} records, each the body of `POST /v1/memory` without `index_id`.",
         )
 
+    # The body as the document shows it, each record in full; the input reads each record apart, to answer it alone.
+    class RequestSerializer(InputSerializer):
+        records = serializers.ListField(
+            child=RecordInputSerializer(), min_length=1, max_length=MAX_BATCH_RECORDS,
+            help_text=f"1 to {MAX_BATCH_RECORDS} records, each the body of `POST /v1/memory` without `index_id`.",
+        )
+
     @extend_schema(
-        request=inline_serializer("MemoryBatchRequest", {
-            "index_id": serializers.CharField(),
-            "records": RecordInputSerializer(many=True, help_text=f"1 to {MAX_BATCH_RECORDS} records."),
-        }),
+        request=RequestSerializer,
         responses={
             200: inline_serializer("MemoryBatchAnswer", {"results": BatchWriteResultSerializer(many=True)}),
             **error_responses(404, e404=INDEX_NOT_FOUND),
