@@ -90,7 +90,9 @@ def _search(
     pools, text_score = text
     similarity = Value(None, output_field=FloatField())
     if embeds:
-        vectors = vectors_in_scope(key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared, **narrowing)
+        vectors = vectors_in_scope(
+            key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared, now=now, **narrowing
+        )
         vector_pools, similarity = vector_candidates(
             vectors, query=query, subject=subject, shared=shared, depth=depth, exhaustive=exhaustive
         )

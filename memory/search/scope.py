@@ -108,10 +108,17 @@ def vectors_in_scope(
     types: list[str] | None,
     after: datetime | None,
     before: datetime | None,
+    now: datetime | None = None,
 ) -> QuerySet[RecordEmbedding]:
-    """The vectors of the records `records_in_scope` gives (active only: only active records
-    have one), with the same filters; scoped by organisation, index and person in SQL."""
+    """The vectors of the records a search may find at `now` (active only: only active records
+    have one; not expired), with the same filters; scoped by organisation, index and person in SQL."""
     vectors = RecordEmbedding.objects.for_organisation(key.organisation_id).filter(index_id=index.pk)
+    # An expired record keeps its vector until maintenance ends it (the grace period): those few,
+    # found by the index of expiring records, take no candidate's place.
+    expired = MemoryRecord.objects.for_organisation(key.organisation_id).filter(
+        index_id=index.pk, status=MemoryRecord.Status.ACTIVE, expires_at__lte=now or timezone.now()
+    )
+    vectors = vectors.exclude(record_id__in=expired.values("pk"))
     if subject is not None:
         vectors = vectors.filter(Q(subject=subject) | Q(subject__isnull=True)) if shared else vectors.filter(subject=subject)
     elif not all_subjects:

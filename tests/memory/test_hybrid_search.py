@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from core_memory.keys.callers import Caller
 from memory.models import MemoryRecord, RecordEmbedding
+from memory.search import SEARCH_DEPTH
 from memory.services.writes import RecordDraft, record_write
 from tests.factories import make_index, make_key, resolved_for
 
@@ -203,3 +204,21 @@ def test_the_shared_records_vectors_have_an_hnsw_graph_of_their_own(vectors):
     # Built with a wider neighbour search: 0.70 of the nearest 50 at 1M records at pgvector's 64.
     assert "ef_construction='256'" in definition
     assert definition.endswith("WHERE (subject IS NULL)")
+
+
+def test_expired_records_take_no_place_among_the_vector_candidates(tenant, embedding_index, vectors):
+    """Issue 31: an expired record is never searched. Until maintenance ends it (the grace period)
+    it keeps its vector; those nearer the question than a live record must not fill the
+    candidates by meaning and push the live one out of the answer."""
+    caller = Caller(key=tenant.key, subject="anna")
+    expired = [
+        record_write(caller=caller, index=embedding_index, actor="test", draft=RecordDraft(type="fact", text=f"Her cats are called Minnie and Moos ({number}).")).record
+        for number in range(SEARCH_DEPTH)
+    ]
+    live = record_write(caller=caller, index=embedding_index, actor="test", draft=RecordDraft(type="fact", text="Anna heeft een hond.")).record
+    vectors(*expired, live)
+    MemoryRecord.objects.unscoped().filter(pk__in=[record.pk for record in expired]).update(expires_at=timezone.now() - timedelta(minutes=1))
+
+    hits = _search(tenant.client(subject="anna"), embedding_index, query="What are the names of her pets?", limit=5)
+
+    assert [hit["id"] for hit in hits] == [live.id]
