@@ -47,7 +47,7 @@ def capture() -> None:
     import locomo
     import product
     from core_memory.flows.onboarding import organisation_create
-    from memory import selectors
+    from memory.search import pipeline
     from product_set import ASKED_AT, product_set
     from tests.factories import client_for
 
@@ -55,7 +55,7 @@ def capture() -> None:
     conversations = locomo.locomo_load()
     records, questions = product_set()
     captured: list[dict] = []
-    real_rank = selectors.candidates_rank
+    real_rank = pipeline.candidates_rank
 
     def keep(candidates, **arguments):
         captured.append({"candidates": list(candidates), **arguments})
@@ -76,7 +76,7 @@ def capture() -> None:
             cursor.execute("ANALYZE")
         print("embedded; asking", flush=True)
         questions_out = []
-        with mock.patch.object(selectors, "candidates_rank", keep):
+        with mock.patch.object(pipeline, "candidates_rank", keep):
             for number, conversation in enumerate(conversations):
                 client = client_for(secret, subject=conversation["person"])
                 turn_of = {record_id: turn_id for turn_id, record_id in turn_records[conversation["person"]].items()}

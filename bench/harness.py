@@ -17,7 +17,9 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -33,6 +35,19 @@ from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from core_memory.llm import openai  # noqa: E402
+
+
+def clock_at(moment: datetime):
+    """Django's clock stopped at `moment` for what runs inside it (a write at its turn's time)."""
+    return mock.patch("django.utils.timezone.now", return_value=moment)
+
+
+def api_post(client, path: str, body: dict, *, expect: tuple[int, ...]) -> dict:
+    """POST `body` as JSON and answer the response's JSON; any other status than `expect` stops the bench."""
+    response = client.post(path, body, format="json")
+    if response.status_code not in expect:
+        raise RuntimeError(f"{path} answered {response.status_code}: {response.content[:300]!r}")
+    return response.json()
 
 
 @contextmanager

@@ -45,7 +45,7 @@ from io import StringIO
 from pathlib import Path
 from unittest import mock
 
-from harness import ROOT, results_markers, results_write, scratch_database  # sets Django up; the project's imports come after it
+from harness import ROOT, api_post, clock_at, results_markers, results_write, scratch_database  # sets Django up; the project's imports come after it
 
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
@@ -54,7 +54,8 @@ from django.db import connection  # noqa: E402
 from core_memory.flows.onboarding import organisation_create  # noqa: E402
 from core_memory.llm.embeddings import embedding_model_id  # noqa: E402
 from fusion_fit import hand_rank  # noqa: E402
-from memory import selectors  # noqa: E402
+from memory.search import pipeline  # noqa: E402
+from product import product_run, product_table  # noqa: E402
 from stores.models import KnowledgeIndex  # noqa: E402
 from tests.factories import client_for  # noqa: E402
 
@@ -107,17 +108,6 @@ def locomo_load(path: Path = LOCOMO) -> list[dict]:
     return conversations
 
 
-def _at(moment: datetime):
-    return mock.patch("django.utils.timezone.now", return_value=moment)
-
-
-def _post(client, path: str, body: dict, *, expect: tuple[int, ...]) -> dict:
-    response = client.post(path, body, format="json")
-    if response.status_code not in expect:
-        raise RuntimeError(f"{path} answered {response.status_code}: {response.content[:300]!r}")
-    return response.json()
-
-
 def load(*, conversations: list[dict], secret: str, index_ids: dict[str, str]) -> dict[str, dict[str, dict[str, str]]]:
     """Every turn written to every index at its own time; answers index → person → turn id → record id."""
     mapping: dict[str, dict[str, dict[str, str]]] = {name: {} for name in index_ids}
@@ -126,8 +116,8 @@ def load(*, conversations: list[dict], secret: str, index_ids: dict[str, str]) -
         for name, index_id in index_ids.items():
             turns = mapping[name].setdefault(conversation["person"], {})
             for turn in conversation["turns"]:
-                with _at(turn["at"]):
-                    answer = _post(client, "/v1/memory", {"index_id": index_id, "type": "fact", "text": turn["text"]}, expect=(200, 201))
+                with clock_at(turn["at"]):
+                    answer = api_post(client, "/v1/memory", {"index_id": index_id, "type": "fact", "text": turn["text"]}, expect=(200, 201))
                 turns[turn["id"]] = answer["memory_id"]  # a turn said twice confirms the first record (R-5.4)
     return mapping
 
@@ -140,9 +130,9 @@ def ask(*, conversations: list[dict], secret: str, index_id: str, records: dict[
         sessions = {turn["id"]: turn["session"] for turn in conversation["turns"]}
         asked_at = max(turn["at"] for turn in conversation["turns"]) + timedelta(days=1)
         for question in conversation["questions"]:
-            with _at(asked_at):
+            with clock_at(asked_at):
                 started = time.perf_counter()
-                hits = _post(client, "/v1/memory/search", {"index_id": index_id, "query": question["question"], "limit": 20}, expect=(200,))["data"]
+                hits = api_post(client, "/v1/memory/search", {"index_id": index_id, "query": question["question"], "limit": 20}, expect=(200,))["data"]
                 latencies.append((time.perf_counter() - started) * 1000)
             found = [turn_of[hit["id"]] for hit in hits]
             first = next((position for position, turn_id in enumerate(found) if turn_id in question["evidence"]), None)
@@ -227,7 +217,7 @@ def report(
 
 def _ranked_by(fusion: str):
     """The ranking as shipped ("after"), or as it was with the hand-set weights ("before")."""
-    return mock.patch.object(selectors, "candidates_rank", hand_rank) if fusion == "before" else contextlib.nullcontext()
+    return mock.patch.object(pipeline, "candidates_rank", hand_rank) if fusion == "before" else contextlib.nullcontext()
 
 
 def main() -> None:
@@ -245,7 +235,7 @@ def main() -> None:
         # Written with embeddings off (nothing is enqueued), then embedded by the backfill.
         settings.CORE_EMBEDDINGS = "off"
         index_ids = {
-            mode: _post(owner, "/v1/indexes", {"name": mode, "embeddings": mode == "hybrid"}, expect=(201,))["id"]
+            mode: api_post(owner, "/v1/indexes", {"name": mode, "embeddings": mode == "hybrid"}, expect=(201,))["id"]
             for mode in ("full text", "hybrid")
         }
         started = time.monotonic()
@@ -269,7 +259,6 @@ def main() -> None:
             conversations=conversations, secret=secret, index_id=index_ids["hybrid"], records=records["hybrid"]
         )
         count = sum(len(set(turns.values())) for turns in records["hybrid"].values())
-    from product import product_run, product_table  # it reads this module's helpers
 
     product_results, product_latencies = product_run(fusions={fusion: lambda fusion=fusion: _ranked_by(fusion) for fusion in ("before", "after")})
     section = report(

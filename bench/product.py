@@ -18,14 +18,13 @@ import time
 from collections.abc import Callable
 from io import StringIO
 
-from harness import scratch_database  # sets Django up; the project's imports come after it
+from harness import api_post, clock_at, scratch_database  # sets Django up; the project's imports come after it
 
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from core_memory.flows.onboarding import organisation_create  # noqa: E402
-from locomo import _at, _post  # noqa: E402
 from product_set import ASKED_AT, Question, Record, product_set  # noqa: E402
 from tests.factories import client_for  # noqa: E402
 
@@ -39,8 +38,8 @@ def product_load(*, records: list[Record], secret: str, index_ids: dict[str, str
     for record in records:
         client = clients.setdefault(record.user, client_for(secret, subject=record.user))
         for mode, index_id in index_ids.items():
-            with _at(record.at):
-                answer = _post(client, "/v1/memory", {"index_id": index_id, "type": record.type, "text": record.text}, expect=(201,))
+            with clock_at(record.at):
+                answer = api_post(client, "/v1/memory", {"index_id": index_id, "type": record.type, "text": record.text}, expect=(201,))
             keys[mode][answer["memory_id"]] = record.key
     return keys
 
@@ -50,9 +49,9 @@ def product_ask(*, questions: list[Question], secret: str, index_id: str, keys: 
     clients: dict[str, object] = {}
     for question in questions:
         client = clients.setdefault(question.user, client_for(secret, subject=question.user))
-        with _at(ASKED_AT):
+        with clock_at(ASKED_AT):
             started = time.perf_counter()
-            hits = _post(client, "/v1/memory/search", {"index_id": index_id, "query": question.text, "limit": LIMIT}, expect=(200,))["data"]
+            hits = api_post(client, "/v1/memory/search", {"index_id": index_id, "query": question.text, "limit": LIMIT}, expect=(200,))["data"]
             latencies.append((time.perf_counter() - started) * 1000)
         found = [keys[hit["id"]] for hit in hits]
         rank = found.index(question.answer) + 1 if question.answer in found else None
@@ -113,7 +112,7 @@ def product_run(
         owner = client_for(secret)
         embeddings = settings.CORE_EMBEDDINGS
         settings.CORE_EMBEDDINGS = "off"
-        index_ids = {mode: _post(owner, "/v1/indexes", {"name": mode, "embeddings": mode == "hybrid"}, expect=(201,))["id"] for mode in modes}
+        index_ids = {mode: api_post(owner, "/v1/indexes", {"name": mode, "embeddings": mode == "hybrid"}, expect=(201,))["id"] for mode in modes}
         keys = product_load(records=records, secret=secret, index_ids=index_ids)
         settings.CORE_EMBEDDINGS = embeddings
         if "hybrid" in index_ids:

@@ -27,8 +27,9 @@ import sys
 from pathlib import Path
 from urllib.parse import quote
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(os.environ.get("CORE_DATA_DIR", PROJECT_DIR / "var"))
+from core_memory import embedded_valkey
+from core_memory.embedded_data import DATA_DIR
+
 PGDATA = DATA_DIR / "postgres"
 DATABASE_NAME = "core_memory"
 
@@ -121,8 +122,6 @@ def _stop_after(name: str, stop_server, started_here: bool) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from core_memory import embedded_valkey
-
     if not argv or argv[0] not in {"url", "redis-url", "run", "stop"}:
         print(__doc__, file=sys.stderr)
         return 2

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import redis
 
-from core_memory.embedded import DATA_DIR
+from core_memory.embedded_data import DATA_DIR
 
 VALKEY_DIR = DATA_DIR / "valkey"
 URL_FILE = VALKEY_DIR / "url"

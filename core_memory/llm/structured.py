@@ -22,7 +22,6 @@ from datetime import datetime
 from typing import Any
 
 from core_memory.base.storable import UNSTORABLE_CHARACTERS
-from core_memory.base.work.runner import WorkFailed
 from core_memory.llm.protocol import ProviderError, TokenCount
 from core_memory.llm.providers import chat_completion
 from core_memory.organisations.models import Organisation
@@ -37,6 +36,18 @@ class InvalidModelOutput(ProviderError):
     def __init__(self, message: str, *, usage: TokenCount | None = None):
         super().__init__(INVALID_MODEL_OUTPUT, message)
         self.usage = usage or TokenCount()
+
+
+class UnusableAnswer(Exception):
+    """A structured call gave nothing its caller can use: `code` is `invalid_model_output` (an
+    answer of the wrong shape) or `model_error` (no answer), `usage` what the call cost. Durable
+    work fails its unit with these."""
+
+    def __init__(self, code: str, message: str, *, usage: TokenCount | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.usage = usage
 
 
 @dataclass(frozen=True)
@@ -150,15 +161,15 @@ def answer_strings(container: Mapping, name: str, *, path: str) -> list[str]:
 def structured_answer_read(*, complete: Callable[..., StructuredAnswer], read: Callable[[dict], Any], placeholders, **request):
     """A unit of durable work asks: `complete(**request)` (the caller's `structured_completion`),
     its answer restored with `placeholders` and turned into the unit's values by `read`, and the
-    call's usage. A failed call or an answer of the wrong shape fails the unit (`WorkFailed`),
-    counting the tokens the call cost, before anything is written."""
+    call's usage. A failed call or an answer of the wrong shape is an `UnusableAnswer`, counting
+    the tokens the call cost, before anything is written."""
     try:
         answer = complete(**request)
     except InvalidModelOutput as error:
-        raise WorkFailed(INVALID_MODEL_OUTPUT, error.message, usage=error.usage) from error
+        raise UnusableAnswer(INVALID_MODEL_OUTPUT, error.message, usage=error.usage) from error
     except ProviderError as error:
-        raise WorkFailed("model_error", f"{error.code}: {error.message}") from error
+        raise UnusableAnswer("model_error", f"{error.code}: {error.message}") from error
     try:
         return read(placeholders.restore(answer.data)), answer.usage
     except InvalidModelOutput as error:
-        raise WorkFailed(INVALID_MODEL_OUTPUT, error.message, usage=answer.usage) from error
+        raise UnusableAnswer(INVALID_MODEL_OUTPUT, error.message, usage=answer.usage) from error

@@ -25,7 +25,7 @@ from core_memory.base.work.runner import FAILED, End, WorkFailed, WorkRunner
 from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.llm.metering import token_limit_reached
-from core_memory.llm.structured import INVALID_MODEL_OUTPUT, structured_answer_read, structured_completion
+from core_memory.llm.structured import INVALID_MODEL_OUTPUT, UnusableAnswer, structured_answer_read, structured_completion
 from core_memory.pii.placeholders import Placeholders, RedactionError
 from core_memory.pii.selectors import ReadMode, thread_read_mode
 from core_memory.pii.services import thread_texts_redact
@@ -373,18 +373,21 @@ class WindowRunner(WorkRunner):
 
     def ask(self, unit: ExtractionWindow, owner: ExtractionSwitch, prepared: _Reading, now: datetime):
         episodes, lessons = prepared.sessions is not None, prepared.lessons_asked
-        return structured_answer_read(
-            # Looked up here, at the call: a test stands in for the model call by replacing it.
-            complete=structured_completion,
-            read=partial(extraction_answer_read, episodes=episodes, lessons=lessons),
-            placeholders=prepared.placeholders,
-            organisation=owner.organisation,
-            model=owner.model,
-            name=SCHEMA_NAME,
-            schema=extraction_schema(types=owner.types, episodes=episodes, lessons=lessons),
-            messages=prepared.messages,
-            now=prepared.now,
-        )
+        try:
+            return structured_answer_read(
+                # Looked up here, at the call: a test stands in for the model call by replacing it.
+                complete=structured_completion,
+                read=partial(extraction_answer_read, episodes=episodes, lessons=lessons),
+                placeholders=prepared.placeholders,
+                organisation=owner.organisation,
+                model=owner.model,
+                name=SCHEMA_NAME,
+                schema=extraction_schema(types=owner.types, episodes=episodes, lessons=lessons),
+                messages=prepared.messages,
+                now=prepared.now,
+            )
+        except UnusableAnswer as error:
+            raise WorkFailed(error.code, error.message, usage=error.usage) from error
 
     def write(self, unit: ExtractionWindow, prepared: _Reading, answer, now: datetime) -> Mapping[str, int]:
         """The answer's records, episodes and lessons."""

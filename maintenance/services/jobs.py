@@ -22,7 +22,7 @@ from core_memory.base.work.claims import CANCELLED, work_erased
 from core_memory.base.work.runner import End, WorkFailed, WorkRunner, WorkStopped
 from core_memory.llm.metering import token_limit_reached
 from core_memory.llm.registry import helper_model_get
-from core_memory.llm.structured import INVALID_MODEL_OUTPUT, structured_answer_read, structured_completion
+from core_memory.llm.structured import INVALID_MODEL_OUTPUT, UnusableAnswer, structured_answer_read, structured_completion
 from maintenance.models import MaintenanceJob, MaintenanceRun
 from maintenance.selectors import Analyses, person_may_be_read, store_analyses
 from maintenance.services.contested import contradictions_prepare, contradictions_write
@@ -98,17 +98,20 @@ class JobRunner(WorkRunner):
         if model is None:
             raise WorkFailed("model_unavailable", "The organisation has no helper model on offer.")
         asking = prepared.asking
-        return structured_answer_read(
-            complete=structured_completion,
-            read=asking.read,
-            placeholders=asking.placeholders,
-            organisation=organisation,
-            model=model,
-            name=asking.name,
-            schema=asking.schema,
-            messages=asking.messages,
-            now=now,
-        )
+        try:
+            return structured_answer_read(
+                complete=structured_completion,
+                read=asking.read,
+                placeholders=asking.placeholders,
+                organisation=organisation,
+                model=model,
+                name=asking.name,
+                schema=asking.schema,
+                messages=asking.messages,
+                now=now,
+            )
+        except UnusableAnswer as error:
+            raise WorkFailed(error.code, error.message, usage=error.usage) from error
 
     def write(self, unit: MaintenanceJob, prepared: Prepared, answer, now: datetime) -> Mapping[str, int]:
         if unit.kind == Kind.CONTRADICTIONS:
