@@ -145,3 +145,39 @@ def test_no_production_module_is_longer_than_500_lines():
     ]
 
     assert not found, f"Split these into a package of modules named after their parts (at most {MAX_FILE_LINES} lines):\n" + "\n".join(found)
+
+
+def _public_functions_of_services_selectors_and_flows():
+    for path in production_files():
+        if path.suffix == ".py" and _is_service_selector_or_flow(path):
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+                    parameters = {argument.arg: argument for argument in node.args.args + node.args.kwonlyargs}
+                    yield f"{path.relative_to(PROJECT)}:{node.lineno}: {node.name}", parameters
+
+
+# Who asks is one value (core_memory.keys.callers.Caller: a key's, the console's or the system's,
+# each with its organisation and its actor). These count what still passes who asks in pieces;
+# each may only go down, to zero. A function that works across organisations is a platform
+# function named so, not one whose organisation may be None.
+LOOSE_ORGANISATION_OR_KEY = 80
+ORGANISATION_OR_EVERY = 10
+CALLER_AND_ACTOR_APART = 15
+
+
+def test_who_asks_travels_as_one_caller_more_and_more():
+    loose, either, apart = [], [], []
+    for where, parameters in _public_functions_of_services_selectors_and_flows():
+        if "organisation_id" in parameters or "key" in parameters:
+            loose.append(where)
+        organisation = parameters.get("organisation_id")
+        if organisation is not None and organisation.annotation is not None and "None" in ast.unparse(organisation.annotation):
+            either.append(where)
+        if "caller" in parameters and "actor" in parameters:
+            apart.append(where)
+
+    assert len(loose) <= LOOSE_ORGANISATION_OR_KEY, "Take the caller first, not a loose organisation id or key:\n" + "\n".join(loose)
+    assert len(either) <= ORGANISATION_OR_EVERY, "None must not mean every organisation; name a platform function:\n" + "\n".join(either)
+    assert len(apart) <= CALLER_AND_ACTOR_APART, "The caller carries its actor (`caller.actor`):\n" + "\n".join(apart)
+    # Lower the counts when they fall: a ratchet.
+    assert (len(loose), len(either), len(apart)) == (LOOSE_ORGANISATION_OR_KEY, ORGANISATION_OR_EVERY, CALLER_AND_ACTOR_APART)

@@ -1,42 +1,84 @@
 """Who asks, as one value.
 
-Built once where authentication resolves the key — the API's base view (`CoreApi.caller`), the
-MCP server, a turn's plan — and handed to what reads or writes for her, instead of a key and a
-person travelling apart through every call. What the caller may do is asked of the caller
-(`may`, `may_read`, `may_write`), which reads it from its key.
+One of three, a closed set (`Caller.kind`), each tied to exactly one organisation and naming its
+actor for the audit trail:
 
-The console acts for the organisation itself, with no key: `Caller.console` is that caller,
-which no capability or policy narrows. Only what the console calls takes one (a person's
-export); a function that needs a key's settings (its decay, its memory tools) needs a key's
-caller."""
+- a key's (`Caller(key=…, subject=…)`), built once where authentication resolves the key — the
+  API's base view (`CoreApi.caller`), the MCP server, a turn's plan — acting for one person or for
+  nobody in particular; what it may do is read from its key's capabilities and policy;
+- an administrator's in the console (`Caller.console(organisation_id=…, actor=…)`), the
+  organisation itself, which no capability or policy narrows;
+- the system's (`Caller.system(organisation_id=…, actor=…)`), for background work and commands
+  that act on no key's behalf, as the console does.
+
+It is handed to what reads or writes for her, instead of a key, an organisation and a person
+travelling apart through every call. What the caller may do is asked of the caller (`may`,
+`may_read`, `may_write`). A function that needs a key's settings (its decay, its memory tools)
+needs a key's caller."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from core_memory.base.replicas import Reader
 from core_memory.keys.models import ApiKey
 
 
+class CallerKind(StrEnum):
+    KEY = "key"
+    CONSOLE = "console"
+    SYSTEM = "system"
+
+
 @dataclass(frozen=True)
 class Caller:
     """A key of one organisation (its capabilities and its policy's rights), acting for one
-    person (`subject`) or for nobody in particular (None). `by_subject_token` when the key acts
-    through a subject token: bound to one person, it never manages the organisation."""
+    person (`subject`) or for nobody in particular (None); or, without a key, the console's
+    administrator or the system acting for the organisation. `by_subject_token` when the key acts
+    through a subject token: bound to one person, it never manages the organisation.
+    `organisation_id` and `actor` are always set (a key's caller reads both from its key)."""
 
-    key: ApiKey | None
+    key: ApiKey | None = None
     subject: str | None = None
     by_subject_token: bool = False
-    # The organisation of a caller without a key (`Caller.console`); a key's caller reads its key's.
-    console_organisation_id: str | None = None
+    organisation_id: str = ""
+    actor: str = ""
+    kind: CallerKind = CallerKind.KEY
+
+    def __post_init__(self) -> None:
+        if self.key is not None:
+            if self.kind != CallerKind.KEY:
+                raise ValueError("Only a key's caller has a key.")
+            if self.organisation_id and self.organisation_id != self.key.organisation_id:
+                raise ValueError("A key's caller asks in its key's organisation.")
+            object.__setattr__(self, "organisation_id", self.key.organisation_id)
+            object.__setattr__(self, "actor", self.actor or self.key.id)
+            return
+        if self.kind == CallerKind.KEY:
+            raise ValueError("A key's caller needs its key.")
+        if not self.organisation_id or not self.actor:
+            raise ValueError("A caller without a key names its organisation and its actor.")
+        if self.by_subject_token:
+            raise ValueError("Only a key acts through a subject token.")
 
     @classmethod
-    def console(cls, *, organisation_id: str, subject: str | None = None) -> Caller:
-        """The organisation itself, through its console: no key, so every index and every right."""
-        return cls(key=None, subject=subject, console_organisation_id=organisation_id)
+    def console(cls, *, organisation_id: str, actor: str, subject: str | None = None) -> Caller:
+        """An administrator, for the organisation, through its console: every index and every right."""
+        return cls(organisation_id=organisation_id, actor=actor, subject=subject, kind=CallerKind.CONSOLE)
+
+    @classmethod
+    def system(cls, *, organisation_id: str, actor: str, subject: str | None = None) -> Caller:
+        """Core itself, for the organisation (background work, a command): as the console."""
+        return cls(organisation_id=organisation_id, actor=actor, subject=subject, kind=CallerKind.SYSTEM)
+
+    def acting_for(self, subject: str | None) -> Caller:
+        """The same caller asking for `subject` (the request's person, checked by whoever asks)."""
+        return replace(self, subject=subject)
 
     @property
-    def organisation_id(self) -> str:
-        return self.key.organisation_id if self.key is not None else self.console_organisation_id
+    def token_subject(self) -> str | None:
+        """The person a subject token binds the caller to; None for any other caller."""
+        return self.subject if self.by_subject_token else None
 
     @property
     def reader(self) -> Reader:
@@ -52,16 +94,16 @@ class Caller:
 
     def may(self, capability: str) -> bool:
         """Whether the caller holds `capability`: the key's, except `management` through a
-        subject token (managing the organisation is not one person's). The console holds none:
-        capabilities open the API's routes, and the console has routes of its own."""
+        subject token (managing the organisation is not one person's). The console and the system
+        hold none: capabilities open the API's routes, and they do not ask through those."""
         if self.key is None or (capability == "management" and self.by_subject_token):
             return False
         return self.key.has_capability(capability)
 
     def may_read(self, index_id: str) -> bool:
-        """Whether the key's policy lets it read the index (the console reads every index)."""
+        """Whether the key's policy lets it read the index (the console and the system read every index)."""
         return self.key is None or self.key.may_read(index_id)
 
     def may_write(self, index_id: str) -> bool:
-        """Whether the key's policy lets it write the index (the console writes every index)."""
+        """Whether the key's policy lets it write the index (the console and the system write every index)."""
         return self.key is None or self.key.may_write(index_id)

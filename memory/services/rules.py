@@ -62,9 +62,13 @@ def embedding_schedule(*, index: KnowledgeIndex, record_id: str) -> None:
 def record_write_authorise(*, caller: Caller, index: KnowledgeIndex, actor: str, param: str | None = "index_id") -> None:
     """403 and a committed `memory.write_denied` audit event when the caller's key's policy does
     not allow writing the index. `index` was read for this key (its availability
-    is `KnowledgeIndex.objects.for_key`); anything else is a bug."""
+    is `KnowledgeIndex.objects.for_key`), or, for a caller without a key, is its organisation's;
+    anything else is a bug."""
     key = caller.key
-    if not index.resolved_for(key):
+    if key is None:
+        if index.organisation_id != caller.organisation_id:
+            raise ImproperlyScoped(f"index {index.pk} is not of organisation {caller.organisation_id}")
+    elif not index.resolved_for(key):
         raise ImproperlyScoped(f"index {index.pk} was not read for key {key.pk}")
     write_right_check(caller=caller, index_id=index.id, actor=actor, param=param)
 

@@ -95,7 +95,7 @@ def test_the_export_is_audited_with_what_it_held(tenant, anna):
 
 
 def test_a_person_never_named_exports_empty_parts(tenant):
-    document = person_export_document(caller=Caller.console(organisation_id=tenant.organisation.id, subject="nobody"))
+    document = person_export_document(caller=Caller.console(organisation_id=tenant.organisation.id, actor="console:admin", subject="nobody"))
 
     assert document["person"] is None
     assert [document[name] for name in ("records", "episodes", "lessons", "threads", "subject_tokens", "proposals")] == [[], [], [], [], [], []]

@@ -1,7 +1,11 @@
 """The caller answers what it may do from its key, so services ask the caller and never the key."""
+import pytest
+
+from core_memory.base.errors import ImproperlyScoped
 from core_memory.keys.authentication import Principal
-from core_memory.keys.callers import Caller
+from core_memory.keys.callers import Caller, CallerKind
 from core_memory.keys.models import ApiKey
+from memory.services.writes import RecordDraft, record_write
 
 
 def key(**fields) -> ApiKey:
@@ -37,8 +41,35 @@ def test_a_caller_reads_the_policy_of_its_key():
 
 
 def test_the_console_is_the_organisation_itself():
-    caller = Caller.console(organisation_id="org_1", subject="anna")
+    caller = Caller.console(organisation_id="org_1", actor="console:admin", subject="anna")
 
     assert caller.key is None and caller.organisation_id == "org_1" and caller.subject == "anna"
     assert caller.may_read("idx_a") and caller.may_write("idx_a")
     assert not caller.may("memory") and caller.capabilities == frozenset()
+
+
+def test_every_caller_names_one_organisation_and_its_actor():
+    """The set is closed: a key's caller reads both from its key; the console's and the system's
+    name them, and neither holds a key or a subject token."""
+    assert (Caller(key=key()).organisation_id, Caller(key=key()).actor, Caller(key=key()).kind) == ("org_1", "key_1", CallerKind.KEY)
+    system = Caller.system(organisation_id="org_1", actor="command:import_memory")
+    assert (system.organisation_id, system.actor, system.kind, system.key) == ("org_1", "command:import_memory", CallerKind.SYSTEM, None)
+    for wrong in (
+        lambda: Caller(),
+        lambda: Caller(organisation_id="org_1", actor="console:admin", kind=CallerKind.CONSOLE, by_subject_token=True),
+        lambda: Caller(key=key(), organisation_id="org_2"),
+        lambda: Caller(key=key(), kind=CallerKind.CONSOLE),
+        lambda: Caller(organisation_id="org_1", kind=CallerKind.SYSTEM),
+    ):
+        with pytest.raises(ValueError):
+            wrong()
+
+
+def test_the_console_writes_a_record_in_its_own_organisation_only(tenant, other_tenant):
+    console = Caller.console(organisation_id=tenant.organisation.id, actor="console:admin", subject="anna")
+
+    written = record_write(caller=console, index=tenant.index, draft=RecordDraft(type="fact", text="Anna fietst"), actor=console.actor)
+
+    assert written.record.subject == "anna" and written.record.index_id == tenant.index.id
+    with pytest.raises(ImproperlyScoped):
+        record_write(caller=console, index=other_tenant.index, draft=RecordDraft(type="fact", text="Anna fietst"), actor=console.actor)
