@@ -1,7 +1,10 @@
 import os
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import after_setup_logger, after_setup_task_logger, before_task_publish, task_postrun, task_prerun, worker_init
+
+from core_memory.base.telemetry.logs import log_lines_configure
+from core_memory.base.telemetry.tasks import task_context_begin, task_context_end, task_headers_add
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core_memory.settings")
 
@@ -24,3 +27,29 @@ def _embedding_storage_check(**kwargs) -> None:
     except ImproperlyConfigured as error:
         # Celery logs and ignores an Exception from a signal handler; SystemExit stops the worker.
         raise SystemExit(f"ImproperlyConfigured: {error}") from error
+
+
+@before_task_publish.connect
+def _request_context_into_headers(headers=None, **kwargs) -> None:
+    if headers is not None:
+        task_headers_add(headers)
+
+
+@task_prerun.connect
+def _request_context_begin(task=None, **kwargs) -> None:
+    task_context_begin(task)
+
+
+@task_postrun.connect
+def _request_context_end(task=None, **kwargs) -> None:
+    task_context_end(task)
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _log_lines_as_configured(logger=None, **kwargs) -> None:
+    """The worker's lines carry the request's context, as JSON lines when CORE_LOG_FORMAT says
+    so (Celery's own format otherwise)."""
+    from django.conf import settings
+
+    log_lines_configure(logger, json_lines=settings.CORE_LOG_FORMAT == "json")

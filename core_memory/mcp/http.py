@@ -30,6 +30,7 @@ from core_memory.base.api.exceptions import error_body
 from core_memory.base.addresses import client_address
 from core_memory.base.api.throttling import anonymous_rate_limit_take, key_rate_limit_state, rate_limit_headers
 from core_memory.base.errors import ApplicationError
+from core_memory.base.telemetry.context import REQUEST_ID_HEADER, REQUEST_ID_META, organisation_set, request_begin, request_end
 from core_memory.mcp.server import Unauthenticated, mcp_caller, server
 
 MCP_PATH = "/mcp"
@@ -68,6 +69,14 @@ class McpMount:
         path = environ.get("PATH_INFO", "")
         if path != MCP_PATH and not path.startswith(MCP_PATH + "/"):
             return self.django_application(environ, start_response)
+        request_id = request_begin(sent_id=environ.get(REQUEST_ID_META), route=MCP_PATH)
+        environ[REQUEST_ID_META] = request_id  # the MCP server's thread reads it from there
+        try:
+            return self._answer(environ, _with_request_id(start_response, request_id))
+        finally:
+            request_end()
+
+    def _answer(self, environ, start_response):
         environ["REMOTE_ADDR"] = client_address(environ)  # behind the operator's load balancers, the client's
         if environ.get("REQUEST_METHOD") not in ANSWERED_METHODS:
             # A stateless server has no stream of its own to offer (GET), nor a session to end
@@ -100,6 +109,7 @@ class McpMount:
             return _json_answer(error.status_code, error_body(status_code=error.status_code, message=error.message, param=error.param, error_type=error.error_type))
         finally:
             close_old_connections()
+        organisation_set(caller.principal.key.organisation_id)
         state = key_rate_limit_state(caller.principal)
         if state is None or state.wait is None:
             return None
@@ -110,6 +120,13 @@ class McpMount:
             if self._mcp is None:
                 self._mcp = _start_mcp()
         return self._mcp
+
+
+def _with_request_id(start_response, request_id: str):
+    def start(status, headers, exc_info=None):
+        return start_response(status, [*headers, (REQUEST_ID_HEADER, request_id)], exc_info)
+
+    return start
 
 
 def _rate_limited(state, body: bytes, reason: str):
