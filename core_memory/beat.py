@@ -28,6 +28,11 @@ BEAT_SCHEDULE = {
         "task": "webhooks.tasks.webhooks_dispatch_task",
         "schedule": crontab(),
     },
+    # Daily: the delivery log's events older than CORE_WEBHOOKS_LOG_DAYS that wait for nothing go.
+    "webhooks-log-purge": {
+        "task": "core_memory.webhooks.tasks.webhooks_log_purge_task",
+        "schedule": crontab(minute=47, hour=3),
+    },
     # Every 15 minutes: end the records whose `expires_at` passed more than the grace period ago.
     "records-expired-end": {
         "task": "maintenance.tasks.records_expired_end_task",

@@ -422,6 +422,10 @@ CORE_WEBHOOKS_ALLOW_PRIVATE_NETWORKS = env.bool("CORE_WEBHOOKS_ALLOW_PRIVATE_NET
 CORE_WEBHOOKS_TIMEOUT_SECONDS = env.int("CORE_WEBHOOKS_TIMEOUT_SECONDS", default=10)
 if not 1 <= CORE_WEBHOOKS_TIMEOUT_SECONDS <= 60:
     raise ImproperlyConfigured("CORE_WEBHOOKS_TIMEOUT_SECONDS must lie between 1 and 60")
+# The delivery log is kept this many days: older events sent to every subscriber go, with their attempts.
+CORE_WEBHOOKS_LOG_DAYS = env.int("CORE_WEBHOOKS_LOG_DAYS", default=30)
+if CORE_WEBHOOKS_LOG_DAYS < 1:
+    raise ImproperlyConfigured("CORE_WEBHOOKS_LOG_DAYS must be 1 or more")
 
 # JSON lines for an operator's log search outside development, human lines in it (README "Operations").
 CORE_LOG_FORMAT = env.str("CORE_LOG_FORMAT", default="text" if DEVELOPMENT else "json")

@@ -12,6 +12,9 @@ tolerance window holds for a retry a day later) over the same body. After a fail
 delivery is tried again after `RETRY_AFTER[n]` (within a minute of it: the dispatcher runs every
 minute); after the last one the subscription is paused, its owner told in the audit log
 (`webhook.paused`) and on the console, and its deliveries wait until she resumes it.
+
+The log is kept `CORE_WEBHOOKS_LOG_DAYS`: a nightly purge removes the older events that wait for
+no delivery any more, with their deliveries and attempts (`webhook_log_purge`).
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F
+from django.db.models import Count, Exists, F, OuterRef
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
@@ -55,6 +58,8 @@ USER_AGENT = "Core-Geheugen-Webhooks/1"
 ACTOR = "core:webhooks"
 PERSON_ERASED = "person.erased"
 ERASED_MARK = "[erased]"
+# Events purged from the delivery log per transaction.
+PURGE_CHUNK = 500
 
 
 @dataclass(frozen=True)
@@ -279,3 +284,24 @@ def webhooks_dispatch(*, now: datetime | None = None) -> Dispatch:
     if recovered:
         logger.warning("webhooks.delivery.recovered", extra={"units": len(recovered)})
     return Dispatch(plans=[RetryPlan(unit_ids=due)], recovered=recovered)
+
+
+def webhook_log_purge(*, now: datetime | None = None) -> int:
+    """The delivery log's old part, across organisations: every event made more than
+    `CORE_WEBHOOKS_LOG_DAYS` before `now` that no delivery waits for any more (each delivered,
+    or none left: its subscription was deleted) goes, with its deliveries and their attempts.
+    An event with a delivery still to send — queued, being sent, to be retried, or waiting for
+    a paused subscription — is kept whole however old, so resuming loses nothing and the log
+    still says why it waits. Answers how many events went; short transactions of `PURGE_CHUNK`."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.CORE_WEBHOOKS_LOG_DAYS)
+    waiting = WebhookDelivery.objects.unscoped().filter(run=OuterRef("pk")).exclude(status=DELIVERED)
+    purged = 0
+    while True:
+        with transaction.atomic(durable=True):
+            old = WebhookEvent.objects.unscoped().filter(created_at__lt=cutoff).exclude(Exists(waiting))
+            # No lock: a delivered delivery never changes again, and nothing adds one to an old event.
+            chunk = list(old.order_by("created_at").values_list("pk", flat=True)[:PURGE_CHUNK])
+            WebhookEvent.objects.unscoped().filter(pk__in=chunk).delete()
+        purged += len(chunk)
+        if len(chunk) < PURGE_CHUNK:
+            return purged
