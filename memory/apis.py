@@ -4,14 +4,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import BaseParser
 from rest_framework.response import Response
 
 from core_memory.base.api.exceptions import error_body
 from core_memory.base.api.pagination import IdCursorPagination, ListQuerySerializer, paginated_response
-from core_memory.base.api.schema import error_responses, list_envelope
+from core_memory.base.api.schema import error_responses
 from core_memory.base.api.views import CoreApi
 from core_memory.base.errors import InvalidRequest
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
@@ -22,6 +22,7 @@ from memory.search import SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, SearchFilters
 from memory.selectors import change_reason_parts, record_get_available, record_history, record_list
 from memory.retrieval import records_search_retrieve
 from memory.search.as_of import record_as_of, record_search_as_of
+from memory.search.question import SearchTrace
 from memory.services.changes import record_delete, record_update
 from memory.services.writes import record_write
 from stores.selectors import index_get_available
@@ -331,7 +332,21 @@ class MemorySearchApi(CoreApi):
 
     @extend_schema(
         responses={
-            200: list_envelope("MemorySearchAnswer", OutputSerializer, cursor=False),
+            200: inline_serializer(
+                name="MemorySearchAnswer",
+                fields={
+                    "data": OutputSerializer(many=True),
+                    "trace": serializers.JSONField(
+                        help_text=(
+                            "What the search did with the index's models: `embedding_model` whose vectors it compared "
+                            "(null: none), `vectors` (`used`, `none`, or `full_text_only` with `vectors_error` when the "
+                            "model failed and the search ran on full text alone), and, when the index names a rerank "
+                            "model, `rerank`: `model`, `ran`, `candidates`, `milliseconds` and the `error` that left the "
+                            "fused order standing."
+                        )
+                    ),
+                },
+            ),
             **error_responses(404, e404=INDEX_NOT_FOUND),
         }
     )
@@ -353,13 +368,14 @@ class MemorySearchApi(CoreApi):
         filters = SearchFilters(
             types=data["types"], after=data["after"], before=data["before"], limit=data["limit"], all_subjects=caller.subject is None
         )
+        trace = SearchTrace()
         if data["as_of"] is not None:
             hits = record_search_as_of(caller=caller, index=index, query=data["query"], filters=filters, at=data["as_of"])
         else:
-            hits = records_search_retrieve(caller=caller, index=index, query=data["query"], filters=filters)
+            hits = records_search_retrieve(caller=caller, index=index, query=data["query"], filters=filters, trace=trace)
         for record, score in hits:
             record.score = round(score, EFFECTIVE_CONFIDENCE_DIGITS)
-        return Response({"data": self.OutputSerializer([record for record, _ in hits], many=True).data})
+        return Response({"data": self.OutputSerializer([record for record, _ in hits], many=True).data, "trace": trace.as_dict()})
 
 
 class JsonLinesParser(BaseParser):

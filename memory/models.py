@@ -318,6 +318,42 @@ class RecordEmbedding(models.Model):
         ]
 
 
+class ModelEmbedding(models.Model):
+    """The vector of an active record's text by an embedding model served elsewhere
+    (CORE_EMBEDDING_MODELS), filed under the model's *space* (its id and dimensions).
+
+    As `RecordEmbedding` (the in-process model's, of one dimension): created only where
+    PostgreSQL has pgvector, no Django relation in or out, the scope copied from the record, the
+    database cascading a record's deletion. Unlike it, one table holds every such model: the
+    column has no fixed dimension, and each space has an HNSW graph of its own, a partial index
+    over the vectors cast to its dimension (memory.embedding.storage.space_graph_ensure), which a
+    search of that space walks. A record may hold a vector in two spaces at once: its index's
+    model's and, while the index switches, the next model's.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    record = models.ForeignKey(MemoryRecord, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+")
+    organisation = models.ForeignKey(
+        "organisations.Organisation", on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    index = models.ForeignKey("stores.KnowledgeIndex", on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    subject = models.CharField(max_length=255, null=True, blank=True)
+    type = models.CharField(max_length=40)
+    created_at = models.DateTimeField()
+    space = models.CharField(max_length=120)
+    text_digest = models.CharField(max_length=64)
+    vector = HalfVectorField()
+    embedded_at = models.DateTimeField()
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("record embedding by a model served elsewhere")
+        verbose_name_plural = _("record embeddings by models served elsewhere")
+        constraints = [models.UniqueConstraint(fields=["record", "space"], name="memory_model_embedding_once")]
+        indexes = [models.Index(fields=["index", "space", "subject"], name="memory_model_embedding_scope")]
+
+
 class SharedSetVersion(models.Model):
     """How often an index's shared records changed in what a full-text search ranks them by:
     one added, deleted, ended or corrected, or its text, type or time changed. PostgreSQL

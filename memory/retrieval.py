@@ -14,6 +14,7 @@ from core_memory.keys.callers import Caller
 from memory.injection.walk import InjectionResult, injection_block_build
 from memory.models import MemoryRecord
 from memory.search import SearchFilters, record_search
+from memory.search.question import SearchTrace
 from memory.services.retrievals import records_retrieved
 from stores.models import KnowledgeIndex
 
@@ -25,10 +26,13 @@ def records_search_retrieve(
     query: str,
     filters: SearchFilters = SearchFilters(),
     now: datetime | None = None,
+    trace: SearchTrace | None = None,
 ) -> list[tuple[MemoryRecord, float]]:
     """`record_search`'s hits for the caller's person, best first with their scores, each counted
-    as retrieved once."""
-    hits = replica_read(caller.reader, lambda: record_search(caller=caller, index=index, query=query, filters=filters, now=now))
+    as retrieved once; `trace` is told what the search did with the index's models."""
+    hits = replica_read(
+        caller.reader, lambda: record_search(caller=caller, index=index, query=query, filters=filters, now=now, trace=trace)
+    )
     records_retrieved(caller=caller, records=[record for record, _score in hits])
     return hits
 

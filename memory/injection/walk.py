@@ -25,12 +25,13 @@ from django.db.models import Case, F, IntegerField, QuerySet, Value, When
 
 from core_memory.keys.callers import Caller
 from core_memory.llm.embeddings import query_embed_begin
-from memory.embedding.storage import index_embeds
+from memory.embedding.storage import index_embedding_model, index_embeds
 from memory.injection.lines import record_line, token_estimate, tokens_of_bytes
 from memory.injection.settings import BlockSettings, block_settings, governing_block, readable_index
 from memory.models import MemoryRecord
 from memory.search import SearchFilters, record_search
 from memory.search.decay import TIE_BREAKERS, records_with_decay
+from memory.search.question import SearchTrace
 from memory.search.scope import records_visible
 from stores.models import KnowledgeIndex
 
@@ -94,6 +95,8 @@ class _Block:
         self.dropped_by_budget = 0
         self.injected: list[list[str]] = []
         self.dropped: list[list[str]] = []
+        # What the topic's searches did with the index's models (memory.search.question).
+        self.search = SearchTrace()
 
     @property
     def exhausted(self) -> bool:
@@ -182,13 +185,14 @@ def _topic_hits(
     limit: int,
     now: datetime,
     shared: bool = True,
+    trace: SearchTrace | None = None,
 ) -> dict[str, float]:
     """Record id -> closeness to the topic, 0..1 relative to the best hit (the records engineer's search),
     among the records the section shows: hers and the shared ones, or hers only (`shared=False`)."""
     if not topic.strip():
         return {}
     found = record_search(
-        caller=caller, index=index, query=topic, filters=SearchFilters(types=types, limit=limit, shared=shared), now=now
+        caller=caller, index=index, query=topic, filters=SearchFilters(types=types, limit=limit, shared=shared), now=now, trace=trace
     )
     best = max((hit_score for _, hit_score in found), default=0.0) or 1.0
     return {record.id: hit_score / best for record, hit_score in found}
@@ -269,7 +273,7 @@ def injection_block_build(*, caller: Caller, agent_version, topic: str, now: dat
         return InjectionResult(text="", trace=trace)
     settings = block_settings(block=block_config, index=index)
     searches_topic = settings.rank in RANK_SCORES or (settings.episodes_limit > 0 and settings.names("episode"))
-    if searches_topic and topic and topic.strip() and index_embeds(index):
+    if searches_topic and topic and topic.strip() and index_embeds(index) and index_embedding_model(index).in_process:
         # The topic's searches need its vector: the engine makes it on its own thread while the
         # first sections are read (each search then takes it, or waits for what is left).
         query_embed_begin(topic)
@@ -296,6 +300,9 @@ def injection_block_build(*, caller: Caller, agent_version, topic: str, now: dat
         dropped_by_budget=block.dropped_by_budget,
         estimated_tokens=token_estimate(text=text),
     )
+    if block.search.told_of_models():
+        # The topic's searches asked a model served elsewhere: which, and how it went.
+        trace["search"] = block.search.as_dict()
     detail = {"injected": block.injected, "dropped": block.dropped, "dropped_by_count": dropped_by_section}
     return InjectionResult(text=text, trace=trace, records=list(block.records), detail=detail)
 
@@ -354,7 +361,9 @@ def _walk_past_sessions(
         age_days = max(0.0, (now - record.created_at).total_seconds() / 86400)
         return relevance * (1 + 0.5 ** (age_days / EPISODE_RECENCY_HALF_LIFE_DAYS))
 
-    hits = _topic_hits(caller=caller, index=index, topic=topic, types=["episode"], limit=page_size * 2, now=now, shared=False)
+    hits = _topic_hits(
+        caller=caller, index=index, topic=topic, types=["episode"], limit=page_size * 2, now=now, shared=False, trace=block.search
+    )
     candidates = _ranked_by_topic(
         section_queryset=episodes, hits=hits, fallback_order=("-created_at", *CONFIDENCE_ORDER),
         page_size=page_size, block=block, score=episode_score,
@@ -390,7 +399,7 @@ def _walk_person_and_shared(
     remaining = settings.limit
     page_size = settings.limit + PAGE_MARGIN
     hits = (
-        _topic_hits(caller=caller, index=index, topic=topic, types=section_types, limit=page_size * 2, now=now)
+        _topic_hits(caller=caller, index=index, topic=topic, types=section_types, limit=page_size * 2, now=now, trace=block.search)
         if settings.rank in RANK_SCORES and remaining > 0
         else {}
     )
@@ -403,7 +412,10 @@ def _walk_person_and_shared(
                 candidates,
                 lessons=lambda queryset=queryset: _ranked_by_topic(
                     section_queryset=queryset.filter(type=LESSON),
-                    hits=_topic_hits(caller=caller, index=index, topic=topic, types=[LESSON], limit=page_size, now=now, shared=False),
+                    hits=_topic_hits(
+                        caller=caller, index=index, topic=topic, types=[LESSON], limit=page_size, now=now, shared=False,
+                        trace=block.search,
+                    ),
                     fallback_order=CONFIDENCE_ORDER,
                     page_size=page_size,
                     block=block,

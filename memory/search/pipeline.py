@@ -15,14 +15,15 @@ from django.utils import timezone
 
 from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
-from core_memory.llm.embeddings import query_embed_begin
-from memory.embedding.storage import index_embeds
+from memory.embedding.storage import index_embedding_model, index_embeds
 from memory.models import MemoryRecord
 from memory.search.candidates import bounded_exact, shared_bounded, shared_version, text_candidates
 from memory.search.decay import records_with_decay
 from memory.search.ranking import Candidate, candidates_rank
 from memory.search.scope import SearchFilters, records_in_scope, search_filtered, search_parts, vectors_in_scope
 from memory.search.text import query_terms
+from memory.search.reranking import ranking_reranked
+from memory.search.question import SearchTrace, question_vector, question_vector_begin, search_deadline, similarity_on_scale
 from memory.search.vectors import vector_candidates
 from memory.search.when import time_windows
 from stores.models import KnowledgeIndex
@@ -39,6 +40,7 @@ def record_search(
     filters: SearchFilters = SearchFilters(),
     now: datetime | None = None,
     exhaustive: bool = False,
+    trace: SearchTrace | None = None,
 ) -> list[tuple[MemoryRecord, float]]:
     """Active records most relevant to `query`, best first, each with its score 0..1, among those
     the caller's person may see (`filters` narrows them).
@@ -57,8 +59,16 @@ def record_search(
     `exhaustive` ranks every shared record that matches and compares every vector of the scope
     (no HNSW graph): the answer the faster candidates must give, which the speed bench compares
     them with.
+
+    An index whose embedding model is served elsewhere asks it for the question's vector (the
+    key's PII redaction applied) within the search's time for models; when it fails the search
+    runs on full text alone. `trace`, when given, is told which model's vectors were compared, or
+    why none were.
     """
-    arguments = dict(caller=caller, index=index, query=query, filters=filters, now=now or timezone.now(), exhaustive=exhaustive)
+    trace = trace if trace is not None else SearchTrace()
+    arguments = dict(
+        caller=caller, index=index, query=query, filters=filters, now=now or timezone.now(), exhaustive=exhaustive, trace=trace,
+    )
     found = _search(**arguments, bound=not exhaustive)
     if found is None:
         # Two words of the question stood in one place of a shared record: ranked whole again.
@@ -67,7 +77,15 @@ def record_search(
 
 
 def _search(
-    *, caller: Caller, index: KnowledgeIndex, query: str, filters: SearchFilters, now: datetime, exhaustive: bool, bound: bool
+    *,
+    caller: Caller,
+    index: KnowledgeIndex,
+    query: str,
+    filters: SearchFilters,
+    now: datetime,
+    exhaustive: bool,
+    bound: bool,
+    trace: SearchTrace,
 ) -> list[tuple[MemoryRecord, float]] | None:
     """record_search; None when the shared set's bounded candidates turn out not to be the best."""
     key, subject, limit, all_subjects, shared = caller.key, caller.subject, filters.limit, filters.all_subjects, filters.shared
@@ -75,10 +93,12 @@ def _search(
     narrowing = {"types": filters.types, "after": filters.after, "before": filters.before}
     records = search_filtered(scope, now=now, **narrowing)
     parts = search_parts(caller=caller, index=index, shared=shared, filters=narrowing, now=now) or [records]
-    embeds = index_embeds(index)
+    model = index_embedding_model(index) if index_embeds(index) else None
+    embeds = model is not None
+    deadline = search_deadline()
     if embeds:
-        # The engine embeds the question on its own thread while the full-text candidates are read.
-        query_embed_begin(query)
+        # The model embeds the question on a thread of its own while the full-text candidates are read.
+        question = question_vector_begin(caller=caller, model=model, query=query)
     terms = query_terms(query)
     if not terms and not embeds:
         return []
@@ -89,12 +109,14 @@ def _search(
         return None
     pools, text_score = text
     similarity = Value(None, output_field=FloatField())
-    if embeds:
+    query_vector = question_vector(model=model, question=question, deadline=deadline, trace=trace) if embeds else None
+    if query_vector is not None:
         vectors = vectors_in_scope(
-            key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared, now=now, **narrowing
+            key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared, model=model, now=now, **narrowing
         )
         vector_pools, similarity = vector_candidates(
-            vectors, query=query, subject=subject, shared=shared, depth=depth, exhaustive=exhaustive
+            vectors, query_vector=query_vector, space_dimensions=None if model.in_process else model.dimensions,
+            subject=subject, shared=shared, depth=depth, exhaustive=exhaustive,
         )
         pools += vector_pools
     if not pools:
@@ -111,7 +133,16 @@ def _search(
             return None
     else:
         found = list(candidates)
-    return _search_ranked(found, query=query, key=key, index=index, now=now, limit=limit)
+    if query_vector is not None and not model.in_process:
+        similarity_on_scale(found, model=model)
+    ranked = _search_ranked(found, query=query, key=key, index=index, now=now, limit=max(limit, _rerank_depth(index)))
+    if index.rerank_model:
+        ranked = ranking_reranked(ranked, caller=caller, index=index, query=query, deadline=deadline, trace=trace)
+    return ranked[:limit]
+
+
+def _rerank_depth(index: KnowledgeIndex) -> int:
+    return index.rerank_depth if index.rerank_model else 0
 
 
 def _search_ranked(

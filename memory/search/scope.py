@@ -12,7 +12,8 @@ from django.utils import timezone
 from core_memory.base.errors import ImproperlyScoped
 from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
-from memory.models import MemoryRecord, RecordEmbedding, unexpired
+from core_memory.llm.embedding_models import EmbeddingModel
+from memory.models import MemoryRecord, ModelEmbedding, RecordEmbedding, unexpired
 from stores.models import KnowledgeIndex
 
 SEARCH_DEFAULT_LIMIT = 10
@@ -108,11 +109,15 @@ def vectors_in_scope(
     types: list[str] | None,
     after: datetime | None,
     before: datetime | None,
+    model: EmbeddingModel,
     now: datetime | None = None,
-) -> QuerySet[RecordEmbedding]:
-    """The vectors of the records a search may find at `now` (active only: only active records
-    have one; not expired), with the same filters; scoped by organisation, index and person in SQL."""
-    vectors = RecordEmbedding.objects.for_organisation(key.organisation_id).filter(index_id=index.pk)
+) -> QuerySet[RecordEmbedding] | QuerySet[ModelEmbedding]:
+    """The vectors by `model` of the records a search may find at `now` (active only: only active
+    records have one; not expired), with the same filters; scoped by organisation, index and person in SQL."""
+    if model.in_process:
+        vectors = RecordEmbedding.objects.for_organisation(key.organisation_id).filter(index_id=index.pk)
+    else:
+        vectors = ModelEmbedding.objects.for_organisation(key.organisation_id).filter(index_id=index.pk, space=model.space)
     # An expired record keeps its vector until maintenance ends it (the grace period): those few,
     # found by the index of expiring records, take no candidate's place.
     expired = MemoryRecord.objects.for_organisation(key.organisation_id).filter(

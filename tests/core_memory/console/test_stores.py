@@ -150,3 +150,26 @@ def test_deleting_an_index_in_the_console_marks_it_deleted(console, tenant):
     assert AuditEvent.objects.filter(action="index.deleted", target=tenant.index.id, actor="console:anna").count() == 1
     assert console.get(f"/console/stores/memorystore/{tenant.index.id}/change/").status_code == 404
     assert tenant.client().get(f"/v1/memory/stores/{tenant.index.id}").status_code == 404
+
+
+def test_an_index_page_shows_its_embedding_and_rerank_model_in_dutch_and_english(console, tenant, fake_embedding, fake_rerank):
+    """Issue 27 item 4: the console's index page shows the embedding and rerank model."""
+    response = console.post(
+        "/console/stores/knowledgeindex/add/", {"name": "eigen", "embedding_model": "ext-embed", "rerank_model": "ext-rerank", "rerank_depth": "30"}
+    )
+    assert response.status_code == 302
+    index = KnowledgeIndex.objects.get(name="eigen")
+    assert (index.embedding_model, index.rerank_model, index.rerank_depth) == ("ext-embed", "ext-rerank", 30)
+
+    english = console.get(f"/console/stores/knowledgeindex/{index.id}/change/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    dutch = console.get(f"/console/stores/knowledgeindex/{index.id}/change/", HTTP_ACCEPT_LANGUAGE="nl").content.decode()
+
+    assert "Embedding model" in english and "Rerank model" in english and "ext-embed" in english and "ext-rerank" in english
+    assert "Embeddingmodel" in dutch and "Herrangschikkingsmodel" in dutch and "ext-embed" in dutch
+
+
+def test_a_model_not_offered_is_refused_on_the_console_form_naming_the_field(console, tenant):
+    response = console.post("/console/stores/knowledgeindex/add/", {"name": "eigen", "embedding_model": "nope"})
+
+    assert response.status_code == 200
+    assert "nope" in response.content.decode() and not KnowledgeIndex.objects.filter(name="eigen").exists()
