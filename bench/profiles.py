@@ -36,7 +36,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
 
-from core_memory.keys.authentication import principal_for_secret
+from core_memory.keys.authentication import caller_for_secret
 from core_memory.keys.callers import Caller
 from memory.injection.walk import injection_block_build
 from memory.search import record_search
@@ -198,7 +198,7 @@ def _what(sql: str) -> str:
 
 def plans(store) -> list[str]:
     generator = random.Random(4)
-    key = principal_for_secret(store.secret).key
+    key = caller_for_secret(store.secret).key
     index = index_find_available(caller=Caller(key=key), index_id=store.index_id)
     heaviest = max(store.persons, key=store.persons.get)
     typical = store.person_sample(generator, 1)[0]

@@ -63,7 +63,7 @@ from django.test.utils import override_settings
 from django.utils import timezone
 
 from core_memory.base.api.models import IdempotentRequest
-from core_memory.keys.authentication import principal_for_secret
+from core_memory.keys.authentication import caller_for_secret
 from core_memory.keys.callers import Caller
 from core_memory.threads.models import Item, Response, Thread
 from memory.injection.walk import injection_block_build
@@ -192,7 +192,7 @@ def hybrid_on(store: SeededStore) -> Iterator[None]:
 def in_process(store: SeededStore, result: SizeResult, *, operations: int, warmup: int) -> None:
     generator = random.Random(1)
     # As a request has it: read by its secret, stamped with the configuration version.
-    key = principal_for_secret(store.secret).key
+    key = caller_for_secret(store.secret).key
     index = index_find_available(caller=Caller(key=key), index_id=store.index_id)
     persons = store.person_sample(generator, warmup + operations)
     topics = [turn_input(generator) for _ in persons]
@@ -214,7 +214,7 @@ def in_process(store: SeededStore, result: SizeResult, *, operations: int, warmu
         "store shows 3 past sessions (topic search)",
     ))
     with past_sessions_off(store):
-        key = principal_for_secret(store.secret).key
+        key = caller_for_secret(store.secret).key
         result.add("block_default", Measurement(
             "injection block, one person", "in process", _timed(block, operations=operations, warmup=warmup),
             "store's default injection (no past sessions)",
@@ -224,7 +224,7 @@ def in_process(store: SeededStore, result: SizeResult, *, operations: int, warmu
     if not store.vectors:
         return
     with hybrid_on(store):
-        key = principal_for_secret(store.secret).key
+        key = caller_for_secret(store.secret).key
         index = index_find_available(caller=Caller(key=key), index_id=store.index_id)
         assert index_embeds(index), "the index does not embed: hybrid search would be full text"
         # Questions not asked before: the process remembers its last 64 query embeddings.
@@ -263,7 +263,7 @@ def vector_scan(store: SeededStore, result: SizeResult, *, queries: int, warmup:
     """Issue 22: the nearest SEARCH_DEPTH vectors of the shared set (every person's search reads
     them beside her own, which are scanned exactly), exactly and as search finds them."""
     generator = random.Random(3)
-    key = principal_for_secret(store.secret).key
+    key = caller_for_secret(store.secret).key
     index = index_find_available(caller=Caller(key=key), index_id=store.index_id)
     vectors = [HalfVector(query_embed(query_text(generator))) for _ in range(warmup + queries)]
     timings: dict[str, list[float]] = {way: [] for way in SCAN_WAYS}
@@ -312,7 +312,7 @@ def agreement(store: SeededStore, result: SizeResult, *, queries: int) -> None:
     questions = [query_text(generator) for _ in persons]
 
     def measure(kind: str) -> None:
-        key = principal_for_secret(store.secret).key
+        key = caller_for_secret(store.secret).key
         index = index_find_available(caller=Caller(key=key), index_id=store.index_id)
         overlaps, whole_ms, bounded_ms = [], [], []
         for number, (person, question) in enumerate(zip(persons, questions, strict=True)):

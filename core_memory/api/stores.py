@@ -234,6 +234,6 @@ class StoreDetailApi(CoreApi):
             store=store_get(index=index),
             sections=serializer.validated_data,
             actor=self.principal.actor,
-            may_promote=self.principal.has_capability("management") and self.principal.has_capability("memory"),
+            may_promote=self.principal.may("management") and self.principal.may("memory"),
         )
         return Response(self.OutputSerializer(store).data)

@@ -9,8 +9,6 @@ again only while nothing of the organisation's configuration has changed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from django.db import connection
 from django.db.models import Model
 from django.utils import timezone
@@ -26,34 +24,6 @@ from core_memory.organisations.models import Organisation
 CACHE_SIZE = 4096
 
 
-@dataclass(frozen=True)
-class Principal:
-    """Who calls: a key of one organisation, possibly limited to one person by a subject token."""
-
-    key: ApiKey
-    token_subject: str | None = None
-
-    is_authenticated = True
-    is_anonymous = False
-
-    @property
-    def organisation(self) -> Organisation:
-        return self.key.organisation
-
-    @property
-    def actor(self) -> str:
-        return self.key.id
-
-    def acting_for(self, subject: str | None) -> Caller:
-        """The key as it asks for `subject` (the request's person, checked by the view)."""
-        return Caller(key=self.key, subject=subject, by_subject_token=self.token_subject is not None)
-
-    def has_capability(self, capability: str) -> bool:
-        """The key's capability as its caller holds it: a subject token never has `management`
-        (core_memory.base.api.permissions)."""
-        return self.acting_for(self.token_subject).may(capability)
-
-
 class KeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
@@ -67,12 +37,12 @@ class KeyAuthentication(authentication.BaseAuthentication):
             _anonymous_limit(request)
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <secret>'.")
         secret = parts[1]
-        principal = principal_for_secret(secret)
-        if principal is None:
+        caller = caller_for_secret(secret)
+        if caller is None:
             _anonymous_limit(request)
             raise exceptions.AuthenticationFailed("Unknown, revoked or expired credential.")
-        organisation_set(principal.key.organisation_id)
-        return principal, principal.key
+        organisation_set(caller.organisation_id)
+        return caller, caller.key
 
     def authenticate_header(self, request) -> str:
         return 'Bearer realm="core"'
@@ -116,8 +86,9 @@ _TOKEN_USABLE = f"""
 """
 
 
-def principal_for_secret(secret: str) -> Principal | None:
-    """The caller behind a secret, or None when it is unknown, revoked, expired or erased.
+def caller_for_secret(secret: str) -> Caller | None:
+    """The caller behind a secret (for its person, when a subject token), or None when it is
+    unknown, revoked, expired or erased.
 
     The secret names the organisation: no scope to read it within. Raw SQL, as this runs
     before every request: the ORM would spend more building the query than the database
@@ -138,7 +109,7 @@ def principal_for_secret(secret: str) -> Principal | None:
     key = _instance(ApiKey, _KEY_FIELDS, row[: len(_KEY_FIELDS)])
     key.organisation = _instance(Organisation, _ORGANISATION_FIELDS, row[len(_KEY_FIELDS) : -2])
     key.config_version = row[-2]
-    return Principal(key=key, token_subject=row[-1])
+    return Caller(key=key, subject=row[-1], by_subject_token=row[-1] is not None)
 
 
 def _instance(model: type[Model], fields, values) -> Model:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import ClassVar
 
 from core_memory.base.replicas import Reader
 from core_memory.keys.models import ApiKey
@@ -44,6 +45,10 @@ class Caller:
     organisation_id: str = ""
     actor: str = ""
     kind: CallerKind = CallerKind.KEY
+
+    # Authentication hands a key's caller over as the request's `user` (DRF asks these).
+    is_authenticated: ClassVar[bool] = True
+    is_anonymous: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if self.key is not None:

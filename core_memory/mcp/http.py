@@ -109,8 +109,8 @@ class McpMount:
             return _json_answer(error.status_code, error_body(status_code=error.status_code, message=error.message, param=error.param, error_type=error.error_type))
         finally:
             close_old_connections()
-        organisation_set(caller.principal.key.organisation_id)
-        state = key_rate_limit_state(caller.principal)
+        organisation_set(caller.organisation_id)
+        state = key_rate_limit_state(caller)
         if state is None or state.wait is None:
             return None
         return _rate_limited(state, body, "Too many requests for this key")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 
 import mcp_types as types
 from asgiref.sync import sync_to_async
@@ -32,7 +31,8 @@ from mcp.shared.exceptions import MCPError
 from core_memory.base.api.views import validate_subject
 from core_memory.base.errors import ApplicationError, PermissionDenied
 from core_memory.base.replicas import writes_remembered
-from core_memory.keys.authentication import Principal, principal_for_secret
+from core_memory.keys.authentication import caller_for_secret
+from core_memory.keys.callers import Caller
 from memory.tools.calls import memory_tool_call
 from memory.tools.catalogue import TRUST_ENVELOPE_NOTE, memory_tools_list
 
@@ -52,33 +52,27 @@ class Unauthenticated(ApplicationError):
     error_type = "authentication_error"
 
 
-@dataclass(frozen=True)
-class McpCaller:
-    principal: Principal
-    subject: str | None
-
-
-def mcp_caller(*, authorization: str | None, subject_header: str | None) -> McpCaller:
-    """Who calls and for whom; 401, 403 or 400 as `ApplicationError`s."""
+def mcp_caller(*, authorization: str | None, subject_header: str | None) -> Caller:
+    """Who calls, for whom; 401, 403 or 400 as `ApplicationError`s."""
     scheme, _, secret = (authorization or "").strip().partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
         raise Unauthenticated("Use 'Authorization: Bearer <secret>' with a key secret or a subject token.")
-    principal = principal_for_secret(secret.strip())
-    if principal is None:
+    caller = caller_for_secret(secret.strip())
+    if caller is None:
         raise Unauthenticated("Unknown, revoked or expired credential.")
-    missing = [capability for capability in REQUIRED_CAPABILITIES if not principal.key.has_capability(capability)]
+    missing = [capability for capability in REQUIRED_CAPABILITIES if not caller.key.has_capability(capability)]
     if missing:
         raise PermissionDenied(f"This key lacks the capability {missing[0]!r}.")
-    subject = principal.token_subject
+    subject = caller.token_subject
     if subject is not None:
         if subject_header is not None and subject_header != subject:
             raise PermissionDenied("A subject token cannot act for another person.", param="X-Core-Subject")
     elif subject_header is not None:
         subject = validate_subject(subject_header, param="X-Core-Subject")
-    return McpCaller(principal=principal, subject=subject)
+    return caller.acting_for(subject)
 
 
-def _caller_of(request) -> McpCaller:
+def _caller_of(request) -> Caller:
     if request is None:  # stdio: no HTTP request, the credential comes from the environment
         token = os.environ.get(TOKEN_VARIABLE, "")
         return mcp_caller(authorization=f"Bearer {token}", subject_header=os.environ.get(SUBJECT_VARIABLE) or None)
@@ -101,7 +95,7 @@ def _tools_of(*, request) -> list[types.Tool]:
     caller = _caller_of(request)
     return [
         types.Tool(name=tool["name"], description=tool["description"], input_schema=tool["parameters"])
-        for tool in memory_tools_list(caller=caller.principal.acting_for(caller.subject))
+        for tool in memory_tools_list(caller=caller)
         if tool["offered"]
     ]
 
@@ -109,8 +103,7 @@ def _tools_of(*, request) -> list[types.Tool]:
 def _call(*, request, name: str, arguments: dict) -> tuple[str, bool, bool]:
     """The tool result's text, whether it is a refusal, and whether the key
     has the trust envelope."""
-    connection_caller = _caller_of(request)
-    caller = connection_caller.principal.acting_for(connection_caller.subject)
+    caller = _caller_of(request)
     # Not behind Django's middleware: a write tool's position is remembered here.
     with writes_remembered(caller.reader):
         text = memory_tool_call(caller=caller, tool_name=name, arguments=json.dumps(arguments), provenance={}, now=timezone.now())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from core_memory.keys.authentication import principal_for_secret
+from core_memory.keys.authentication import caller_for_secret
 from core_memory.keys.callers import Caller
 from memory.models import MemoryRecord
 from stores.selectors import index_find_available
@@ -67,9 +67,9 @@ def test_the_stores_known_types_count_at_once(tenant):
 
 def test_a_key_read_at_one_version_reuses_the_index_it_read_then(tenant, django_assert_num_queries):
     """R-12.5: the index and its store are read once per configuration version, not per request."""
-    first = principal_for_secret(tenant.secret).key
+    first = caller_for_secret(tenant.secret).key
     index_find_available(caller=Caller(key=first), index_id=tenant.index.id)
-    again = principal_for_secret(tenant.secret).key
+    again = caller_for_secret(tenant.secret).key
 
     with django_assert_num_queries(0):
         found = index_find_available(caller=Caller(key=again), index_id=tenant.index.id)
@@ -81,8 +81,8 @@ def test_a_key_read_at_one_version_reuses_the_index_it_read_then(tenant, django_
 
 def test_an_index_read_for_one_key_is_never_handed_to_another(tenant):
     """R-4.2: what one key may use says nothing about another key's policy."""
-    owner = principal_for_secret(tenant.secret).key
+    owner = caller_for_secret(tenant.secret).key
     assert index_find_available(caller=Caller(key=owner), index_id=tenant.index.id) is not None
     _other, secret = make_key(tenant.organisation, read=[], write=[])
 
-    assert index_find_available(caller=principal_for_secret(secret).acting_for(None), index_id=tenant.index.id) is None
+    assert index_find_available(caller=caller_for_secret(secret).acting_for(None), index_id=tenant.index.id) is None

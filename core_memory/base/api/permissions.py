@@ -18,7 +18,7 @@ class HasCapabilities(BasePermission):
             raise PermissionDenied("A subject token cannot use management routes.")
         if principal.token_subject is not None and request.method in getattr(view, "organisation_wide_methods", ()):
             raise PermissionDenied("A subject token acts for one person; it cannot change organisation-wide settings.")
-        missing = [capability for capability in required if not principal.key.has_capability(capability)]
+        missing = [capability for capability in required if not principal.may(capability)]
         if missing:
             raise PermissionDenied(f"This key lacks the capability {missing[0]!r}.")
         return True

@@ -214,14 +214,14 @@ def held_for(*, name: str) -> float:
     return max(0.0, until - _now())
 
 
-def key_rate_limit_state(principal) -> RateLimitState | None:
+def key_rate_limit_state(caller) -> RateLimitState | None:
     """Takes one request of the caller's key — whichever entrance it came in by: the API, `/mcp`,
     the OpenAI-compatible routes — from its bucket, at its organisation's limit; None for a caller
     without a key or when the store cannot be reached."""
-    key = getattr(principal, "key", None)
+    key = getattr(caller, "key", None)
     if key is None:
         return None
-    return rate_limit_take(name=key.id, limit=principal.organisation.key_rate_limit_per_minute())
+    return rate_limit_take(name=key.id, limit=key.organisation.key_rate_limit_per_minute())
 
 
 def anonymous_rate_limit_take(*, address: str) -> RateLimitState | None:

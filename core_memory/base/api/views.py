@@ -21,16 +21,19 @@ from core_memory.base.errors import InvalidRequest, PermissionDenied
 from core_memory.base.storable import UNSTORABLE_CHARACTERS, unstorable_value
 
 class Caller(Protocol):
-    """Who calls, as authentication hands it over (the keys app's `Principal` is one): a key
-    of one organisation, possibly limited to one person by a subject token. The apps stand
-    above this floor, so the type names none of their models."""
+    """What this floor needs of who asks, as authentication hands it over: the keys app's
+    `Caller` (core_memory.keys.callers), the one value that says who asks, is it. The apps stand
+    above this floor, so the type names none of their classes."""
 
     key: Any
-    organisation: Any
+    actor: str
     token_subject: str | None
 
     def acting_for(self, subject: str | None) -> Any:
-        """Who asks for `subject`, as the one value services take (the keys app's `Caller`)."""
+        """The same caller, for `subject`."""
+
+    def may(self, capability: str) -> bool:
+        """Whether the caller holds `capability`."""
 
 
 SUBJECT_HEADER = "HTTP_X_CORE_SUBJECT"
@@ -57,6 +60,8 @@ class CoreApi(APIView):
 
     @property
     def principal(self) -> Caller:
+        """Who asks, as authentication handed it over: for the subject token's person, or for
+        nobody yet (`caller` is for the request's person)."""
         return self.request.user
 
     @property
@@ -65,7 +70,7 @@ class CoreApi(APIView):
 
     @property
     def organisation(self) -> Any:
-        return self.principal.organisation
+        return self.principal.key.organisation
 
     @property
     def caller(self) -> Any:

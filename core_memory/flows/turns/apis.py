@@ -258,5 +258,5 @@ class ToolListApi(CoreApi):
         """
         query_parameters_read(request.query_params, self.FilterSerializer)
         # The key's own caller: which tools it has does not depend on the request's person.
-        caller = self.principal.acting_for(self.principal.token_subject)
+        caller = self.principal
         return sequence_paginated_response(items=memory_tools_list(caller=caller), request=request)

@@ -9,7 +9,7 @@ from unittest import mock
 from django.db import connection
 from django.utils import timezone
 
-from core_memory.keys.authentication import principal_for_secret
+from core_memory.keys.authentication import caller_for_secret
 from core_memory.organisations.models import Organisation
 from tests.factories import client_for
 
@@ -83,14 +83,14 @@ def test_a_subject_token_erased_with_her_person_is_refused_at_once(tenant):
 def test_authentication_reads_the_key_and_its_organisation_in_one_query(tenant, django_assert_num_queries):
     """R-12.5: one query per request, stamped with the organisation's configuration version."""
     with django_assert_num_queries(1):
-        principal = principal_for_secret(tenant.secret)
+        caller = caller_for_secret(tenant.secret)
 
-    assert principal.key.id == tenant.key.id
-    assert principal.key.capabilities == tenant.key.capabilities
-    assert principal.key.policy == tenant.key.policy
-    assert principal.organisation.id == tenant.organisation.id
-    assert principal.organisation.timezone == tenant.organisation.timezone
-    assert principal.key.config_version == _config_version(tenant.organisation)
+    assert caller.key.id == tenant.key.id
+    assert caller.key.capabilities == tenant.key.capabilities
+    assert caller.key.policy == tenant.key.policy
+    assert caller.key.organisation.id == tenant.organisation.id == caller.organisation_id
+    assert caller.key.organisation.timezone == tenant.organisation.timezone
+    assert caller.key.config_version == _config_version(tenant.organisation)
 
 
 def _config_version(organisation) -> int:
@@ -107,7 +107,7 @@ def test_every_change_to_the_organisations_configuration_raises_its_version(tena
         ("UPDATE keys_apikey SET name = 'renamed' WHERE id = %s", tenant.key.id),
         ("UPDATE stores_knowledgeindex SET name = 'renamed' WHERE id = %s", tenant.index.id),
         ("UPDATE stores_memorystore SET known_types = '[\"fact\"]' WHERE index_id = %s", tenant.index.id),
-        ("DELETE FROM keys_subjecttoken WHERE key_id = %s", principal_for_secret(token).key.id),
+        ("DELETE FROM keys_subjecttoken WHERE key_id = %s", caller_for_secret(token).key.id),
         ("UPDATE organisations_organisation SET name = 'renamed' WHERE id = %s", organisation.id),
     ]
     for statement, parameter in changes:
