@@ -123,7 +123,6 @@ def measure(*, model: FakeChatModel, items: int, records: int, windows: int, red
             "filters": {"key_ids": [], "agent_ids": []},
         },
         sent={"enabled", "model"},
-        actor="bench",
     )
     _records(organisation=organisation, index=index, count=records)
     start = timezone.now() - timedelta(hours=3)

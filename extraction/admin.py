@@ -236,7 +236,7 @@ class ExtractionSwitchAdmin(OrganisationScopedAdmin):
                 raise ApplicationError(str(_("That key cannot use this store.")))
             serializer = SwitchSerializer(data=settings)
             serializer.is_valid(raise_exception=True)
-            extraction_switch_set(caller=Caller(key=key), index=index, values=serializer.validated_data, sent=set(settings), actor=self.actor(request))
+            extraction_switch_set(caller=Caller(key=key, actor=self.actor(request)), index=index, values=serializer.validated_data, sent=set(settings))
         except DrfValidationError as error:
             path, message = first_error(error.detail)
             messages.error(request, f"{path}: {message}" if path else message)
@@ -284,7 +284,7 @@ class ExtractionSwitchAdmin(OrganisationScopedAdmin):
         try:
             if index is None:
                 raise ApplicationError(str(_("That key cannot use this store.")))
-            extraction_switch_set(caller=Caller(key=key), index=index, values=serializer.validated_data, sent=set(settings), actor=self.actor(request))
+            extraction_switch_set(caller=Caller(key=key, actor=self.actor(request)), index=index, values=serializer.validated_data, sent=set(settings))
         except ApplicationError as error:
             messages.error(request, f"{error.param}: {error.message}" if error.param else error.message)
         else:

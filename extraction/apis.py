@@ -144,7 +144,6 @@ class ExtractionSwitchApi(CoreApi):
             index=index,
             values=serializer.validated_data,
             sent=set(request.data),
-            actor=self.principal.actor,
         )
         return Response(switch_answer(switch_find(index=index)))
 

@@ -90,7 +90,7 @@ class _ProposalDecisionApi(_ProposalApi):
 
     def post(self, request, proposal_id: str):
         caller = self.caller
-        proposal = type(self).decide(caller=caller, proposal_id=proposal_id, actor=self.principal.actor)
+        proposal = type(self).decide(caller=caller, proposal_id=proposal_id)
         return Response(self.OutputSerializer(proposal_get_available(caller=caller, proposal_id=proposal.pk)).data)
 
 

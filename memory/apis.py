@@ -484,7 +484,6 @@ class MemoryImportApi(CoreApi):
                 format=options["origin"],
                 index=index,
                 dry_run=options["dry_run"],
-                actor=self.principal.actor,
             )
         except ImportFailed as failure:
             body = error_body(status_code=400, message=failure.message, param=failure.param)

@@ -315,10 +315,10 @@ def records_import(
     index: KnowledgeIndex | None = None,
     index_map: dict[str, str] | None = None,
     dry_run: bool = False,
-    actor: str,
     progress: Callable[[int], None] | None = None,
 ) -> dict:
-    """Imports JSON Lines of records (docs/portability.md) as the caller's key, all or nothing.
+    """Imports JSON Lines of records (docs/portability.md) as the caller's key (audited as its
+    actor), all or nothing.
 
     `index` (read for the key with the write right) receives every line, whatever index a line
     names; without it each line names its `index_id`, read through `index_map` (the source
@@ -345,8 +345,7 @@ def records_import(
                     continue
                 report.lines += 1
                 try:
-                    _import_one(caller=caller, raw=raw, format=format, index=index, subject=subject,
-                                actor=actor, report=report, state=state)
+                    _import_one(caller=caller, raw=raw, format=format, index=index, subject=subject, report=report, state=state)
                 except LineError as error:
                     report.error_count += 1
                     if len(report.errors) < MAX_REPORTED_ERRORS:
@@ -363,7 +362,7 @@ def records_import(
             if not dry_run:
                 audit_event_record(
                     organisation_id=key.organisation_id,
-                    actor=actor,
+                    actor=caller.actor,
                     action="memory.imported",
                     target=index.id if index is not None else "",
                     details={"format": format, "lines": report.lines, "created": report.created,
@@ -401,7 +400,7 @@ def _already_imported(*, organisation_id: str, format: str, line: ImportLine) ->
     return format == "core" and records.filter(pk=line.source_id).exists()
 
 
-def _import_one(*, caller, raw, format, index, subject, actor, report, state) -> None:  # noqa: A002
+def _import_one(*, caller, raw, format, index, subject, report, state) -> None:  # noqa: A002
     key = caller.key
     line = import_line_read(raw=raw, format=format)
     if line.subject is not None:
@@ -429,8 +428,7 @@ def _import_one(*, caller, raw, format, index, subject, actor, report, state) ->
     try:
         with transaction.atomic():
             result = record_import_within(
-                caller=caller, index=target, values=values, core_written_allowed=state.core_written_allowed,
-                actor=actor, now=state.now,
+                caller=caller, index=target, values=values, core_written_allowed=state.core_written_allowed, now=state.now,
             )
     except ApplicationError as error:
         raise LineError(param=error.param, message=error.message) from None

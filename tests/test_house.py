@@ -162,7 +162,7 @@ def _public_functions_of_services_selectors_and_flows():
 # function named so, not one whose organisation may be None.
 LOOSE_ORGANISATION_OR_KEY = 80
 ORGANISATION_OR_EVERY = 10
-CALLER_AND_ACTOR_APART = 15
+CALLER_AND_ACTOR_APART = 6
 
 
 def test_who_asks_travels_as_one_caller_more_and_more():

@@ -53,7 +53,7 @@ def _version_add(*, agent: Agent, caller: Caller, model: str, instructions: str,
 
 @transaction.atomic(durable=True)
 def agent_create(
-    *, caller: Caller, actor: str, name: str, model: str, instructions: str = "", memory_injection: dict | None = None
+    *, caller: Caller, name: str, model: str, instructions: str = "", memory_injection: dict | None = None
 ) -> Agent:
     """A new agent of the caller's organisation with its first version, saved by the caller's key."""
     try:
@@ -63,14 +63,14 @@ def agent_create(
         raise Conflict(f"An agent named {name!r} exists already.", param="name") from None
     version = _version_add(agent=agent, caller=caller, model=model, instructions=instructions, memory_injection=memory_injection)
     audit_event_record(
-        organisation_id=caller.organisation_id, actor=actor, action="agent.created", target=agent.id, details={"version": version.version}
+        organisation_id=caller.organisation_id, actor=caller.actor, action="agent.created", target=agent.id, details={"version": version.version}
     )
     return agent
 
 
 @transaction.atomic(durable=True)
 def agent_version_create(
-    *, agent: Agent, caller: Caller, actor: str, model: str, instructions: str = "", memory_injection: dict | None = None
+    *, agent: Agent, caller: Caller, model: str, instructions: str = "", memory_injection: dict | None = None
 ) -> Agent:
     """A new, complete version, saved by the caller's key; turns run it from now on."""
     locked = Agent.objects.for_organisation(agent.organisation_id).live().select_for_update().filter(pk=agent.pk).first()
@@ -79,7 +79,7 @@ def agent_version_create(
     version = _version_add(agent=locked, caller=caller, model=model, instructions=instructions, memory_injection=memory_injection)
     audit_event_record(
         organisation_id=caller.organisation_id,
-        actor=actor,
+        actor=caller.actor,
         action="agent.version_created",
         target=locked.id,
         details={"version": version.version},

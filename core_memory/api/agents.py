@@ -75,7 +75,7 @@ class AgentListCreateApi(CoreApi):
         """
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        agent = agent_create(caller=self.caller, actor=self.principal.actor, **serializer.validated_data)
+        agent = agent_create(caller=self.caller, **serializer.validated_data)
         return Response(AgentOutputSerializer(agent).data, status=status.HTTP_201_CREATED)
 
 
@@ -122,5 +122,5 @@ class AgentVersionCreateApi(CoreApi):
         agent = agent_get_available(organisation=self.organisation, agent_ref=agent_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        agent = agent_version_create(agent=agent, caller=self.caller, actor=self.principal.actor, **serializer.validated_data)
+        agent = agent_version_create(agent=agent, caller=self.caller, **serializer.validated_data)
         return Response(AgentOutputSerializer(agent).data, status=status.HTTP_201_CREATED)

@@ -108,4 +108,4 @@ class PersonExportApi(CoreApi):
         named the parts are empty. Audited as `person.exported`. Needs `management`.
         """
         subject = self.path_person(subject)
-        return Response(person_export(caller=self.principal.acting_for(subject), actor=self.principal.actor))
+        return Response(person_export(caller=self.principal.acting_for(subject)))

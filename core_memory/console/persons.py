@@ -228,7 +228,7 @@ class PersonAdmin(OrganisationScopedAdmin):
         subject = unquote(subject)
         # The API's document to the letter, its times in UTC, whatever zone the console shows.
         with timezone.override(dt_timezone.utc):
-            document = person_export(caller=Caller.console(organisation_id=organisation.id, actor=self.actor(request), subject=subject), actor=self.actor(request))
+            document = person_export(caller=Caller.console(organisation_id=organisation.id, actor=self.actor(request), subject=subject))
         record_ids = [record["id"] for part in ("records", "episodes", "lessons") for record in document.get(part) or []]
         console_read_audit(
             actor=self.actor(request),

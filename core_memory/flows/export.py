@@ -172,10 +172,10 @@ def person_export_document(*, caller: Caller) -> dict:
 
 
 @transaction.atomic(durable=True)
-def person_export(*, caller: Caller, actor: str) -> dict:
+def person_export(*, caller: Caller) -> dict:
     """Everything Core holds about the caller's person (that its key may read, when a key asks),
     audited as `person.exported` with what it held."""
     document = person_export_document(caller=caller)
     counts = {name: len(value) for name, value in document.items() if name in PERSON_EXPORT_PARTS and isinstance(value, list)}
-    audit_event_record(organisation_id=caller.organisation_id, actor=actor, action="person.exported", target=caller.subject, details=counts)
+    audit_event_record(organisation_id=caller.organisation_id, actor=caller.actor, action="person.exported", target=caller.subject, details=counts)
     return document

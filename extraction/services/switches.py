@@ -125,7 +125,7 @@ def _switch_saved(
 
 @transaction.atomic(durable=True)
 def extraction_switch_set(
-    *, caller: Caller, index: KnowledgeIndex, values: dict, sent: Collection[str], actor: str, now: datetime | None = None
+    *, caller: Caller, index: KnowledgeIndex, values: dict, sent: Collection[str], now: datetime | None = None
 ) -> ExtractionSwitch:
     """Sets the index's switch from `values` (validated by
     `extraction.configuration.SwitchSerializer`; `sent` names the fields the request gave).
@@ -161,7 +161,7 @@ def extraction_switch_set(
     MemoryStore.objects.for_organisation(organisation).filter(index_id=index.pk).update(known_types=list(switch.types))
     audit_event_record(
         organisation_id=organisation.id,
-        actor=actor,
+        actor=caller.actor,
         action="extraction.switch_set",
         target=index.id,
         details={

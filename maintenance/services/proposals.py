@@ -26,17 +26,17 @@ from memory.services.writes import RecordDraft, record_write_by_core_within
 from stores.models import KnowledgeIndex, MemoryStore
 
 
-def proposal_apply(*, caller: Caller, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
+def proposal_apply(*, caller: Caller, proposal_id: str, now: datetime | None = None) -> Proposal:
     """`POST /v1/memory/proposals/{id}/apply` by a key's caller: a proposal of an index available
     to its key (404 otherwise), which the key's policy lets it write (403 and `memory.write_denied`)."""
-    _caller_may_decide(caller=caller, proposal_id=proposal_id, actor=actor)
-    return _proposal_decide(proposals=Proposal.objects.for_key(caller.key), proposal_id=proposal_id, actor=actor, apply=True, now=now)
+    _caller_may_decide(caller=caller, proposal_id=proposal_id, actor=caller.actor)
+    return _proposal_decide(proposals=Proposal.objects.for_key(caller.key), proposal_id=proposal_id, actor=caller.actor, apply=True, now=now)
 
 
-def proposal_reject(*, caller: Caller, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
+def proposal_reject(*, caller: Caller, proposal_id: str, now: datetime | None = None) -> Proposal:
     """`POST /v1/memory/proposals/{id}/reject` by a key's caller, with the rights of `proposal_apply`."""
-    _caller_may_decide(caller=caller, proposal_id=proposal_id, actor=actor)
-    return _proposal_decide(proposals=Proposal.objects.for_key(caller.key), proposal_id=proposal_id, actor=actor, apply=False, now=now)
+    _caller_may_decide(caller=caller, proposal_id=proposal_id, actor=caller.actor)
+    return _proposal_decide(proposals=Proposal.objects.for_key(caller.key), proposal_id=proposal_id, actor=caller.actor, apply=False, now=now)
 
 
 def proposal_apply_by_administrator(*, organisation_id: str, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:

@@ -111,7 +111,7 @@ class MemoryBatchApi(CoreApi):
         data = serializer.validated_data
         caller = self.caller
         index = index_get_available(caller=caller, index_id=data["index_id"], param="index_id")
-        written = records_write_batch(caller=caller, index=index, drafts=batch_drafts(data["records"]), actor=self.principal.actor)
+        written = records_write_batch(caller=caller, index=index, drafts=batch_drafts(data["records"]))
         results = [
             batch_failure_answer(result, position=position) if isinstance(result, BatchFailure)
             else {**record_write_answer(result), "status_code": WRITE_STATUS_CODES[result.status]}
@@ -150,7 +150,7 @@ class MemoryBatchDeleteApi(CoreApi):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         record_ids = serializer.validated_data["ids"]
-        outcomes = records_delete_batch(caller=self.caller, record_ids=record_ids, actor=self.principal.actor)
+        outcomes = records_delete_batch(caller=self.caller, record_ids=record_ids)
         results = []
         for position, (record_id, outcome) in enumerate(zip(record_ids, outcomes)):
             if isinstance(outcome, BatchFailure):

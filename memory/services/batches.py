@@ -27,7 +27,7 @@ class BatchFailure:
 
 
 def records_write_batch(
-    *, caller: Caller, index: KnowledgeIndex, drafts: Sequence[RecordDraft | ApplicationError], actor: str, now: datetime | None = None
+    *, caller: Caller, index: KnowledgeIndex, drafts: Sequence[RecordDraft | ApplicationError], now: datetime | None = None
 ) -> list[RecordWriteResult | BatchFailure]:
     """Many writes for the caller's person in one transaction, each exactly as `record_write`
     makes it (type rules, confirmation of a text she has, corrections, contested marks cleared,
@@ -35,9 +35,9 @@ def records_write_batch(
     input was invalid) — is answered with its error and leaves nothing behind (its own
     savepoint); the others are written. The write right is the index's: checked once, and a
     denial (403, `memory.write_denied`) refuses the whole batch."""
-    record_write_authorise(caller=caller, index=index, actor=actor)
+    record_write_authorise(caller=caller, index=index, actor=caller.actor)
     with transaction.atomic(durable=True):
-        return [_batch_item_write(index=index, subject=caller.subject, draft=draft, actor=actor, now=now) for draft in drafts]
+        return [_batch_item_write(index=index, subject=caller.subject, draft=draft, actor=caller.actor, now=now) for draft in drafts]
 
 
 def _batch_item_write(
@@ -51,13 +51,13 @@ def _batch_item_write(
         return BatchFailure(error=error)
 
 
-def records_delete_batch(*, caller: Caller, record_ids: Sequence[str], actor: str) -> list[str | BatchFailure]:
+def records_delete_batch(*, caller: Caller, record_ids: Sequence[str]) -> list[str | BatchFailure]:
     """Deletes each record as `record_delete` would, in one transaction, answering each in order:
     its id when deleted, else its error (404 for one the caller may not address, 403 where the
     policy may not write its index). One named twice is deleted once and then not found."""
     records = MemoryRecord.objects.for_key(caller.key)
     with transaction.atomic(durable=True):
-        return [_batch_item_delete(caller=caller, records=records, record_id=record_id, actor=actor) for record_id in record_ids]
+        return [_batch_item_delete(caller=caller, records=records, record_id=record_id, actor=caller.actor) for record_id in record_ids]
 
 
 def _batch_item_delete(*, caller: Caller, records: QuerySet[MemoryRecord], record_id: str, actor: str) -> str | BatchFailure:

@@ -34,7 +34,6 @@ def record_import_within(
     index: KnowledgeIndex,
     values: dict,
     core_written_allowed: bool,
-    actor: str,
     now: datetime,
 ) -> RecordWriteResult:
     """A record as an export held it (docs/portability.md), written with the rules of
@@ -44,14 +43,14 @@ def record_import_within(
     when `core_written_allowed` (an import of Core's export by a key with `management`).
     `values` are the record's fields as `memory.importing` read them; `import_source` names
     where it came from. Inside the caller's transaction."""
-    record_write_authorise(caller=caller, index=index, actor=actor)
+    record_write_authorise(caller=caller, index=index, actor=caller.actor)
     _import_check(index=index, values=values, core_written_allowed=core_written_allowed)
     type_name, status, source = values["type"], values["status"], values["source"]
     normalised = text_normalise(values["text"])
     if status == MemoryRecord.Status.ACTIVE and type_name not in EVENT_TYPES:
         twin = record_active_twin(index=index, subject=values["subject"], type_name=type_name, normalised_text=normalised)
         if twin is not None:
-            return RecordWriteResult(record=record_confirm(record=twin, actor=actor, now=now), status="confirmed")
+            return RecordWriteResult(record=record_confirm(record=twin, actor=caller.actor, now=now), status="confirmed")
     record = MemoryRecord(
         organisation_id=index.organisation_id,
         index=index,
@@ -75,7 +74,7 @@ def record_import_within(
         changed_at=values["updated_at"] or values["created_at"] or now,
         import_source=values["import_source"],
     )
-    record._change_reason = change_reason(what="imported", actor=actor)
+    record._change_reason = change_reason(what="imported", actor=caller.actor)
     try:
         with transaction.atomic():
             record.save(force_insert=True)

@@ -32,7 +32,7 @@ class Command(BaseCommand):
         api_key = ApiKey.objects.for_organisation(org).usable().filter(id=key).first()
         if api_key is None:
             raise CommandError(f"No usable key {key!r} in organisation {org!r}.")
-        caller = Caller(key=api_key)
+        caller = Caller(key=api_key, actor=f"command:import_memory ({api_key.id})")
         try:
             target = index_get_available(caller=caller, index_id=index, param="--index", right="write") if index else None
         except ApplicationError as error:
@@ -49,7 +49,6 @@ class Command(BaseCommand):
                 index=target,
                 index_map={old: new for old, _, new in pairs},
                 dry_run=dry_run,
-                actor=f"command:import_memory ({api_key.id})",
                 progress=lambda number: self.stderr.write(f"read {number} lines…"),
             )
         except ImportFailed as failure:
