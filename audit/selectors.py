@@ -14,7 +14,11 @@ def audit_event_list(*, organisation_id: str, filters: dict | None = None) -> Qu
     return AuditEventFilter(filters or {}, queryset=events).qs
 
 
-def audit_events_counted(*, organisation_id: str | None, action: str, since: datetime) -> int:
-    """How many `action` events since `since` (every organisation's when `organisation_id` is None)."""
-    events = AuditEvent.objects.unscoped() if organisation_id is None else AuditEvent.objects.for_organisation(organisation_id)
-    return events.filter(action=action, at__gte=since).count()
+def audit_events_counted(*, organisation_id: str, action: str, since: datetime) -> int:
+    """How many of the organisation's `action` events since `since`."""
+    return AuditEvent.objects.for_organisation(organisation_id).filter(action=action, at__gte=since).count()
+
+
+def platform_audit_events_counted(*, action: str, since: datetime) -> int:
+    """How many `action` events since `since` in every organisation (a console superuser's dashboard)."""
+    return AuditEvent.objects.unscoped().filter(action=action, at__gte=since).count()

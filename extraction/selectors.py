@@ -184,7 +184,15 @@ def person_windows_counted(*, organisation_id: str, subject: str) -> int:
     return ExtractionWindow.objects.for_organisation(organisation_id).filter(thread__subject=subject).count()
 
 
-def switches_of_organisation(*, organisation_id: str | None) -> list[ExtractionSwitch]:
-    """Every switch of the organisation (of every organisation when None), with its index, by index name."""
-    switches = ExtractionSwitch.objects.unscoped() if organisation_id is None else ExtractionSwitch.objects.for_organisation(organisation_id)
+def switches_of_organisation(*, organisation_id: str) -> list[ExtractionSwitch]:
+    """Every switch of the organisation, with its index, by index name."""
+    return _switches_listed(ExtractionSwitch.objects.for_organisation(organisation_id))
+
+
+def platform_switches() -> list[ExtractionSwitch]:
+    """Every switch of every organisation, with its index, by index name (a console superuser's dashboard)."""
+    return _switches_listed(ExtractionSwitch.objects.unscoped())
+
+
+def _switches_listed(switches) -> list[ExtractionSwitch]:
     return list(switches.select_related("connector", "index", "organisation").order_by("index__name", "index_id"))

@@ -118,11 +118,19 @@ def change_reason_parts(reason: str | None) -> tuple[str, str | None]:
     return what, actor or None
 
 
-def records_counted(*, organisation_id: str | None) -> list[dict]:
-    """Active records of live indexes counted per index and type, with how many are contested:
-    `[{"index_id", "index_name", "type", "records", "contested"}]`, by index name then type.
-    `organisation_id` None counts every organisation's (a console superuser's dashboard)."""
-    records = MemoryRecord.objects.unscoped() if organisation_id is None else MemoryRecord.objects.for_organisation(organisation_id)
+def records_counted(*, organisation_id: str) -> list[dict]:
+    """The organisation's active records of live indexes counted per index and type, with how
+    many are contested: `[{"index_id", "index_name", "type", "records", "contested"}]`, by index
+    name then type."""
+    return _records_counted(MemoryRecord.objects.for_organisation(organisation_id))
+
+
+def platform_records_counted() -> list[dict]:
+    """`records_counted` across every organisation (a console superuser's dashboard)."""
+    return _records_counted(MemoryRecord.objects.unscoped())
+
+
+def _records_counted(records) -> list[dict]:
     return list(
         records.filter(unexpired(timezone.now()), status=MemoryRecord.Status.ACTIVE, index__deleted_at__isnull=True)
         .values("index_id", "type")
@@ -131,10 +139,18 @@ def records_counted(*, organisation_id: str | None) -> list[dict]:
     )
 
 
-def records_created_per_week(*, organisation_id: str | None, since: datetime, zone) -> list[tuple[datetime, int]]:
-    """Records created since `since`, counted per week (Monday, in `zone`), oldest first; weeks
-    without a record are absent. `organisation_id` None counts every organisation's."""
-    records = MemoryRecord.objects.unscoped() if organisation_id is None else MemoryRecord.objects.for_organisation(organisation_id)
+def records_created_per_week(*, organisation_id: str, since: datetime, zone) -> list[tuple[datetime, int]]:
+    """The organisation's records created since `since`, counted per week (Monday, in `zone`),
+    oldest first; weeks without a record are absent."""
+    return _records_created_per_week(MemoryRecord.objects.for_organisation(organisation_id), since=since, zone=zone)
+
+
+def platform_records_created_per_week(*, since: datetime, zone) -> list[tuple[datetime, int]]:
+    """`records_created_per_week` across every organisation (a console superuser's dashboard)."""
+    return _records_created_per_week(MemoryRecord.objects.unscoped(), since=since, zone=zone)
+
+
+def _records_created_per_week(records, *, since: datetime, zone) -> list[tuple[datetime, int]]:
     return list(
         records.filter(created_at__gte=since, index__deleted_at__isnull=True)
         .annotate(week=TruncWeek("created_at", tzinfo=zone))
@@ -193,10 +209,19 @@ def records_as_of(*, organisation_id: str, record_ids, at: datetime) -> dict:
     return {version.id: version for version in versions}
 
 
-def record_subjects(*, organisation_id: str | None, search: str = ""):
-    """(organisation id, subject) of every person who has a not-deleted record; a values queryset
-    to combine with the other tables that name persons (core_memory.flows.persons)."""
-    records = MemoryRecord.objects.unscoped() if organisation_id is None else MemoryRecord.objects.for_organisation(organisation_id)
+def record_subjects(*, organisation_id: str, search: str = ""):
+    """(organisation id, subject) of every person of the organisation who has a not-deleted
+    record; a values queryset to combine with the other tables that name persons
+    (core_memory.flows.persons)."""
+    return _record_subjects(MemoryRecord.objects.for_organisation(organisation_id), search=search)
+
+
+def platform_record_subjects(*, search: str = ""):
+    """`record_subjects` across every organisation (a console superuser's person list)."""
+    return _record_subjects(MemoryRecord.objects.unscoped(), search=search)
+
+
+def _record_subjects(records, *, search: str):
     records = records.filter(subject__isnull=False).exclude(status=MemoryRecord.Status.DELETED)
     if search:
         records = records.filter(subject__icontains=search)

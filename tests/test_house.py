@@ -161,7 +161,7 @@ def _public_functions_of_services_selectors_and_flows():
 # each may only go down, to zero. A function that works across organisations is a platform
 # function named so, not one whose organisation may be None.
 LOOSE_ORGANISATION_OR_KEY = 80
-ORGANISATION_OR_EVERY = 10
+ORGANISATION_OR_EVERY = 0
 CALLER_AND_ACTOR_APART = 6
 
 

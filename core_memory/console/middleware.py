@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import math
 import secrets
+import zoneinfo
 
 from django.conf import settings
 from django.core import signing
@@ -170,6 +171,9 @@ class ConsoleTimezoneMiddleware:
             return self.get_response(request)
         # Kept on the request: the console's admin classes read it there (OrganisationScopedAdmin).
         request._console_organisation_id = administered_organisation_id(user=request.user)
-        zone = organisation_zone(organisation_id=request._console_organisation_id)
+        # Her organisation's zone; UTC for a superuser, who sees every organisation (None), or a
+        # user who administers nothing ("").
+        organisation_id = request._console_organisation_id
+        zone = organisation_zone(organisation_id=organisation_id) if organisation_id else zoneinfo.ZoneInfo("UTC")
         with timezone.override(zone):
             return self.get_response(request)

@@ -27,9 +27,10 @@ from django.utils.translation import gettext_lazy as _
 
 from audit.console import console_read_audit
 from core_memory.base.console.pages import OrganisationScopedAdmin, thread_url
+from core_memory.base.console.selectors import EVERY_ORGANISATION
 from core_memory.flows.erasure import person_erase, person_erasure_preview
 from core_memory.flows.export import person_export
-from core_memory.flows.persons import persons_page
+from core_memory.flows.persons import persons_page, platform_persons_page
 from core_memory.keys.callers import Caller
 from core_memory.organisations.models import Organisation
 from core_memory.persons.models import Person
@@ -120,12 +121,12 @@ class PersonAdmin(OrganisationScopedAdmin):
             page_number = max(1, int(request.GET.get("p", "1")))
         except ValueError:
             page_number = 1
-        persons, has_more = persons_page(
-            organisation_id=self.organisation_id(request),
-            search=search,
-            offset=(page_number - 1) * PERSONS_PER_PAGE,
-            limit=PERSONS_PER_PAGE,
-        )
+        organisation_id = self.organisation_id(request)
+        page = {"search": search, "offset": (page_number - 1) * PERSONS_PER_PAGE, "limit": PERSONS_PER_PAGE}
+        if organisation_id is EVERY_ORGANISATION:
+            persons, has_more = platform_persons_page(**page)
+        else:
+            persons, has_more = persons_page(organisation_id=organisation_id, **page)
         rows = [
             {
                 "person": person,

@@ -9,15 +9,15 @@ from datetime import date, datetime, timedelta
 from django.utils import timezone
 
 from audit.console import CONSOLE_READ
-from audit.selectors import audit_events_counted
+from audit.selectors import audit_events_counted, platform_audit_events_counted
 from core_memory.base.console.selectors import administered_organisation_id
 from core_memory.llm.metering import usage_month
 from core_memory.llm.models import TokenUsage
 from core_memory.organisations.models import Organisation
-from extraction.selectors import switch_status, switches_of_organisation
+from extraction.selectors import platform_switches, switch_status, switches_of_organisation
 from maintenance.models import Proposal
 from maintenance.selectors import proposal_list_for_organisation
-from memory.selectors import records_counted, records_created_per_week
+from memory.selectors import platform_records_counted, platform_records_created_per_week, records_counted, records_created_per_week
 
 GROWTH_WEEKS = 8  # the dashboard's growth chart: records created per week, this many weeks back
 
@@ -141,66 +141,83 @@ class DashboardFigures:
         }
 
 
-def organisation_zone(*, organisation_id: str | None) -> zoneinfo.ZoneInfo:
-    """The organisation's time zone; UTC for a superuser's every-organisation view (None) or a
-    user who administers nothing ("")."""
-    zone_name = "UTC"
-    if organisation_id:
-        zone_name = Organisation.objects.filter(pk=organisation_id).values_list("timezone", flat=True).first() or "UTC"
+def organisation_zone(*, organisation_id: str) -> zoneinfo.ZoneInfo:
+    """The organisation's time zone (UTC when it names none Python knows)."""
+    zone_name = Organisation.objects.filter(pk=organisation_id).values_list("timezone", flat=True).first() or "UTC"
     try:
         return zoneinfo.ZoneInfo(zone_name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         return zoneinfo.ZoneInfo("UTC")
 
 
-def _local_midnight(*, organisation_id: str | None) -> datetime:
-    """Today's start in the organisation's time zone (UTC for a superuser's every-organisation view)."""
-    zone = organisation_zone(organisation_id=organisation_id)
+def _local_midnight(zone: zoneinfo.ZoneInfo) -> datetime:
     return timezone.localtime(timezone.now(), zone).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def dashboard_figures(*, organisation_id: str | None) -> DashboardFigures:
-    """Records per index and type, contested records, the console reads audited today, how each
-    extraction switch is doing, and the proposals waiting for a decision.
-    `organisation_id` None: every organisation (a superuser)."""
+def dashboard_figures(*, organisation_id: str) -> DashboardFigures:
+    """The organisation's records per index and type, contested records, the console reads
+    audited today, how each extraction switch is doing, the records created per week, the
+    proposals waiting for a decision and the tokens used this month."""
+    zone = organisation_zone(organisation_id=organisation_id)
+    today_from = _local_midnight(zone)
+    first_week = _first_week(today_from)
+    figures = _figures(
+        counted=records_counted(organisation_id=organisation_id),
+        switches=switches_of_organisation(organisation_id=organisation_id),
+        created=records_created_per_week(organisation_id=organisation_id, since=first_week, zone=zone),
+        reads_today=audit_events_counted(organisation_id=organisation_id, action=CONSOLE_READ, since=today_from),
+        today_from=today_from,
+    )
+    figures.pending_proposals = proposal_list_for_organisation(organisation_id=organisation_id, status=Proposal.Status.PENDING).count()
+    figures.tokens_used = TokenUsage.objects.for_organisation(organisation_id).month_total(month=usage_month())
+    figures.token_limit = Organisation.objects.filter(pk=organisation_id).values_list("monthly_token_limit", flat=True).first()
+    return figures
+
+
+def platform_dashboard_figures() -> DashboardFigures:
+    """`dashboard_figures` across every organisation, in UTC (a console superuser's home page):
+    no proposals or tokens, which are each organisation's own."""
+    zone = zoneinfo.ZoneInfo("UTC")
+    today_from = _local_midnight(zone)
+    return _figures(
+        counted=platform_records_counted(),
+        switches=platform_switches(),
+        created=platform_records_created_per_week(since=_first_week(today_from), zone=zone),
+        reads_today=platform_audit_events_counted(action=CONSOLE_READ, since=today_from),
+        today_from=today_from,
+    )
+
+
+def _first_week(today_from: datetime) -> datetime:
+    this_week = today_from - timedelta(days=today_from.weekday())
+    return this_week - timedelta(weeks=GROWTH_WEEKS - 1)
+
+
+def _figures(*, counted: list[dict], switches: list, created: list, reads_today: int, today_from: datetime) -> DashboardFigures:
     indexes: dict[str, IndexFigures] = {}
-    for row in records_counted(organisation_id=organisation_id):
+    for row in counted:
         entry = indexes.setdefault(row["index_id"], IndexFigures(index_id=row["index_id"], name=row["index_name"]))
         entry.types[row["type"]] = row["records"]
         entry.records += row["records"]
         entry.contested += row["contested"]
-    today_from = _local_midnight(organisation_id=organisation_id)
     # A store has at most one switch: a few queries per store, not per record.
-    switches = []
-    for switch in switches_of_organisation(organisation_id=organisation_id):
+    healths = []
+    for switch in switches:
         status = switch_status(switch=switch)
-        switches.append(
-            SwitchHealth(
-                index_id=switch.index_id,
-                name=switch.index.name,
-                state=status.state,
-                windows=dict(status.windows),
-                error_code=status.error_code,
-            )
+        healths.append(
+            SwitchHealth(index_id=switch.index_id, name=switch.index.name, state=status.state, windows=dict(status.windows), error_code=status.error_code)
         )
-    pending = tokens_used = token_limit = None
-    if organisation_id is not None:
-        pending = proposal_list_for_organisation(organisation_id=organisation_id, status=Proposal.Status.PENDING).count()
-        tokens_used = TokenUsage.objects.for_organisation(organisation_id).month_total(month=usage_month())
-        token_limit = Organisation.objects.filter(pk=organisation_id).values_list("monthly_token_limit", flat=True).first()
-    zone = organisation_zone(organisation_id=organisation_id)
-    this_week = today_from - timedelta(days=today_from.weekday())
-    first_week = this_week - timedelta(weeks=GROWTH_WEEKS - 1)
-    created = {week.date(): count for week, count in records_created_per_week(organisation_id=organisation_id, since=first_week, zone=zone)}
-    weeks = [(week.date(), created.get(week.date(), 0)) for week in (first_week + timedelta(weeks=n) for n in range(GROWTH_WEEKS))]
+    first_week = _first_week(today_from)
+    per_week = {week.date(): count for week, count in created}
+    weeks = [(week.date(), per_week.get(week.date(), 0)) for week in (first_week + timedelta(weeks=n) for n in range(GROWTH_WEEKS))]
     return DashboardFigures(
-        switches=switches,
-        pending_proposals=pending,
+        switches=healths,
+        pending_proposals=None,
         weeks=weeks,
-        tokens_used=tokens_used,
-        token_limit=token_limit,
+        tokens_used=None,
+        token_limit=None,
         indexes=list(indexes.values()),
         contested=sum(index.contested for index in indexes.values()),
-        reads_today=audit_events_counted(organisation_id=organisation_id, action=CONSOLE_READ, since=today_from),
+        reads_today=reads_today,
         today_from=today_from,
     )

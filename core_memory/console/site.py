@@ -10,8 +10,8 @@ from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
 from audit.console import console_read_audit
-from core_memory.base.console.selectors import administered_organisation_id, console_actor
-from core_memory.console.selectors import dashboard_figures
+from core_memory.base.console.selectors import EVERY_ORGANISATION, administered_organisation_id, console_actor
+from core_memory.console.selectors import dashboard_figures, platform_dashboard_figures
 
 
 class ConsoleSite(admin.AdminSite):
@@ -26,7 +26,11 @@ class ConsoleSite(admin.AdminSite):
     def index(self, request, extra_context=None):
         """The app list and the dashboard; a read, so audited."""
         organisation_id = administered_organisation_id(user=request.user)
-        figures = dashboard_figures(organisation_id=organisation_id) if organisation_id != "" else None
+        figures = None
+        if organisation_id is EVERY_ORGANISATION:
+            figures = platform_dashboard_figures()
+        elif organisation_id:
+            figures = dashboard_figures(organisation_id=organisation_id)
         if figures is not None:
             console_read_audit(
                 actor=console_actor(user=request.user),

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from core_memory.persons.models import Person
-from core_memory.persons.selectors import person_rules, person_subjects
-from core_memory.threads.selectors import person_thread_figures, thread_subjects
-from memory.selectors import person_record_figures, record_subjects
+from core_memory.persons.selectors import person_rules, person_subjects, platform_person_subjects
+from core_memory.threads.selectors import person_thread_figures, platform_thread_subjects, thread_subjects
+from memory.selectors import person_record_figures, platform_record_subjects, record_subjects
 
 
 @dataclass
@@ -22,15 +22,25 @@ class PersonSummary:
     has_rules: bool = False
 
 
-def persons_page(*, organisation_id: str | None, search: str = "", offset: int = 0, limit: int = 50) -> tuple[list[PersonSummary], bool]:
-    """One page of the persons Core knows — named by a record, a thread or stored rules — by
-    subject, with her active records per type, her threads, her last activity (a record changed
-    or a thread item) and her rules; and whether another page follows. `organisation_id` None:
-    every organisation's (a superuser). A fixed number of queries per page."""
+def persons_page(*, organisation_id: str, search: str = "", offset: int = 0, limit: int = 50) -> tuple[list[PersonSummary], bool]:
+    """One page of the persons the organisation knows — named by a record, a thread or stored
+    rules — by subject, with her active records per type, her threads, her last activity (a
+    record changed or a thread item) and her rules; and whether another page follows. A fixed
+    number of queries per page."""
     named = record_subjects(organisation_id=organisation_id, search=search).union(
         thread_subjects(organisation_id=organisation_id, search=search),
         person_subjects(organisation_id=organisation_id, search=search),
     )
+    return _page(named, offset=offset, limit=limit)
+
+
+def platform_persons_page(*, search: str = "", offset: int = 0, limit: int = 50) -> tuple[list[PersonSummary], bool]:
+    """`persons_page` across every organisation (a console superuser's person list)."""
+    named = platform_record_subjects(search=search).union(platform_thread_subjects(search=search), platform_person_subjects(search=search))
+    return _page(named, offset=offset, limit=limit)
+
+
+def _page(named, *, offset: int, limit: int) -> tuple[list[PersonSummary], bool]:
     rows = list(named.order_by("subject", "organisation_id")[offset : offset + limit + 1])
     has_more = len(rows) > limit
     summaries = [PersonSummary(organisation_id=row[0], subject=row[1]) for row in rows[:limit]]

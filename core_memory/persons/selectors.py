@@ -4,9 +4,18 @@ from __future__ import annotations
 from core_memory.persons.models import Person
 
 
-def person_subjects(*, organisation_id: str | None, search: str = ""):
-    """(organisation id, subject) of every person who has rules stored (core_memory.flows.persons)."""
-    persons = Person.objects.unscoped() if organisation_id is None else Person.objects.for_organisation(organisation_id)
+def person_subjects(*, organisation_id: str, search: str = ""):
+    """(organisation id, subject) of every person of the organisation who has rules stored
+    (core_memory.flows.persons)."""
+    return _person_subjects(Person.objects.for_organisation(organisation_id), search=search)
+
+
+def platform_person_subjects(*, search: str = ""):
+    """`person_subjects` across every organisation (a console superuser's person list)."""
+    return _person_subjects(Person.objects.unscoped(), search=search)
+
+
+def _person_subjects(persons, *, search: str):
     if search:
         persons = persons.filter(subject__icontains=search)
     return persons.values_list("organisation_id", "subject").order_by()

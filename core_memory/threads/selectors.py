@@ -63,9 +63,18 @@ def thread_responses(*, thread: Thread) -> QuerySet[Response]:
     )
 
 
-def thread_subjects(*, organisation_id: str | None, search: str = ""):
-    """(organisation id, subject) of every person a thread names (core_memory.flows.persons)."""
-    threads = Thread.objects.unscoped() if organisation_id is None else Thread.objects.for_organisation(organisation_id)
+def thread_subjects(*, organisation_id: str, search: str = ""):
+    """(organisation id, subject) of every person a thread of the organisation names
+    (core_memory.flows.persons)."""
+    return _thread_subjects(Thread.objects.for_organisation(organisation_id), search=search)
+
+
+def platform_thread_subjects(*, search: str = ""):
+    """`thread_subjects` across every organisation (a console superuser's person list)."""
+    return _thread_subjects(Thread.objects.unscoped(), search=search)
+
+
+def _thread_subjects(threads, *, search: str):
     threads = threads.filter(subject__isnull=False)
     if search:
         threads = threads.filter(subject__icontains=search)
