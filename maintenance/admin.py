@@ -18,6 +18,7 @@ from audit.console import console_read_audit
 from core_memory.base.console.pages import ReadOnlyScopedAdmin, person_url
 from core_memory.base.errors import ApplicationError
 from core_memory.keys.actors import actor_labels
+from core_memory.keys.callers import Caller
 from maintenance.models import Proposal
 from maintenance.selectors import proposal_list_for_organisation
 from maintenance.services.proposals import proposal_apply_by_administrator, proposal_reject_by_administrator
@@ -131,7 +132,7 @@ class ProposalAdmin(ReadOnlyScopedAdmin):
             raise PermissionDenied
         decide = proposal_apply_by_administrator if decision == "apply" else proposal_reject_by_administrator
         try:
-            decide(organisation_id=proposal.organisation_id, proposal_id=proposal.pk, actor=self.actor(request))
+            decide(caller=Caller.console(organisation_id=proposal.organisation_id, actor=self.actor(request)), proposal_id=proposal.pk)
         except ApplicationError as error:
             messages.error(request, error.message)
         else:

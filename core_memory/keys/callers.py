@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import ClassVar
 
+from core_memory.base.errors import ImproperlyScoped
 from core_memory.base.replicas import Reader
 from core_memory.keys.models import ApiKey
 
@@ -75,6 +76,14 @@ class Caller:
     def system(cls, *, organisation_id: str, actor: str, subject: str | None = None) -> Caller:
         """Core itself, for the organisation (background work, a command): as the console."""
         return cls(organisation_id=organisation_id, actor=actor, subject=subject, kind=CallerKind.SYSTEM)
+
+    @property
+    def whole_organisation_id(self) -> str:
+        """The organisation of a caller that acts for all of it (the console's, the system's), for
+        the services only such a caller may call; a key's caller there is a bug."""
+        if self.key is not None:
+            raise ImproperlyScoped("A key's caller is narrowed by its key's policy; this acts for the whole organisation.")
+        return self.organisation_id
 
     def acting_for(self, subject: str | None) -> Caller:
         """The same caller asking for `subject` (the request's person, checked by whoever asks)."""

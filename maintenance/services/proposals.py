@@ -39,18 +39,16 @@ def proposal_reject(*, caller: Caller, proposal_id: str, now: datetime | None = 
     return _proposal_decide(proposals=Proposal.objects.for_key(caller.key), proposal_id=proposal_id, actor=caller.actor, apply=False, now=now)
 
 
-def proposal_apply_by_administrator(*, organisation_id: str, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
-    """A console administrator applies a proposal of her organisation."""
-    return _proposal_decide(
-        proposals=Proposal.objects.for_organisation(organisation_id).live(), proposal_id=proposal_id, actor=actor, apply=True, now=now
-    )
+def proposal_apply_by_administrator(*, caller: Caller, proposal_id: str, now: datetime | None = None) -> Proposal:
+    """A console administrator (`Caller.console`) applies a proposal of her organisation."""
+    proposals = Proposal.objects.for_organisation(caller.whole_organisation_id).live()
+    return _proposal_decide(proposals=proposals, proposal_id=proposal_id, actor=caller.actor, apply=True, now=now)
 
 
-def proposal_reject_by_administrator(*, organisation_id: str, proposal_id: str, actor: str, now: datetime | None = None) -> Proposal:
-    """A console administrator rejects a proposal of her organisation."""
-    return _proposal_decide(
-        proposals=Proposal.objects.for_organisation(organisation_id).live(), proposal_id=proposal_id, actor=actor, apply=False, now=now
-    )
+def proposal_reject_by_administrator(*, caller: Caller, proposal_id: str, now: datetime | None = None) -> Proposal:
+    """A console administrator (`Caller.console`) rejects a proposal of her organisation."""
+    proposals = Proposal.objects.for_organisation(caller.whole_organisation_id).live()
+    return _proposal_decide(proposals=proposals, proposal_id=proposal_id, actor=caller.actor, apply=False, now=now)
 
 
 def _caller_may_decide(*, caller: Caller, proposal_id: str, actor: str) -> None:

@@ -20,6 +20,7 @@ from django.utils.translation import ngettext
 from audit.console import console_read_audit
 from core_memory.base.console.pages import SoftDeleteScopedAdmin
 from core_memory.base.errors import ApplicationError
+from core_memory.keys.callers import Caller
 from core_memory.keys.models import ApiKey
 from memory.admin.columns import RecordColumns
 from memory.admin.filters import (
@@ -237,9 +238,8 @@ class MemoryRecordAdmin(RecordColumns, SoftDeleteScopedAdmin):  # a delete is so
         records = list(queryset.order_by("id")[: self.BULK_LIMIT])
         if request.POST.get(BULK_CONFIRMED) != "yes":
             return self.bulk_confirmation(request, records, action="export_records")
-        lines = records_export_by_administrator(
-            organisation_id=self.organisation_id(request) or records[0].organisation_id, record_ids=[record.pk for record in records], actor=self.actor(request)
-        )
+        administrator = Caller.console(organisation_id=self.organisation_id(request) or records[0].organisation_id, actor=self.actor(request))
+        lines = records_export_by_administrator(caller=administrator, record_ids=[record.pk for record in records])
         body = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
         response = HttpResponse(body, content_type="application/x-ndjson; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="core-geheugen-records-{len(lines)}.jsonl"'
@@ -251,9 +251,8 @@ class MemoryRecordAdmin(RecordColumns, SoftDeleteScopedAdmin):  # a delete is so
         records = list(queryset.order_by("id")[: self.BULK_LIMIT])
         if request.POST.get(BULK_CONFIRMED) != "yes":
             return self.bulk_confirmation(request, records, action="delete_records")
-        deleted = records_delete_by_administrator(
-            organisation_id=self.organisation_id(request) or records[0].organisation_id, record_ids=[record.pk for record in records], actor=self.actor(request)
-        )
+        administrator = Caller.console(organisation_id=self.organisation_id(request) or records[0].organisation_id, actor=self.actor(request))
+        deleted = records_delete_by_administrator(caller=administrator, record_ids=[record.pk for record in records])
         messages.success(request, ngettext("%(count)d record deleted.", "%(count)d records deleted.", deleted) % {"count": deleted})
         return None
 
@@ -281,9 +280,8 @@ class MemoryRecordAdmin(RecordColumns, SoftDeleteScopedAdmin):  # a delete is so
     def save_model(self, request, obj, form, change):
         changes = {field: form.cleaned_data[field] for field in UPDATABLE_FIELDS if field in form.changed_data}
         try:
-            changed = record_update_by_administrator(
-                organisation_id=obj.organisation_id, record_id=obj.pk, actor=self.actor(request), changes=changes
-            )
+            administrator = Caller.console(organisation_id=obj.organisation_id, actor=self.actor(request))
+            changed = record_update_by_administrator(caller=administrator, record_id=obj.pk, changes=changes)
             self.adopt(obj, changed)
         except ApplicationError as error:
             request._console_save_refused = True
@@ -300,7 +298,7 @@ class MemoryRecordAdmin(RecordColumns, SoftDeleteScopedAdmin):  # a delete is so
         return super().response_change(request, obj)
 
     def delete_model(self, request, obj):
-        record_delete_by_administrator(organisation_id=obj.organisation_id, record_id=obj.pk, actor=self.actor(request))
+        record_delete_by_administrator(caller=Caller.console(organisation_id=obj.organisation_id, actor=self.actor(request)), record_id=obj.pk)
 
     # --- every read is audited ----------------------------------------------------------
     def audit_read(self, request, *, page: str, records, record: MemoryRecord | None = None, details: dict | None = None):

@@ -44,12 +44,10 @@ def record_update(*, caller: Caller, record_id: str, actor: str, changes: dict, 
     return _record_change(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=actor, changes=changes, now=now)
 
 
-def record_update_by_administrator(
-    *, organisation_id: str, record_id: str, actor: str, changes: dict, now: datetime | None = None
-) -> MemoryRecord:
-    """A console administrator's correction of a record of her organisation."""
-    records = MemoryRecord.objects.for_organisation(organisation_id).exclude(status=MemoryRecord.Status.DELETED)
-    return _record_change(records=records, record_id=record_id, actor=actor, changes=changes, now=now)
+def record_update_by_administrator(*, caller: Caller, record_id: str, changes: dict, now: datetime | None = None) -> MemoryRecord:
+    """A console administrator's (`Caller.console`) correction of a record of her organisation."""
+    records = MemoryRecord.objects.for_organisation(caller.whole_organisation_id).exclude(status=MemoryRecord.Status.DELETED)
+    return _record_change(records=records, record_id=record_id, actor=caller.actor, changes=changes, now=now)
 
 
 @transaction.atomic(durable=True)
@@ -114,18 +112,19 @@ def record_delete(*, caller: Caller, record_id: str, actor: str) -> None:
     _record_soft_delete(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=actor)
 
 
-def record_delete_by_administrator(*, organisation_id: str, record_id: str, actor: str) -> None:
-    """A console administrator's deletion of a record of her organisation."""
-    _record_soft_delete(records=MemoryRecord.objects.for_organisation(organisation_id), record_id=record_id, actor=actor)
+def record_delete_by_administrator(*, caller: Caller, record_id: str) -> None:
+    """A console administrator's (`Caller.console`) deletion of a record of her organisation."""
+    _record_soft_delete(records=MemoryRecord.objects.for_organisation(caller.whole_organisation_id), record_id=record_id, actor=caller.actor)
 
 
 @transaction.atomic(durable=True)
-def records_delete_by_administrator(*, organisation_id: str, record_ids: Sequence[str], actor: str) -> int:
-    """A console administrator's deletion of several records at once: all of them or, on an error,
-    none. Returns how many were deleted (one already deleted, or not of the organisation, is not)."""
-    records = MemoryRecord.objects.for_organisation(organisation_id)
+def records_delete_by_administrator(*, caller: Caller, record_ids: Sequence[str]) -> int:
+    """A console administrator's (`Caller.console`) deletion of several records at once: all of
+    them or, on an error, none. Returns how many were deleted (one already deleted, or not of the
+    organisation, is not)."""
+    records = MemoryRecord.objects.for_organisation(caller.whole_organisation_id)
     # In a fixed order, so that two deletions of overlapping records lock them the same way round.
-    return sum(record_soft_delete_locked(records=records, record_id=record_id, actor=actor) for record_id in sorted(set(record_ids)))
+    return sum(record_soft_delete_locked(records=records, record_id=record_id, actor=caller.actor) for record_id in sorted(set(record_ids)))
 
 
 @transaction.atomic(durable=True)
@@ -158,13 +157,15 @@ def record_retire(*, record: MemoryRecord, status: str, actor: str, what: str, a
 
 
 @transaction.atomic(durable=True)
-def records_export_by_administrator(*, organisation_id: str, record_ids: Sequence[str], actor: str) -> list[dict]:
-    """The chosen records of the organisation as export lines with their history (memory.exporting,
-    what `import_memory` reads back), audited as `memory.exported` naming them."""
+def records_export_by_administrator(*, caller: Caller, record_ids: Sequence[str]) -> list[dict]:
+    """The chosen records of the administrator's (`Caller.console`) organisation as export lines
+    with their history (memory.exporting, what `import_memory` reads back), audited as
+    `memory.exported` naming them."""
+    organisation_id = caller.whole_organisation_id
     records = list(MemoryRecord.objects.for_organisation(organisation_id).filter(pk__in=list(record_ids)).order_by("index_id", "id"))
     lines = records_export_with_history(records)
     audit_event_record(
-        organisation_id=organisation_id, actor=actor, action="memory.exported",
+        organisation_id=organisation_id, actor=caller.actor, action="memory.exported",
         details={"records": len(records), "record_ids": [record.id for record in records]},
     )
     return lines

@@ -6,6 +6,7 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.base.errors import Conflict, NotFound
+from core_memory.keys.callers import Caller
 from maintenance.models import Proposal, ProposalSource
 from maintenance.selectors import proposal_list_for_organisation
 from maintenance.services.proposals import proposal_apply_by_administrator, proposal_reject_by_administrator
@@ -206,12 +207,12 @@ def test_a_request_for_one_person_cannot_reach_proposals(tenant, proposal, metho
 def test_a_console_administrator_decides_her_organisations_proposals_only(tenant, other_tenant, proposal):
     """R-9.5, R-10.3: the console's services, with her organisation."""
     with pytest.raises(NotFound):
-        proposal_apply_by_administrator(organisation_id=other_tenant.organisation.id, proposal_id=proposal.id, actor="console:piet")
+        proposal_apply_by_administrator(caller=Caller.console(organisation_id=other_tenant.organisation.id, actor="console:piet"), proposal_id=proposal.id)
     assert list(proposal_list_for_organisation(organisation_id=other_tenant.organisation.id)) == []
 
-    applied = proposal_apply_by_administrator(organisation_id=tenant.organisation.id, proposal_id=proposal.id, actor="console:anna")
+    applied = proposal_apply_by_administrator(caller=Caller.console(organisation_id=tenant.organisation.id, actor="console:anna"), proposal_id=proposal.id)
 
     assert (applied.status, applied.decided_by, applied.applied_record.subject) == ("applied", "console:anna", None)
     assert AuditEvent.objects.get(action="proposal.applied").actor == "console:anna"
     with pytest.raises(Conflict):
-        proposal_reject_by_administrator(organisation_id=tenant.organisation.id, proposal_id=proposal.id, actor="console:anna")
+        proposal_reject_by_administrator(caller=Caller.console(organisation_id=tenant.organisation.id, actor="console:anna"), proposal_id=proposal.id)

@@ -82,15 +82,14 @@ def build_world(tenant, fake_model) -> World:
     write("anna drinkt koffie zwart.", type="preference")  # a confirmation
     old = write("Anna woont in Delft")
     moved = write("Anna woont in Utrecht", replaces=old.id)
-    record_update_by_administrator(
-        organisation_id=tenant.organisation.id, record_id=moved.id, actor="console:anna", changes={"confidence": 0.8, "metadata": {"wijk": "oost"}}
-    )
+    anna = Caller.console(organisation_id=tenant.organisation.id, actor="console:anna")
+    record_update_by_administrator(caller=anna, record_id=moved.id, changes={"confidence": 0.8, "metadata": {"wijk": "oost"}})
     webhook_delivery_run(delivery_id=WebhookDelivery.objects.for_organisation(tenant.organisation.id).order_by("id").first().id)
     write("Offerte sturen aan Acme", type="commitment")
     write("Antwoord altijd in het Nederlands", type="behaviour")
     write("Het kantoor sluit om zes uur", subject=None)
     gone = write("Een vergissing", subject="bert")
-    record_delete_by_administrator(organisation_id=tenant.organisation.id, record_id=gone.id, actor="console:anna")
+    record_delete_by_administrator(caller=anna, record_id=gone.id)
     MemoryRecord.objects.create(
         organisation_id=tenant.organisation.id, index=tenant.index, subject="anna", type="episode", text="Anna plande haar verhuizing.",
         normalised_text="anna plande haar verhuizing.", source="extraction", changed_at=coffee.changed_at,

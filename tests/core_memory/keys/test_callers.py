@@ -71,3 +71,11 @@ def test_the_console_writes_a_record_in_its_own_organisation_only(tenant, other_
     assert written.record.subject == "anna" and written.record.index_id == tenant.index.id
     with pytest.raises(ImproperlyScoped):
         record_write(caller=console, index=other_tenant.index, draft=RecordDraft(type="fact", text="Anna fietst"), actor=console.actor)
+
+
+def test_only_a_caller_without_a_key_acts_for_the_whole_organisation():
+    """The administrator's services (`*_by_administrator`) read every record of the organisation:
+    a key's caller there, which its policy narrows, is a bug, never a wider read."""
+    assert Caller.console(organisation_id="org_1", actor="console:admin").whole_organisation_id == "org_1"
+    with pytest.raises(ImproperlyScoped):
+        Caller(key=key()).whole_organisation_id
