@@ -32,7 +32,7 @@ from django.db import connection
 from django.test.utils import override_settings
 from django.utils import timezone
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
 from extraction.services.planning import extraction_switch_plan
 from extraction.services.switches import extraction_switch_set

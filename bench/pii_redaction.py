@@ -21,7 +21,7 @@ from harness import scratch_database  # sets Django up, so the project's imports
 
 from django.test.utils import override_settings
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.pii.detection import findings_in
 from core_memory.threads.models import Item
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append

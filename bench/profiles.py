@@ -37,7 +37,7 @@ from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
 
 from core_memory.keys.authentication import caller_for_secret
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.injection.walk import injection_block_build
 from memory.search import record_search
 from stores.selectors import index_find_available

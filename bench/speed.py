@@ -64,7 +64,7 @@ from django.utils import timezone
 
 from core_memory.base.api.models import IdempotentRequest
 from core_memory.keys.authentication import caller_for_secret
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.threads.models import Item, Response, Thread
 from memory.injection.walk import injection_block_build
 from memory.models import MemoryRecord

@@ -25,7 +25,7 @@ from core_memory.base.console.pages import OrganisationScopedAdmin, thread_url
 from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import first_error
 from core_memory.keys.actors import actor_labels
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from extraction.configuration import SwitchSerializer
 from extraction.models import ExtractionSwitch, ExtractionWindow

@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from core_memory.base.errors import NotFound
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.llm.registry import models_offered
 from extraction.models import ExtractionConnector, ExtractionRun, ExtractionSwitch, ExtractionWindow

@@ -18,7 +18,7 @@ from audit.console import console_read_audit
 from core_memory.base.console.pages import ReadOnlyScopedAdmin, person_url
 from core_memory.base.errors import ApplicationError
 from core_memory.keys.actors import actor_labels
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from maintenance.models import Proposal
 from maintenance.selectors import proposal_list_for_organisation
 from maintenance.services.proposals import proposal_apply_by_administrator, proposal_reject_by_administrator

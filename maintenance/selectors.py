@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 
 from core_memory.base.errors import NotFound
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.organisations.models import Organisation
 from core_memory.persons.models import Person
 from maintenance.models import (

@@ -27,7 +27,7 @@ from audit.services import audit_event_record
 from core_memory.base.errors import ApplicationError, InvalidRequest
 from core_memory.base.storable import storable_check
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer, first_error
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from memory.exporting import PERSON_EXPORT_FORMAT, PERSON_EXPORT_RECORD_PARTS
 from memory.models import MemoryRecord

@@ -43,7 +43,7 @@ def search_vector_expression():
 def history_user(request=None, **kwargs):
     """The console administrator behind a change, if any.
 
-    An API request's `user` is a key's caller (core_memory.keys.callers), not a Django user, so it is not a
+    An API request's `user` is a key's caller (core_memory.base.callers), not a Django user, so it is not a
     `history_user`; the key id goes into the version's change reason instead.
     """
     user = getattr(request, "user", None)

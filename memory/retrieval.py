@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from core_memory.base.replicas import replica_read
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.injection.walk import InjectionResult, injection_block_build
 from memory.models import MemoryRecord
 from memory.search import SearchFilters, record_search

@@ -9,7 +9,7 @@ from django.db.models.functions import TruncWeek
 from django.utils import timezone
 
 from core_memory.base.errors import NotFound
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from memory.filters import MemoryRecordFilter
 from memory.models import MemoryRecord, search_vector_expression, unexpired

@@ -27,19 +27,6 @@ class KeyPolicy(Protocol):
     def may_write(self, index_id: str) -> bool: ...
 
 
-class CallerPolicy(Protocol):
-    """What stores need of who asks: the key she asks with, and whether she may read or write an
-    index. A `keys.callers.Caller` with a key is one; keys stand above stores, so the type names
-    no class of theirs."""
-
-    @property
-    def key(self) -> KeyPolicy | None: ...
-
-    def may_read(self, index_id: str) -> bool: ...
-
-    def may_write(self, index_id: str) -> bool: ...
-
-
 class KnowledgeIndexQuerySet(TenantQuerySet):
     def live(self):
         return self.filter(deleted_at__isnull=True)

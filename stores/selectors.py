@@ -8,8 +8,9 @@ import threading
 
 from django.db.models import QuerySet
 
+from core_memory.base.callers import Caller
 from core_memory.base.errors import NotFound, PermissionDenied
-from stores.models import CallerPolicy, KnowledgeIndex, MemoryStore
+from stores.models import KnowledgeIndex, MemoryStore
 
 # Indexes (with their stores) remembered per process, by key, configuration version and id.
 INDEX_CACHE_SIZE = 4096
@@ -17,12 +18,12 @@ _indexes: dict[tuple[str, int, str], KnowledgeIndex] = {}
 _indexes_lock = threading.Lock()
 
 
-def index_list_available(*, caller: CallerPolicy) -> QuerySet[KnowledgeIndex]:
+def index_list_available(*, caller: Caller) -> QuerySet[KnowledgeIndex]:
     """The indexes available to the caller's key."""
     return KnowledgeIndex.objects.for_key(caller.key)
 
 
-def index_find_available(*, caller: CallerPolicy, index_id) -> KnowledgeIndex | None:
+def index_find_available(*, caller: Caller, index_id) -> KnowledgeIndex | None:
     """The index if it is available to the caller's key, else None; read with its store.
 
     A key stamped with its organisation's configuration version (by authentication,
@@ -60,7 +61,7 @@ def _request_copy(index: KnowledgeIndex) -> KnowledgeIndex:
 
 
 def index_get_available(
-    *, caller: CallerPolicy, index_id: str, param: str | None = None, right: str | None = None
+    *, caller: Caller, index_id: str, param: str | None = None, right: str | None = None
 ) -> KnowledgeIndex:
     """The index if it is available to the caller's key, else 404.
 
@@ -74,7 +75,7 @@ def index_get_available(
     return index
 
 
-def policy_right_check(*, caller: CallerPolicy, index_id: str, right: str | None, param: str | None = None) -> None:
+def policy_right_check(*, caller: Caller, index_id: str, right: str | None, param: str | None = None) -> None:
     """403 when the caller's key's policy names the index, but not for `right`."""
     if right == "write" and not caller.may_write(index_id):
         raise PermissionDenied("This key's policy does not allow writing this index.", param=param)

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from core_memory.console.services import console_administrator_create
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.llm import openai, remote_embeddings, remote_rerank
 from core_memory.llm.breaker import breakers_reset
 from core_memory.llm.http import Retries

@@ -3,7 +3,7 @@ matrices: the owner ran a turn for zoe in which the model searched index A1, so 
 an A1 record's text; index A2 is the one a narrow key will be given."""
 from __future__ import annotations
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.services.writes import RecordDraft, record_write
 from tests.factories import make_index, resolved_for
 from tests.fake_model import completion

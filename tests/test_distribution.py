@@ -15,7 +15,7 @@ import pytest
 from django.apps import apps
 from django.db import connection
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.services.writes import record_write
 from stores.services import store_update
 from tests.factories import client_for, make_index, make_key, resolved_for, with_draft

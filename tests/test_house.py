@@ -156,7 +156,7 @@ def _public_functions_of_services_selectors_and_flows():
                     yield f"{path.relative_to(PROJECT)}:{node.lineno}: {node.name}", parameters
 
 
-# Who asks is one value (core_memory.keys.callers.Caller: a key's, the console's or the system's,
+# Who asks is one value (core_memory.base.callers.Caller: a key's, the console's or the system's,
 # each with its organisation and its actor). These count what still passes who asks in pieces;
 # each may only go down, to zero. A function that works across organisations is a platform
 # function named so, not one whose organisation may be None.

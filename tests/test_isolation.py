@@ -29,7 +29,7 @@ from django.db import connection, transaction
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from core_memory.agents.models import Agent
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.keys.services import key_revoke, subject_token_create
 from core_memory.organisations.models import Organisation

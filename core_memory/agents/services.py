@@ -8,7 +8,7 @@ from django.utils import timezone
 from audit.services import audit_event_record
 from core_memory.agents.models import Agent, AgentVersion
 from core_memory.base.errors import Conflict, NotFound, Unprocessable
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.llm.registry import model_get
 from stores.selectors import index_get_available
 

@@ -31,7 +31,7 @@ from core_memory.base.console.selectors import EVERY_ORGANISATION
 from core_memory.flows.erasure import person_erase, person_erasure_preview
 from core_memory.flows.export import person_export
 from core_memory.flows.persons import persons_page, platform_persons_page
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.organisations.models import Organisation
 from core_memory.persons.models import Person
 from core_memory.persons.selectors import person_rules

@@ -19,7 +19,7 @@ from django.utils import timezone
 from rest_framework.fields import DateTimeField
 
 from audit.services import audit_event_record
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import SubjectToken
 from core_memory.persons.models import Person
 from core_memory.threads.models import Item, Thread

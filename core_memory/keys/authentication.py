@@ -15,8 +15,8 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from core_memory.base.api.throttling import anonymous_rate_limit_take
+from core_memory.base.callers import Caller
 from core_memory.base.telemetry.context import organisation_set
-from core_memory.keys.callers import Caller
 from core_memory.keys.models import KEY_SECRET_PREFIX, SUBJECT_TOKEN_PREFIX, ApiKey, SubjectToken, secret_hash
 from core_memory.organisations.models import Organisation
 

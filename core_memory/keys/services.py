@@ -10,7 +10,7 @@ from django.utils.translation import gettext
 
 from audit.services import audit_event_record
 from core_memory.base.errors import Conflict, Unprocessable
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.configuration import memory_config_normalise
 from core_memory.keys.models import (
     ALL_INDEXES,

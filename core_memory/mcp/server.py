@@ -32,7 +32,7 @@ from core_memory.base.api.views import validate_subject
 from core_memory.base.errors import ApplicationError, PermissionDenied
 from core_memory.base.replicas import writes_remembered
 from core_memory.keys.authentication import caller_for_secret
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.tools.calls import memory_tool_call
 from memory.tools.catalogue import TRUST_ENVELOPE_NOTE, memory_tools_list
 

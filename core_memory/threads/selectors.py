@@ -8,7 +8,7 @@ import re
 from django.db.models import Count, F, Max, Prefetch, QuerySet
 
 from core_memory.base.errors import NotFound
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.threads.models import Item, Response, Thread
 from stores.selectors import index_find_available
 

@@ -11,7 +11,7 @@ from django.utils.translation import gettext
 from audit.services import audit_event_record
 from core_memory.agents.models import Agent
 from core_memory.base.errors import Unprocessable
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.keys.selectors import key_was_issued
 from core_memory.llm.registry import model_get

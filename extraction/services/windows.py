@@ -22,7 +22,7 @@ from django.utils import timezone
 from core_memory.base.errors import ApplicationError, Conflict, PermissionDenied
 from core_memory.base.work.claims import work_erased
 from core_memory.base.work.runner import FAILED, End, WorkFailed, WorkRunner
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.llm.metering import token_limit_reached
 from core_memory.llm.structured import INVALID_MODEL_OUTPUT, UnusableAnswer, structured_answer_read, structured_completion

@@ -17,7 +17,7 @@ from django.utils.translation import gettext
 
 from audit.services import audit_event_record
 from core_memory.base.errors import Conflict, NotFound
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from maintenance.models import Proposal, ProposalSource
 from maintenance.selectors import proposals_resting_only_on
 from memory.models import MemoryRecord

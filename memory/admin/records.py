@@ -20,7 +20,7 @@ from django.utils.translation import ngettext
 from audit.console import console_read_audit
 from core_memory.base.console.pages import SoftDeleteScopedAdmin
 from core_memory.base.errors import ApplicationError
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from memory.admin.columns import RecordColumns
 from memory.admin.filters import (

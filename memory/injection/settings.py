@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.configuration import injection_block_defaults
 from stores.models import KnowledgeIndex, MemoryStore, default_injection
 from stores.selectors import index_find_available

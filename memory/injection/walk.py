@@ -23,7 +23,7 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import Case, F, IntegerField, QuerySet, Value, When
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.llm.embeddings import query_embed_begin
 from memory.embedding.storage import index_embedding_model, index_embeds
 from memory.injection.lines import record_line, token_estimate, tokens_of_bytes

@@ -19,7 +19,7 @@ from django.db.models import F, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from core_memory.base.errors import ImproperlyScoped, NotFound
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord, search_vector_expression, unexpired
 from memory.search.decay import records_with_decay
 from memory.search.scope import SearchFilters, narrowed

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from django.db.models import FloatField, Value
 from django.utils import timezone
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from memory.embedding.storage import index_embedding_model, index_embeds
 from memory.models import MemoryRecord

@@ -10,7 +10,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from core_memory.base.errors import ImproperlyScoped
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.llm.embedding_models import EmbeddingModel
 from memory.models import MemoryRecord, ModelEmbedding, RecordEmbedding, unexpired

@@ -3,6 +3,6 @@ for Core), the rules every write keeps (`rules`), imported records (`imports`), 
 deleting one afterwards (`changes`), contradictions between records (`contradictions`),
 counting retrievals (`retrievals`) and erasing a person's records (`erasure`).
 
-Each service checks its own scope: it takes the caller (`keys.callers.Caller`: the key and its
-person), or in the console the administrator's organisation, and reads what it changes through
+Each service checks its own scope: it takes the caller (`base.callers.Caller`: a key's with its
+person, or in the console the administrator's for her organisation) and reads what it changes through
 the matching scoped entry (core_memory.base.tenancy), never trusting a row it is handed."""

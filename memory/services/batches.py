@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from core_memory.base.errors import ApplicationError
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
 from memory.selectors import record_get_available
 from memory.services.changes import record_soft_delete_locked

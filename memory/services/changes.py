@@ -14,7 +14,7 @@ from django.utils.translation import gettext
 from audit.services import audit_event_record
 from core_memory.base.errors import Conflict, NotFound
 from core_memory.base.storable import metadata_check
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.embedding.services import record_vector_forget
 from memory.exporting import records_export_with_history
 from memory.models import MemoryRecord

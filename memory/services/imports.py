@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 
 from core_memory.base.errors import Conflict, Unprocessable
 from core_memory.base.storable import metadata_check
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
 from memory.selectors import CORE_WRITTEN_TYPES, EVENT_TYPES
 from memory.services.rules import (

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from django.db.models import F
 
 from core_memory.base.transactions import lazily_committed
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
 
 

@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from audit.services import audit_event_record
 from core_memory.base.errors import ImproperlyScoped, InvalidRequest, PermissionDenied, Unprocessable
 from core_memory.base.storable import storable_check, time_is_storable
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.webhooks.services import webhook_event_emit
 from memory.embedding.storage import index_embeds
 from memory.models import MemoryRecord

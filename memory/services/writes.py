@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from core_memory.base.errors import Conflict, ImproperlyScoped, NotFound
 from core_memory.base.storable import metadata_check
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.embedding.services import record_vector_forget
 from memory.models import MemoryRecord
 from memory.selectors import EVENT_TYPES

@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer, first_error
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.answers import record_write_answer
 from memory.injection.lines import confidence_percentage, data_json, episode_span
 from memory.models import MemoryRecord

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.utils import timezone as django_timezone
 
 from core_memory.base.errors import InvalidRequest
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.configuration import memory_config_defaults
 from memory.injection.lines import data_json
 from memory.selectors import CORE_WRITTEN_TYPES, store_known_types

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.threads.models import Item, Thread
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append
 from tests.fake_model import completion

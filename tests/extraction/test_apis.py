@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from core_memory.agents.models import Agent
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import KEY_CAPABILITIES, ApiKey, KeyTrailEntry
 from core_memory.keys.services import key_delete, key_revoke
 from core_memory.threads.services import thread_create

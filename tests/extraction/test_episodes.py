@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from core_memory.agents.models import Agent, AgentVersion
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.threads.models import Response
 from core_memory.threads.services import ItemDraft, thread_create
 from extraction.models import ExtractionSwitch

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.llm.structured import structured_completion
 from core_memory.pii import placeholders as pii_placeholders

@@ -30,7 +30,7 @@ from schemathesis.core.parameters import ParameterLocation
 from schemathesis.generation.meta import negated_parameters
 
 from core_memory.base.storable import unstorable_value
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.webhooks.models import WebhookSubscription
 from tests.fake_model import FakeChatModel
 from tests.fuzz import figures

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.llm.models import TokenUsage
 from core_memory.persons.services import person_update
 from maintenance.models import ContradictionCheck, MaintenanceJob

@@ -6,7 +6,7 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.base.errors import Conflict, NotFound
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from maintenance.models import Proposal, ProposalSource
 from maintenance.selectors import proposal_list_for_organisation
 from maintenance.services.proposals import proposal_apply_by_administrator, proposal_reject_by_administrator

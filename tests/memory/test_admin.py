@@ -10,7 +10,7 @@ from django.test import Client
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.services import key_delete
 from core_memory.threads.services import thread_create
 from memory.models import MemoryRecord

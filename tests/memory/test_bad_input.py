@@ -10,7 +10,7 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.base.errors import InvalidRequest
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
 from memory.services.changes import record_update
 from memory.services.writes import record_write

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from audit.models import AuditEvent
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
 from tests.factories import make_index, make_key, resolved_for
 from memory.services.writes import RecordDraft

@@ -4,7 +4,7 @@ import threading
 import pytest
 from django.db import connections, transaction
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
 from memory.services.writes import RecordDraft, record_write, record_write_within
 from tests.locks import sessions_blocked_within

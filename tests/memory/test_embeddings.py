@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from core_memory.celery import app as celery_app
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.llm.embeddings import DIMENSIONS, MODEL_IDS, passages_embed, query_embed
 from memory.embedding.passages import passage_digest, record_passage
 from memory.models import MemoryRecord, RecordEmbedding

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.exporting import records_export_with_history
 from memory.models import MemoryRecord
 from memory.search import SearchFilters, record_search

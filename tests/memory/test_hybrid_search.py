@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord, RecordEmbedding
 from memory.search import SEARCH_DEPTH
 from memory.services.writes import RecordDraft, record_write

@@ -7,7 +7,7 @@ its `memory.write_denied` audit event.
 import pytest
 
 from audit.models import AuditEvent
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
 from tests.factories import client_for, make_index
 from memory.services.writes import RecordDraft

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from core_memory.flows.export import person_export_document
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
 from memory.services.changes import record_update
 from memory.services.contradictions import records_contradiction_mark_within

@@ -3,7 +3,7 @@ import pytest
 
 from core_memory.base.errors import ImproperlyScoped
 from memory.models import MemoryRecord
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.search import SearchFilters, record_search
 from memory.search.scope import records_visible
 from stores.models import KnowledgeIndex

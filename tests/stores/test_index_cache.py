@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db import connection
 
 from core_memory.keys.authentication import caller_for_secret
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
 from stores.selectors import index_find_available
 from tests.factories import make_key

@@ -4,7 +4,7 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.celery import app as celery_app
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord, RecordEmbedding
 from memory.services.writes import RecordDraft, record_write
 from stores.models import KnowledgeIndex

@@ -6,7 +6,7 @@ every id in a request goes through a scoped accessor that answers 404 for
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from django.utils.translation import gettext as _
 from rest_framework.exceptions import APIException, MethodNotAllowed
@@ -16,25 +16,10 @@ from rest_framework.views import APIView
 from core_memory.base.api import idempotency
 from core_memory.base.api.parsers import CoreJSONParser
 from core_memory.base.api.throttling import rate_limit_headers
+from core_memory.base.callers import Caller
 from core_memory.base.replicas import Reader, reader_set
 from core_memory.base.errors import InvalidRequest, PermissionDenied
 from core_memory.base.storable import UNSTORABLE_CHARACTERS, unstorable_value
-
-class Caller(Protocol):
-    """What this floor needs of who asks, as authentication hands it over: the keys app's
-    `Caller` (core_memory.keys.callers), the one value that says who asks, is it. The apps stand
-    above this floor, so the type names none of their classes."""
-
-    key: Any
-    actor: str
-    token_subject: str | None
-
-    def acting_for(self, subject: str | None) -> Any:
-        """The same caller, for `subject`."""
-
-    def may(self, capability: str) -> bool:
-        """Whether the caller holds `capability`."""
-
 
 SUBJECT_HEADER = "HTTP_X_CORE_SUBJECT"
 MAX_SUBJECT_LENGTH = 255
@@ -73,11 +58,11 @@ class CoreApi(APIView):
         return self.principal.key.organisation
 
     @property
-    def caller(self) -> Any:
+    def caller(self) -> Caller:
         """Who asks, for the request's person (`request_subject`): the key and her together."""
         return self.request_caller()
 
-    def request_caller(self, *, body_user=None, body_param: str = "user") -> Any:
+    def request_caller(self, *, body_user=None, body_param: str = "user") -> Caller:
         """Who asks, for the request's person as `request_subject` reads her, the body's `user` too."""
         subject = self.request_subject(body_user=body_user, body_param=body_param)
         reader_set(self._reader(subject))

@@ -25,7 +25,7 @@ from core_memory.base.errors import InvalidRequest
 from core_memory.base.transactions import lazily_committed
 from core_memory.flows.turns.conversation import items_to_messages
 from core_memory.flows.turns.redaction import TurnRedaction
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.llm.metering import token_limit_reached
 from core_memory.llm.protocol import ProviderError, TokenCount

@@ -7,7 +7,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from core_memory.base.errors import ApplicationError
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from memory.importing import FORMATS, ImportFailed, records_import
 from stores.selectors import index_get_available

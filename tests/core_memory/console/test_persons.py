@@ -8,7 +8,7 @@ from django.test import Client
 
 from audit.models import AuditEvent
 from audit.services import person_commitment
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import SubjectToken
 from core_memory.keys.services import subject_token_create
 from core_memory.persons.models import Person

@@ -6,7 +6,7 @@ import pytest
 from django.contrib.admin.utils import quote
 
 from audit.models import AuditEvent
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.threads.services import thread_create
 from memory.models import MemoryRecord
 from tests.core_memory.console.world import build_world, contest, response_of

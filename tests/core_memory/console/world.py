@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.services import subject_token_create
 from core_memory.persons.services import person_update
 from core_memory.threads.models import Response

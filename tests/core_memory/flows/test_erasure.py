@@ -15,7 +15,7 @@ from audit.models import AuditEvent
 from audit.services import audit_event_record, person_commitment
 from core_memory.base.api.models import IdempotentRequest
 from core_memory.flows.erasure import person_erase
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import SubjectToken
 from core_memory.keys.services import subject_token_create
 from core_memory.persons.models import Person

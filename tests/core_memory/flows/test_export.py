@@ -6,7 +6,7 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.flows.export import PERSON_EXPORT_PARTS, person_export_document
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.services import subject_token_create
 from core_memory.persons.services import person_update
 from core_memory.threads.services import ItemDraft, thread_create, thread_items_append

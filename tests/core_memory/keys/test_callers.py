@@ -2,7 +2,7 @@
 import pytest
 
 from core_memory.base.errors import ImproperlyScoped
-from core_memory.keys.callers import Caller, CallerKind
+from core_memory.base.callers import Caller, CallerKind
 from core_memory.keys.models import ApiKey
 from memory.services.writes import RecordDraft, record_write
 

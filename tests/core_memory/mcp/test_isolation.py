@@ -22,7 +22,7 @@ import json
 import httpx
 import pytest
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.services import key_revoke, subject_token_create
 from memory.models import MemoryRecord
 from memory.services.writes import RecordDraft, record_write

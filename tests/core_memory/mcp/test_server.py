@@ -17,7 +17,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from audit.models import AuditEvent
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.services import subject_token_create
 from core_memory.mcp.server import TRUST_ENVELOPE_NOTE
 from memory.models import MemoryRecord

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from memory.models import MemoryRecord
 from memory.services.writes import RecordDraft, record_write

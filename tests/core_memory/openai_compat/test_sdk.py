@@ -16,7 +16,7 @@ import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response as OpenAIResponse
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.threads.models import Item, Response, Thread
 from tests.core_memory.openai_compat.conftest import ANNA_RECORD
 from tests.fake_model import completion

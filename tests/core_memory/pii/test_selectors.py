@@ -1,7 +1,7 @@
 """How extraction may read a thread (core_memory.pii.selectors.thread_read_mode, R-8.8)."""
 import pytest
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.services import key_delete, key_revoke
 from core_memory.pii.models import ThreadPlaceholders
 from core_memory.pii.selectors import ReadMode, thread_read_mode

@@ -6,7 +6,7 @@ import phonenumbers
 import pytest
 from django.db import connections, transaction
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.pii.models import ThreadPlaceholders
 from core_memory.pii.placeholders import RedactionError
 from core_memory.pii.selectors import thread_placeholders

@@ -5,7 +5,7 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.keys.services import subject_token_create
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.webhooks.models import WebhookSubscription
 from tests.factories import client_for
 from tests.core_memory.webhooks.conftest import subscribe

@@ -10,7 +10,7 @@ from standardwebhooks.webhooks import Webhook
 
 from audit.models import AuditEvent
 from core_memory.flows.erasure import person_erase
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.webhooks.delivery import MAX_ATTEMPTS, webhooks_dispatch
 from core_memory.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
 from memory.services.changes import record_delete

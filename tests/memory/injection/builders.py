@@ -5,7 +5,7 @@ import json
 
 from django.utils import timezone
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ALL_INDEXES
 from memory.injection.walk import injection_block_build
 from memory.models import MemoryRecord

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.injection.walk import injection_block_build
 from tests.memory.injection.builders import NOW, build, injecting_key, record, store_injection, texts
 

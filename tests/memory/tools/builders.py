@@ -5,7 +5,7 @@ import json
 
 from django.utils import timezone
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ALL_INDEXES
 from memory.models import MemoryRecord
 from memory.tools.calls import memory_tool_call

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from audit.models import AuditEvent
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
 from memory.tools.calls import memory_tool_call
 from memory.tools.catalogue import TRUST_ENVELOPE_NOTE

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import pytest
 
 from core_memory.base.errors import InvalidRequest
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.tools.catalogue import memory_tools_list, memory_tools_resolve
 from stores.services import index_delete
 from tests.factories import make_index

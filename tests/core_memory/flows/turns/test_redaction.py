@@ -6,7 +6,7 @@ import json
 import phonenumbers
 import pytest
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.pii.models import ThreadPlaceholders
 from core_memory.threads.models import Item, Response, Thread
 from memory.models import MemoryRecord

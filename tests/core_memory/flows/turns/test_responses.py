@@ -4,7 +4,7 @@ import pytest
 
 from core_memory.agents.models import Agent
 from core_memory.flows.turns.services import MAX_MODEL_CALLS, MAX_TURN_MESSAGES
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.llm.models import TokenUsage
 from core_memory.llm.openai import MAX_ATTEMPTS
 from core_memory.threads.models import Item, Response, Thread

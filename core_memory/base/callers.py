@@ -1,4 +1,4 @@
-"""Who asks, as one value.
+"""Who asks, as one value, on the ground floor so that every floor takes it.
 
 One of three, a closed set (`Caller.kind`), each tied to exactly one organisation and naming its
 actor for the audit trail:
@@ -19,11 +19,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import ClassVar
+from typing import Any, ClassVar, Protocol
 
 from core_memory.base.errors import ImproperlyScoped
 from core_memory.base.replicas import Reader
-from core_memory.keys.models import ApiKey
+
+
+class CallerKey(Protocol):
+    """What a caller needs of its key: the keys app's `ApiKey` is one. The caller stands on the
+    ground floor, so every floor can take it; the type names no model above it."""
+
+    id: str
+    organisation_id: str
+    organisation: Any
+    capabilities: list[str] | None
+
+    def has_capability(self, capability: str) -> bool: ...
+
+    def may_read(self, index_id: str) -> bool: ...
+
+    def may_write(self, index_id: str) -> bool: ...
 
 
 class CallerKind(StrEnum):
@@ -40,7 +55,7 @@ class Caller:
     through a subject token: bound to one person, it never manages the organisation.
     `organisation_id` and `actor` are always set (a key's caller reads both from its key)."""
 
-    key: ApiKey | None = None
+    key: CallerKey | None = None
     subject: str | None = None
     by_subject_token: bool = False
     organisation_id: str = ""
