@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.llm.configuration import IN_PROCESS_EMBEDDING_MODEL
 from core_memory.llm.embedding_models import EmbeddingModel, query_embed_by, query_embed_begin_by
 from core_memory.llm.protocol import ProviderError

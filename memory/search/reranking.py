@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from core_memory.llm.protocol import ProviderError
 from core_memory.llm.rerank_models import candidates_rerank, rerank_model_for
 from core_memory.pii.placeholders import RedactionError

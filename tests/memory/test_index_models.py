@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from audit.models import AuditEvent
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.embedding.services import record_embeddings_refresh
 from memory.embedding.storage import space_graph_name
 from memory.embedding.switching import index_switch_run
