@@ -19,8 +19,15 @@ from memory.embedding.storage import index_embedding_model, index_embeds
 from memory.models import MemoryRecord
 from memory.search.candidates import bounded_exact, shared_bounded, shared_version, text_candidates
 from memory.search.decay import records_with_decay
-from memory.search.ranking import Candidate, candidates_rank
-from memory.search.scope import SearchFilters, records_in_scope, search_filtered, search_parts, vectors_in_scope
+from memory.search.ranking import NEIGHBOUR_TURNS, Candidate, candidates_rank
+from memory.search.scope import (
+    SearchFilters,
+    records_in_scope,
+    said_around,
+    search_filtered,
+    search_parts,
+    vectors_in_scope,
+)
 from memory.search.text import query_terms
 from memory.search.reranking import ranking_reranked
 from memory.search.question import SearchTrace, question_vector, question_vector_begin, search_deadline, similarity_on_scale
@@ -127,6 +134,8 @@ def _search(
         .defer("search_vector", "normalised_text")
         .annotate(text_score=text_score, similarity=similarity)
     )
+    if index.conversation:
+        candidates = candidates.annotate(**said_around(key=key, index=index, turns=NEIGHBOUR_TURNS))
     if bounded is not None and not embeds:
         found = list(candidates.annotate(shared_version=shared_version(key=key, index=index)))
         if not bounded_exact(bounded, found):
@@ -162,6 +171,7 @@ def _search_ranked(
                 text=record.text,
                 type=record.type,
                 subject=record.subject,
+                said_near=frozenset(record.said_before + record.said_after) if index.conversation else None,
             )
             for record in found
         ],

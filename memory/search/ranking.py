@@ -58,8 +58,12 @@ FEATURES = (
     "neighbour_text", "neighbour_closeness",
 )
 # In a conversation index, the records of one person written this close to a record are its
-# neighbours: the turns said just before and after it.
+# neighbours: the turns said just before and after it. Where the search knows which records were
+# said next to each (`Candidate.said_near`: the NEIGHBOUR_TURNS before and after it, in the order
+# they were said), only those count, so a conversation loaded in one go (every turn written
+# within the same two minutes) keeps its neighbours as they were said.
 NEIGHBOUR_SECONDS = 120
+NEIGHBOUR_TURNS = 4
 # Words with which a question asks for a record of that type, English and Dutch.
 _TYPE_WORDS = {
     "preference": re.compile(r"\b(prefer\w*|like[sd]?|love[sd]?|favou?rite|enjoy\w*|want[s]?|liefst|voorkeur|houdt|lekker|wil)\b"),
@@ -79,6 +83,8 @@ class Candidate:
     text: str = ""
     type: str = ""
     subject: str | None = None
+    # The ids of the person's records said just before and after it (None: not known).
+    said_near: frozenset[str] | None = None
 
 
 def _closeness(similarity: float | None) -> float:
@@ -93,7 +99,7 @@ def _in_window(moment: datetime, windows: Sequence[TimeWindow]) -> bool:
 
 def _neighbours(candidates: Sequence[Candidate]) -> list[list[int]]:
     """For each candidate, the positions of the candidates of the same person written within
-    NEIGHBOUR_SECONDS of it (itself excluded)."""
+    NEIGHBOUR_SECONDS of it (itself excluded) and, where known, said next to it."""
     order = sorted(range(len(candidates)), key=lambda i: (candidates[i].subject or "", candidates[i].created_at))
     found: list[list[int]] = [[] for _ in candidates]
     for place, i in enumerate(order):
@@ -102,9 +108,17 @@ def _neighbours(candidates: Sequence[Candidate]) -> list[list[int]]:
                 break
             if (candidates[j].created_at - candidates[i].created_at).total_seconds() > NEIGHBOUR_SECONDS:
                 break
+            if not _said_next_to(candidates[i], candidates[j]):
+                continue
             found[i].append(j)
             found[j].append(i)
     return found
+
+
+def _said_next_to(one: Candidate, other: Candidate) -> bool:
+    if one.said_near is None or other.said_near is None:
+        return True
+    return other.record_id in one.said_near or one.record_id in other.said_near
 
 
 def candidates_features(

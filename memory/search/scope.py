@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from django.db.models import Q, QuerySet
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db.models import OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from core_memory.base.errors import ImproperlyScoped
@@ -129,3 +130,17 @@ def vectors_in_scope(
     elif not all_subjects:
         vectors = vectors.filter(subject__isnull=True)
     return narrowed(vectors, types=types, after=after, before=before)
+
+
+def said_around(*, key: ApiKey, index: KnowledgeIndex, turns: int) -> dict:
+    """Annotations of a record with the ids of the `turns` active records of its person and type
+    said just before it (`said_before`) and just after it (`said_after`): a conversation's
+    neighbours in the order its turns were said (an import's own times, else the order of the
+    writes), whenever they reached Core. Each is one short walk of the person's newest-records index."""
+    same = MemoryRecord.objects.for_organisation(key.organisation_id).filter(
+        index_id=index.pk, subject=OuterRef("subject"), type=OuterRef("type"), status=MemoryRecord.Status.ACTIVE
+    )
+    return {
+        "said_before": ArraySubquery(same.filter(created_at__lt=OuterRef("created_at")).order_by("-created_at").values("id")[:turns]),
+        "said_after": ArraySubquery(same.filter(created_at__gt=OuterRef("created_at")).order_by("created_at").values("id")[:turns]),
+    }
