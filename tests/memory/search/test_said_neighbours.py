@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from core_memory.keys.callers import Caller
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
 from memory.search import SearchFilters, record_search
 from memory.search.question import SearchTrace
