@@ -1,4 +1,4 @@
-"""Memory's Celery tasks: a record's vector, after the write that made it committed, every
+"""Memory's Celery tasks: a record's vector (or a batch's), after the write that made it committed, every
 vector of an index that has just switched embeddings on, and an index's switch to another
 embedding model (and the sweep that resumes those left unfinished)."""
 from celery import shared_task
@@ -13,15 +13,14 @@ class EmbeddingsMissing(Exception):
     """A model served elsewhere failed for some records: the task runs again later."""
 
 
-@shared_task(
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    max_retries=5,
-    retry_backoff=True,
-    soft_time_limit=60,
-    time_limit=90,
-)
+# A vector's task: retried while the database is unreachable, acknowledged once done.
+EMBED_OPTIONS = {
+    "acks_late": True, "reject_on_worker_lost": True, "autoretry_for": (OperationalError, InterfaceError), "max_retries": 5,
+    "retry_backoff": True,
+}
+
+
+@shared_task(**EMBED_OPTIONS, soft_time_limit=60, time_limit=90)
 def record_embed_task(record_id: str) -> dict:
     outcome = record_embeddings_refresh(record_ids=[record_id])
     if outcome.failed:
@@ -31,7 +30,17 @@ def record_embed_task(record_id: str) -> dict:
     return {"record_id": record_id, "embedded": outcome.embedded, "unchanged": outcome.unchanged, "skipped": outcome.skipped}
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, autoretry_for=(OperationalError, InterfaceError), max_retries=5, retry_backoff=True)
+@shared_task(**EMBED_OPTIONS, soft_time_limit=120, time_limit=150)
+def records_embed_task(record_ids: list[str]) -> dict:
+    """The vectors of records written together (a batch), a few dozen at a time; retried as
+    `record_embed_task` is when a model served elsewhere failed for some."""
+    outcome = record_embeddings_refresh(record_ids=record_ids)
+    if outcome.failed:
+        raise records_embed_task.retry(exc=EmbeddingsMissing(record_ids[0]), countdown=min(600, 10 * 2**records_embed_task.request.retries))
+    return {"records": len(record_ids), "embedded": outcome.embedded, "unchanged": outcome.unchanged, "skipped": outcome.skipped}
+
+
+@shared_task(**EMBED_OPTIONS)
 def index_embed_task(index_id: str) -> dict:
     """The backfill `manage.py embed_records --index` runs, for one index: records whose vector
     is current are skipped, so a retry or a second switch repeats nothing."""
@@ -42,10 +51,7 @@ def index_embed_task(index_id: str) -> dict:
     return {"index_id": index_id, "embedded": embedded, "unchanged": unchanged, "skipped": skipped}
 
 
-@shared_task(
-    acks_late=True, reject_on_worker_lost=True, autoretry_for=(OperationalError, InterfaceError), max_retries=5, retry_backoff=True,
-    soft_time_limit=3300, time_limit=3600,
-)
+@shared_task(**EMBED_OPTIONS, soft_time_limit=3300, time_limit=3600)
 def index_switch_task(index_id: str) -> dict:
     """An index's switch to its next embedding model (memory.embedding.switching); what is left
     unfinished the sweep resumes."""

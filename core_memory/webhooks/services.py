@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
@@ -122,22 +123,52 @@ def webhook_event_emit(*, organisation_id: str, kind: str, data: dict, subject: 
     """Inside the caller's transaction: the event, with a delivery for each subscription of the
     organisation that asked for `kind` (a paused one's waits). `data` names ids and kinds only,
     never what a record says. None when no one subscribed."""
-    subscription_ids = list(
-        WebhookSubscription.objects.for_organisation(organisation_id).filter(events__contains=[kind]).values_list("pk", flat=True)
-    )
-    if not subscription_ids:
-        return None
+    emitted = webhook_events_emit(events=[EventDraft(organisation_id=organisation_id, kind=kind, data=data, subject=subject)], now=now)
+    return emitted[0] if emitted else None
+
+
+@dataclass(frozen=True)
+class EventDraft:
+    """An event to tell: its organisation, kind, what it names (`data`) and the person it is about."""
+
+    organisation_id: str
+    kind: str
+    data: dict
+    subject: str | None = None
+
+
+def webhook_events_emit(*, events: Sequence[EventDraft], now: datetime | None = None) -> list[WebhookEvent]:
+    """`webhook_event_emit` for many events at once, in their order: per organisation one read of
+    its subscriptions, then one insert of the events and one of their deliveries. Answers the
+    events someone subscribed to."""
     now = now or timezone.now()
-    payload = {"type": kind, "timestamp": now.isoformat(), "data": data}
-    event = WebhookEvent.objects.create(
-        organisation_id=organisation_id, kind=kind, subject=subject, payload=payload, started_at=now, pending=len(subscription_ids)
-    )
+    written: list[tuple[WebhookEvent, list[str]]] = []
+    for organisation_id in dict.fromkeys(event.organisation_id for event in events):
+        told = [event for event in events if event.organisation_id == organisation_id]
+        subscriptions = list(
+            WebhookSubscription.objects.for_organisation(organisation_id)
+            .filter(events__overlap=sorted({event.kind for event in told}))
+            .values_list("pk", "events")
+        )
+        for event in told:
+            subscription_ids = [pk for pk, asked in subscriptions if event.kind in asked]
+            if subscription_ids:
+                payload = {"type": event.kind, "timestamp": now.isoformat(), "data": event.data}
+                row = WebhookEvent(
+                    organisation_id=organisation_id, kind=event.kind, subject=event.subject, payload=payload, started_at=now,
+                    pending=len(subscription_ids),
+                )
+                written.append((row, subscription_ids))
+    if not written:
+        return []
+    WebhookEvent.objects.bulk_create([event for event, _ in written])
     deliveries = WebhookDelivery.objects.bulk_create(
-        WebhookDelivery(organisation_id=organisation_id, run=event, subscription_id=subscription_id, queued_at=now)
+        WebhookDelivery(organisation_id=event.organisation_id, run=event, subscription_id=subscription_id, queued_at=now)
+        for event, subscription_ids in written
         for subscription_id in subscription_ids
     )
     _deliveries_send([delivery.pk for delivery in deliveries])
-    return event
+    return [event for event, _ in written]
 
 
 def person_webhook_events_erase(*, organisation_id: str, subject: str, record_ids: Sequence[str] = ()) -> int:
@@ -171,3 +202,4 @@ def _blanked(value, record_ids: set[str]):
     if isinstance(value, list):
         return [_blanked(inner, record_ids) for inner in value]
     return ERASED_MARK if isinstance(value, str) and value in record_ids else value
+

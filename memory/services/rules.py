@@ -12,16 +12,18 @@ from audit.services import audit_event_record
 from core_memory.base.errors import ImproperlyScoped, InvalidRequest, PermissionDenied, Unprocessable
 from core_memory.base.storable import storable_check, time_is_storable
 from core_memory.base.callers import Caller
-from core_memory.webhooks.services import webhook_event_emit
+from core_memory.webhooks.services import EventDraft, webhook_events_emit
 from memory.embedding.storage import index_embeds
 from memory.models import MemoryRecord
 from memory.selectors import CORE_WRITTEN_TYPES, store_known_types, store_lifetime_days
-from memory.tasks import record_embed_task
+from memory.tasks import record_embed_task, records_embed_task
 from stores.models import KnowledgeIndex
 
 UNIQUE_ACTIVE_TEXT = "memory_one_active_per_text"
 UPDATABLE_FIELDS = ("text", "metadata", "confidence", "due_at", "done", "expires_at")
 COMMITMENT = "commitment"
+# Records embedded by one task when many are written at once (a batch).
+EMBED_CHUNK = 64
 # Folded at the end of a text when comparing: "Likes tea." confirms "likes tea".
 _FINAL_PUNCTUATION = ".,;:!?…。"
 _WHITESPACE = re.compile(r"\s+")
@@ -40,7 +42,12 @@ def change_reason(*, what: str, actor: str) -> str:
 def record_event_emit(*, record: MemoryRecord, kind: str, change: str, **details) -> None:
     """Inside the change's transaction: tells the organisation's webhook subscribers what
     happened to the record, by ids and kinds, never by what it says."""
-    webhook_event_emit(
+    webhook_events_emit(events=[record_event(record=record, kind=kind, change=change, **details)])
+
+
+def record_event(*, record: MemoryRecord, kind: str, change: str, **details) -> EventDraft:
+    """The event `record_event_emit` tells, for telling many at once (`webhook_events_emit`)."""
+    return EventDraft(
         organisation_id=record.organisation_id,
         kind=kind,
         subject=record.subject,
@@ -57,6 +64,14 @@ def embedding_schedule(*, index: KnowledgeIndex, record_id: str) -> None:
     that record until `manage.py embed_records` runs), never the write."""
     if index_embeds(index):
         transaction.on_commit(lambda: record_embed_task.delay(record_id), robust=True)
+
+
+def embeddings_schedule(*, index: KnowledgeIndex, record_ids: list[str]) -> None:
+    """`embedding_schedule` for many records written at once: their vectors made after the
+    commit, `EMBED_CHUNK` records a task."""
+    if record_ids and index_embeds(index):
+        chunks = [record_ids[start:start + EMBED_CHUNK] for start in range(0, len(record_ids), EMBED_CHUNK)]
+        transaction.on_commit(lambda: [records_embed_task.delay(chunk) for chunk in chunks], robust=True)
 
 
 def record_write_authorise(*, caller: Caller, index: KnowledgeIndex, actor: str, param: str | None = "index_id") -> None:
@@ -90,8 +105,9 @@ def write_right_check(*, caller: Caller, index_id: str, actor: str, param: str |
     raise PermissionDenied("This key's policy does not allow writing this index.", param=param)
 
 
-def type_check(*, index: KnowledgeIndex, type_name: str) -> None:
-    allowed = store_known_types(index=index)
+def type_check(*, index: KnowledgeIndex, type_name: str, allowed: list[str] | None = None) -> None:
+    """`allowed`: the store's known types when the caller has read them already (many writes at once)."""
+    allowed = allowed if allowed is not None else store_known_types(index=index)
     if type_name in CORE_WRITTEN_TYPES:
         raise Unprocessable(
             f"Type {type_name!r} is written only by Core. Allowed types: {', '.join(allowed)}.", param="type"
@@ -120,12 +136,14 @@ def expiry_check(*, expires_at: datetime | None, now: datetime | None) -> None:
         raise InvalidRequest("expires_at must lie in the future.", param="expires_at")
 
 
-def record_expiry(*, index: KnowledgeIndex, type_name: str, expires_at: datetime | None, now: datetime) -> datetime | None:
+def record_expiry(
+    *, index: KnowledgeIndex, type_name: str, expires_at: datetime | None, now: datetime, lifetimes: dict[str, float] | None = None
+) -> datetime | None:
     """When a record written now stops being true: as the write says, else after its type's
-    lifetime in the store's `expiry` section, else never."""
+    lifetime in the store's `expiry` section (`lifetimes`, when the caller has read it), else never."""
     if expires_at is not None:
         return expires_at
-    days = store_lifetime_days(index=index).get(type_name)
+    days = (lifetimes if lifetimes is not None else store_lifetime_days(index=index)).get(type_name)
     return now + timedelta(days=days) if days else None
 
 
@@ -146,9 +164,11 @@ def record_active_twin(
     return twins.first()
 
 
-def record_confirm(*, record: MemoryRecord, actor: str, now: datetime, expires_at: datetime | None = None) -> MemoryRecord:
+def record_confirm(
+    *, record: MemoryRecord, actor: str, now: datetime, expires_at: datetime | None = None, tell: bool = True
+) -> MemoryRecord:
     """Said again: counted and its decay age restarted; `expires_at` moves its end later (or
-    gives it one), never earlier."""
+    gives it one), never earlier. `tell=False`: the caller tells webhooks of it (a batch, all at once)."""
     record.confirmations += 1
     record.last_confirmed_at = now
     record.changed_at = now
@@ -156,7 +176,8 @@ def record_confirm(*, record: MemoryRecord, actor: str, now: datetime, expires_a
         record.expires_at = expires_at
     record._change_reason = change_reason(what="confirmed", actor=actor)
     record.save(update_fields=["confirmations", "last_confirmed_at", "changed_at", "expires_at", "updated_at"])
-    record_event_emit(record=record, kind="record.updated", change="confirmed")
+    if tell:
+        record_event_emit(record=record, kind="record.updated", change="confirmed")
     return record
 
 

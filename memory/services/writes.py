@@ -148,13 +148,8 @@ def _record_write_checked(
     *, index: KnowledgeIndex, subject: str | None, draft: RecordDraft, actor: str, now: datetime | None, durable: bool = False
 ) -> RecordWriteResult:
     """`record_write_within` once the writer's right is settled; `durable`: its own transaction, no savepoint."""
-    due_check(type_name=draft.type, due_at=draft.due_at)
-    text_check(draft.text)
-    metadata_check(draft.metadata or {}, param="metadata")
     now = now or timezone.now()
-    expiry_check(expires_at=draft.expires_at, now=now)
-    expires_at = record_expiry(index=index, type_name=draft.type, expires_at=draft.expires_at, now=now)
-    normalised = text_normalise(draft.text)
+    normalised, expires_at = draft_checked(index=index, draft=draft, now=now)
 
     with transaction.atomic(durable=durable):
         replaced, subject, twin = _write_target(
@@ -163,7 +158,7 @@ def _record_write_checked(
         if twin is not None:
             record, status = twin, "confirmed"
         else:
-            record = _record_new(index=index, subject=subject, draft=draft, normalised_text=normalised, replaced=replaced, now=now)
+            record = record_new(index=index, subject=subject, draft=draft, normalised_text=normalised, replaced=replaced, now=now)
             record.expires_at = expires_at
             status = "corrected" if replaced is not None else "created"
         if replaced is not None:
@@ -180,7 +175,21 @@ def _record_write_checked(
     return RecordWriteResult(record=record, status=status)
 
 
-def _record_new(
+def draft_checked(
+    *, index: KnowledgeIndex, draft: RecordDraft, now: datetime, lifetimes: dict[str, float] | None = None
+) -> tuple[str, datetime | None]:
+    """A draft's due date, text, metadata and expiry checked (the first wrong one's error
+    raised); answers its text as compared with others and when the record will expire
+    (`lifetimes`: the store's, when the caller has read them)."""
+    due_check(type_name=draft.type, due_at=draft.due_at)
+    text_check(draft.text)
+    metadata_check(draft.metadata or {}, param="metadata")
+    expiry_check(expires_at=draft.expires_at, now=now)
+    expires_at = record_expiry(index=index, type_name=draft.type, expires_at=draft.expires_at, now=now, lifetimes=lifetimes)
+    return text_normalise(draft.text), expires_at
+
+
+def record_new(
     *, index: KnowledgeIndex, subject: str | None, draft: RecordDraft, normalised_text: str, replaced: MemoryRecord | None, now: datetime
 ) -> MemoryRecord:
     """The unsaved record a draft becomes."""

@@ -2,11 +2,19 @@
 as a single write makes it."""
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from audit.models import AuditEvent
+from core_memory.base.callers import Caller
+from core_memory.webhooks.models import WebhookEvent, WebhookSubscription
+from core_memory.webhooks.services import webhook_secret_new
 from memory.batches.apis import MAX_BATCH_RECORDS
 from memory.models import MemoryRecord
+from memory.services.batches import records_write_batch
+from memory.services.writes import RecordDraft
 
 
 def _batch(client, index_id: str, records: list, **headers):
@@ -59,6 +67,91 @@ def test_a_batch_confirms_and_corrects_as_single_writes_do(tenant, write):
     home.refresh_from_db()
     assert (home.status, home.replaced_by_id) == ("ended", results[1]["memory_id"])
     assert not MemoryRecord.objects.filter(text="Lives in Gouda").exists()
+
+
+def _items(*, home: str, until: str) -> list[dict]:
+    return [
+        {"type": "fact", "text": "Likes tea"},
+        {"type": "fact", "text": "Works at Acme"},
+        {"type": "fact", "text": "likes tea."},  # a repeat of the first item
+        {"type": "fact", "text": "Has a bike"},  # a record she had
+        {"type": "fact", "text": "Lives in Leiden", "replaces": home},
+        {"type": "fact", "text": "lives in Leiden!"},  # a repeat of the correction
+        {"type": "preference", "text": "Tea without sugar", "expires_at": until},
+        {"type": "fact", "text": "   "},
+        {"type": "fact", "text": "Lives in Gouda", "replaces": home},  # already corrected
+        {"type": "episode", "text": "Core writes these"},
+        {"type": "fact", "text": "works at acme"},
+        {"type": "preference", "text": "Tea without sugar"},
+    ]
+
+
+def _what_happened(subject: str, answers: list[tuple[str, int, str | None]]) -> dict:
+    """Her answers, records, versions and events, record ids read as the order they were made in."""
+    records = list(MemoryRecord.objects.filter(subject=subject).order_by("id"))
+    number = {record.id: f"record {position}" for position, record in enumerate(records)}
+    return {
+        "answers": [(status, code, number.get(value, value)) for status, code, value in answers],
+        "records": [
+            (record.type, record.text, record.status, record.confirmations, record.expires_at is not None, number.get(record.replaced_by_id))
+            for record in records
+        ],
+        "versions": [[version.history_change_reason for version in record.history.order_by("history_id")] for record in records],
+        "events": [
+            (event.kind, number[event.payload["data"]["record_id"]], event.payload["data"]["change"], event.payload["data"]["status"])
+            for event in WebhookEvent.objects.filter(subject=subject).order_by("id")
+        ],
+    }
+
+
+def test_a_batch_answers_writes_versions_and_tells_each_item_as_single_writes_would(tenant, write):
+    """R-5.4, R-5.5: the same items written in a batch for Anna and one by one for Ben give the
+    same answers, the same records (confirmed, corrected, expiring), the same versions and the
+    same webhook events in the same order."""
+    WebhookSubscription.objects.create(
+        organisation=tenant.organisation, url="https://hooks.example.com/core", events=["record.created", "record.updated"],
+        secret=webhook_secret_new(),
+    )
+    until = (timezone.now() + timedelta(days=3)).isoformat()
+    happened = {}
+    for subject in ("anna", "ben"):
+        home = write("Lives in Delft", subject=subject).id
+        write("Has a bike", subject=subject)
+        items = _items(home=home, until=until)
+        client = tenant.client(subject=subject)
+        if subject == "anna":
+            results = _batch(client, tenant.index.id, items).json()["results"]
+            answers = [
+                (result["status"], result["status_code"], result.get("memory_id") or result["error"]["param"].split(".")[-1])
+                for result in results
+            ]
+        else:
+            singles = [client.post("/v1/memory", {"index_id": tenant.index.id, **item}, format="json") for item in items]
+            answers = [
+                (single.json()["status"], single.status_code, single.json()["memory_id"]) if single.status_code < 400
+                else ("error", single.status_code, single.json()["error"]["param"])
+                for single in singles
+            ]
+        happened[subject] = _what_happened(subject, answers)
+
+    assert happened["anna"] == happened["ben"]
+    assert [status for status, _, _ in happened["anna"]["answers"]] == [
+        "created", "created", "confirmed", "confirmed", "corrected", "confirmed", "created", "error", "error", "error", "confirmed", "confirmed",
+    ]
+
+
+@pytest.mark.parametrize("size", [10, 300])
+def test_a_batch_of_new_records_takes_the_same_statements_whatever_its_size(tenant, django_assert_num_queries, size):
+    """R-12.5 for batches: its own savepoint (in a test's transaction), the store's types and
+    lifetimes, the repeats looked up, a savepoint, the records and their versions inserted, the
+    webhook subscriptions read."""
+    drafts = [RecordDraft(type="fact", text=f"Fact number {number}") for number in range(size)]
+
+    with django_assert_num_queries(10):
+        results = records_write_batch(caller=Caller(key=tenant.key, subject="anna"), index=tenant.index, drafts=drafts)
+
+    assert [result.status for result in results] == ["created"] * size
+    assert MemoryRecord.history.filter(subject="anna", history_type="+").count() == size
 
 
 def test_one_idempotency_key_covers_the_whole_batch(tenant):

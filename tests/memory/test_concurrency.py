@@ -6,6 +6,7 @@ from django.db import connections, transaction
 
 from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
+from memory.services.batches import records_write_batch
 from memory.services.writes import RecordDraft, record_write, record_write_within
 from tests.locks import sessions_blocked_within
 
@@ -26,11 +27,10 @@ def _in_thread(target, results, name):
     return thread
 
 
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("subject", [None, "anna"])
-def test_a_write_racing_an_uncommitted_identical_write_confirms_it(tenant, subject):
-    """The second writer does not see the first's row, inserts, waits on the unique
-    index, and — once the first commits — confirms the record that won."""
+def _racing_an_uncommitted_write(tenant, *, subject: str | None, second) -> tuple[int, dict]:
+    """`second` run while another session holds an uncommitted write of "Acme betaalt per maand"
+    for `subject`, which commits once `second` waits on it: how many sessions were seen waiting,
+    and each side's result ("first", "second")."""
     written, release = threading.Event(), threading.Event()
     results = {}
 
@@ -41,9 +41,6 @@ def test_a_write_racing_an_uncommitted_identical_write_confirms_it(tenant, subje
             release.wait(LOCK_WAIT_SECONDS)
         return result
 
-    def second():
-        return record_write(caller=Caller(key=tenant.key, subject=subject), index=tenant.index, actor="b", draft=RecordDraft(type="fact", text="acme betaalt per maand."))
-
     first_thread = _in_thread(first, results, "first")
     assert written.wait(LOCK_WAIT_SECONDS)
     second_thread = _in_thread(second, results, "second")
@@ -51,6 +48,19 @@ def test_a_write_racing_an_uncommitted_identical_write_confirms_it(tenant, subje
     release.set()
     first_thread.join(LOCK_WAIT_SECONDS)
     second_thread.join(LOCK_WAIT_SECONDS)
+    return blocked, results
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("subject", [None, "anna"])
+def test_a_write_racing_an_uncommitted_identical_write_confirms_it(tenant, subject):
+    """The second writer does not see the first's row, inserts, waits on the unique
+    index, and — once the first commits — confirms the record that won."""
+
+    def second():
+        return record_write(caller=Caller(key=tenant.key, subject=subject), index=tenant.index, actor="b", draft=RecordDraft(type="fact", text="acme betaalt per maand."))
+
+    blocked, results = _racing_an_uncommitted_write(tenant, subject=subject, second=second)
 
     assert blocked == 1
     assert (results["first"].status, results["second"].status) == ("created", "confirmed")
@@ -76,3 +86,21 @@ def test_many_simultaneous_identical_writes_make_one_record(tenant):
 
     assert sorted(results.values()) == ["confirmed"] * (writers - 1) + ["created"]
     assert MemoryRecord.objects.get().confirmations == writers - 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_racing_an_uncommitted_identical_write_confirms_it_and_writes_the_rest(tenant):
+    """A batch inserts its new records together; when a concurrent write of one of their texts
+    wins, the batch's items are settled one by one as single writes settle that race."""
+
+    def batch():
+        drafts = [RecordDraft(type="fact", text=text) for text in ("Werkt bij Acme", "acme betaalt per maand.", "Woont in Delft")]
+        return records_write_batch(caller=Caller(key=tenant.key, subject="anna"), index=tenant.index, drafts=drafts)
+
+    blocked, results = _racing_an_uncommitted_write(tenant, subject="anna", second=batch)
+
+    assert blocked == 1
+    assert [result.status for result in results["second"]] == ["created", "confirmed", "created"]
+    assert results["second"][1].record.id == results["first"].record.id
+    assert MemoryRecord.objects.get(pk=results["first"].record.id).confirmations == 1
+    assert sorted(MemoryRecord.objects.values_list("text", flat=True)) == ["Acme betaalt per maand", "Werkt bij Acme", "Woont in Delft"]
