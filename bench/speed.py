@@ -82,7 +82,7 @@ from tests.fake_model import FakeChatModel
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 # Our sections of bench/RESULTS.md, in this order; other engineers' sections stay as they are.
-SECTIONS = ("tables", "load", "profiles", "small-10k", "small-100k")
+SECTIONS = ("tables", "load", "profiles", "small-10k", "small-100k", "tracing-cost")
 MODEL_ID = "bench-chat"
 WRITE_CLIENTS = 8
 WRITE_SECONDS = 15.0

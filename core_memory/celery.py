@@ -1,7 +1,7 @@
 import os
 
 from celery import Celery
-from celery.signals import after_setup_logger, after_setup_task_logger, before_task_publish, task_postrun, task_prerun, worker_init
+from celery.signals import after_setup_logger, after_setup_task_logger, before_task_publish, task_postrun, task_prerun, worker_init, worker_process_init
 
 from core_memory.base.telemetry.logs import log_lines_configure
 from core_memory.base.telemetry.tasks import task_context_begin, task_context_end, task_headers_add
@@ -27,6 +27,15 @@ def _embedding_storage_check(**kwargs) -> None:
     except ImproperlyConfigured as error:
         # Celery logs and ignores an Exception from a signal handler; SystemExit stops the worker.
         raise SystemExit(f"ImproperlyConfigured: {error}") from error
+
+
+@worker_process_init.connect
+def _tracing_configure(**kwargs) -> None:
+    """Each pool process traces when the OTEL_* variables name an exporter (after the fork: the
+    exporter's thread does not survive one)."""
+    from core_memory.base.telemetry.tracing import tracing_configure
+
+    tracing_configure()
 
 
 @before_task_publish.connect

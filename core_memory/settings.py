@@ -427,6 +427,8 @@ CORE_WEBHOOKS_LOG_DAYS = env.int("CORE_WEBHOOKS_LOG_DAYS", default=30)
 if CORE_WEBHOOKS_LOG_DAYS < 1:
     raise ImproperlyConfigured("CORE_WEBHOOKS_LOG_DAYS must be 1 or more")
 
+# The bearer token of the one scraper `/metrics` answers; unset: `/metrics` is not served (404).
+CORE_METRICS_TOKEN = env.str("CORE_METRICS_TOKEN", default="")
 # JSON lines for an operator's log search outside development, human lines in it (README "Operations").
 CORE_LOG_FORMAT = env.str("CORE_LOG_FORMAT", default="text" if DEVELOPMENT else "json")
 if CORE_LOG_FORMAT not in ("json", "text"):

@@ -4,6 +4,7 @@ from django.http import HttpResponseRedirect
 
 from core_memory.api.docs import ApiDocumentApi, RedocPage, SwaggerPage
 from core_memory.api.health import healthz, readyz
+from core_memory.api.metrics import metrics
 
 
 
@@ -27,6 +28,8 @@ urlpatterns = [
     # Readiness: whether this process can serve now (README "Operations").
     path("readyz", readyz, name="readyz"),
     path("readyz/", readyz, name="readyz-slash"),
+    # Prometheus's scrape, for the token in CORE_METRICS_TOKEN only (README "Operations").
+    path("metrics", metrics, name="metrics"),
     # The documents' addresses have no trailing slash, as the API's; with one they redirect.
     path("v1/schema/", _redirect_to("/v1/schema"), name="schema-slash"),
     path("v1/docs/", _redirect_to("/v1/docs"), name="docs-slash"),

@@ -3,6 +3,11 @@ import os
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core_memory.settings")
+
+from core_memory.base.telemetry.tracing import tracing_configure  # noqa: E402
+
+# Traces when the OTEL_* variables name an exporter; before the application loads its middleware.
+tracing_configure()
 django_application = get_wsgi_application()
 
 from core_memory.mcp.http import McpMount  # noqa: E402 — needs the configured Django above

@@ -15,6 +15,7 @@ A second signal while stopping kills at once.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -157,6 +158,13 @@ def main() -> int:
         environment["DATABASE_URL"] = url_with_user(environment["DATABASE_URL"], role)
     step("Collecting static files (console, Swagger UI, ReDoc)")
     subprocess.run([PYTHON, "manage.py", "collectstatic", "--noinput", "--verbosity", "1"], check=True, env=environment)
+    if "PROMETHEUS_MULTIPROC_DIR" not in environment:
+        # The web workers and the Celery processes count into one folder, emptied at each start,
+        # so `/metrics` adds them all up (README "Operations").
+        counts = Path(environment.get("CORE_DATA_DIR") or PROJECT / "var") / "prometheus"
+        shutil.rmtree(counts, ignore_errors=True)
+        counts.mkdir(parents=True)
+        environment["PROMETHEUS_MULTIPROC_DIR"] = str(counts)
     host = environment.get("HOST", "127.0.0.1")
     port = environment.get("PORT", "8000")
     step("Starting web, worker and beat (Ctrl-C or SIGTERM stops them all, then the database)")

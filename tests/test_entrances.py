@@ -22,6 +22,7 @@ from tests.factories import client_for, make_key
 PUBLIC = {
     "healthz", "healthz-slash",  # the load balancer's probe: no credential, shows only up/down
     "readyz", "readyz-slash",  # the readiness probe: shows only which services are not ready
+    "metrics",  # Prometheus's scrape: a 404 without the operator's CORE_METRICS_TOKEN (tests/test_operations.py)
     "home", "schema-slash", "docs-slash", "redoc-slash",  # redirects to the console and to the documents
     "schema", "docs", "redoc",  # the API's document and its pages: describe the API, show no data
     "admin:login",  # the console's login: before there is a session (its own guessing limit: console middleware)
@@ -150,7 +151,7 @@ def test_every_entrance_limits_requests_without_a_valid_credential_per_address(p
         assert_says_where_its_bucket_stands(refused)
     else:
         # The health probe, redirects and the language cookie: nothing done, nothing shown.
-        assert name in {"healthz", "healthz-slash", "readyz", "readyz-slash", "home", "schema-slash", "docs-slash", "redoc-slash", "set_language"}, f"{path} ({name})"
+        assert name in {"healthz", "healthz-slash", "readyz", "readyz-slash", "metrics", "home", "schema-slash", "docs-slash", "redoc-slash", "set_language"}, f"{path} ({name})"
 
 
 def _mounts(application) -> list[str]:

@@ -13,6 +13,8 @@ from typing import Any
 
 import httpx
 
+from core_memory.base.telemetry.metrics import model_call_seconds, model_calls
+from core_memory.base.telemetry.tracing import span
 from core_memory.llm.protocol import ProviderError
 
 logger = logging.getLogger(__name__)
@@ -92,7 +94,24 @@ def json_post(
     *, url: str, body: dict, api_key: str | None, timeout: float, retries: Retries, model_id: str, deadline: float | None = None
 ) -> Any:
     """POST `body` as JSON and answer the parsed JSON answer, retried as the module says; no
-    attempt starts or lasts beyond `deadline` (a `time.monotonic()` value). Raises ProviderError."""
+    attempt starts or lasts beyond `deadline` (a `time.monotonic()` value). Raises ProviderError.
+    Counted and timed by model and outcome (the error's code), in a span of its own."""
+    started = time.perf_counter()
+    outcome = "ok"
+    with span("model.call", **{"core.model": model_id}):
+        try:
+            return _json_post(url=url, body=body, api_key=api_key, timeout=timeout, retries=retries, model_id=model_id, deadline=deadline)
+        except ProviderError as error:
+            outcome = error.code
+            raise
+        finally:
+            model_calls.labels(model=model_id, outcome=outcome).inc()
+            model_call_seconds.labels(model=model_id, outcome=outcome).observe(time.perf_counter() - started)
+
+
+def _json_post(
+    *, url: str, body: dict, api_key: str | None, timeout: float, retries: Retries, model_id: str, deadline: float | None
+) -> Any:
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     for attempt in range(1, retries.attempts + 1):
         response = None

@@ -20,6 +20,7 @@ import io
 import json
 import math
 import threading
+import time
 
 from a2wsgi import ASGIMiddleware
 from django.conf import settings
@@ -30,7 +31,8 @@ from core_memory.base.api.exceptions import error_body
 from core_memory.base.addresses import client_address
 from core_memory.base.api.throttling import anonymous_rate_limit_take, key_rate_limit_state, rate_limit_headers
 from core_memory.base.errors import ApplicationError
-from core_memory.base.telemetry.context import REQUEST_ID_HEADER, REQUEST_ID_META, organisation_set, request_begin, request_end
+from core_memory.base.telemetry.context import REQUEST_ID_HEADER, REQUEST_ID_META, organisation_set, request_answered, request_begin, request_end
+from core_memory.base.telemetry.tracing import current_carrier, span_from
 from core_memory.mcp.server import Unauthenticated, mcp_caller, server
 
 MCP_PATH = "/mcp"
@@ -69,11 +71,18 @@ class McpMount:
         path = environ.get("PATH_INFO", "")
         if path != MCP_PATH and not path.startswith(MCP_PATH + "/"):
             return self.django_application(environ, start_response)
+        started = time.perf_counter()
         request_id = request_begin(sent_id=environ.get(REQUEST_ID_META), route=MCP_PATH)
         environ[REQUEST_ID_META] = request_id  # the MCP server's thread reads it from there
+        answered = {}
+        carrier = {name: environ[f"HTTP_{name.upper()}"] for name in ("traceparent", "tracestate") if f"HTTP_{name.upper()}" in environ}
         try:
-            return self._answer(environ, _with_request_id(start_response, request_id))
+            with span_from(carrier, f"{environ.get('REQUEST_METHOD')} {MCP_PATH}", server=True, **{"http.route": MCP_PATH}):
+                # The MCP server runs on its own thread: it continues this span from the headers.
+                environ.update({f"HTTP_{name.upper()}": value for name, value in current_carrier().items()})
+                return self._answer(environ, _with_request_id(start_response, request_id, answered))
         finally:
+            request_answered(method=environ.get("REQUEST_METHOD", ""), status=answered.get("status", 500), seconds=time.perf_counter() - started)
             request_end()
 
     def _answer(self, environ, start_response):
@@ -122,8 +131,9 @@ class McpMount:
         return self._mcp
 
 
-def _with_request_id(start_response, request_id: str):
+def _with_request_id(start_response, request_id: str, answered: dict):
     def start(status, headers, exc_info=None):
+        answered["status"] = int(status.split()[0])
         return start_response(status, [*headers, (REQUEST_ID_HEADER, request_id)], exc_info)
 
     return start

@@ -30,6 +30,8 @@ from mcp.shared.exceptions import MCPError
 
 from core_memory.base.api.views import validate_subject
 from core_memory.base.errors import ApplicationError, PermissionDenied
+from core_memory.base.telemetry.context import organisation_set, request_context
+from core_memory.base.telemetry.tracing import span_from
 from core_memory.base.replicas import writes_remembered
 from core_memory.keys.authentication import caller_for_secret
 from core_memory.base.callers import Caller
@@ -101,9 +103,17 @@ def _tools_of(*, request) -> list[types.Tool]:
 
 
 def _call(*, request, name: str, arguments: dict) -> tuple[str, bool, bool]:
-    """The tool result's text, whether it is a refusal, and whether the key
-    has the trust envelope."""
+    """The tool result's text, whether it is a refusal, and whether the key has the trust
+    envelope. Over HTTP it continues the request's trace and log context (its headers)."""
+    headers = request.headers if request is not None else {}
+    carrier = {header: headers[header] for header in ("traceparent", "tracestate") if header in headers}
+    with span_from(carrier, "mcp.tool", **{"core.tool": name}), request_context(request_id=headers.get("x-request-id")):
+        return _tool_call(request=request, name=name, arguments=arguments)
+
+
+def _tool_call(*, request, name: str, arguments: dict) -> tuple[str, bool, bool]:
     caller = _caller_of(request)
+    organisation_set(caller.organisation_id)
     # Not behind Django's middleware: a write tool's position is remembered here.
     with writes_remembered(caller.reader):
         text = memory_tool_call(caller=caller, tool_name=name, arguments=json.dumps(arguments), provenance={}, now=timezone.now())

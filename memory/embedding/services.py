@@ -17,6 +17,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from core_memory.base.telemetry.metrics import records_embedded
+from core_memory.base.telemetry.tracing import span, span_set
 from core_memory.llm.embedding_models import EmbeddingModel, embedding_model_for, passages_embed_by
 from core_memory.llm.protocol import ProviderError
 from memory.embedding.passages import passage_digest, record_passage
@@ -77,6 +79,14 @@ def record_embeddings_refresh(*, record_ids: Sequence[str], model_ids: Sequence[
     Records no longer active, in an index that does not embed (any more), or of a model that
     cannot embed now, are skipped; a model served elsewhere that fails stores nothing for its
     records (`failed`). Safe to run twice, and concurrently with any write."""
+    with span("embedding.batch", **{"core.records": len(record_ids)}):
+        outcome = _embeddings_refresh(record_ids=record_ids, model_ids=model_ids)
+        span_set(**{"core.records.embedded": outcome.embedded})
+    records_embedded.inc(outcome.embedded)
+    return outcome
+
+
+def _embeddings_refresh(*, record_ids: Sequence[str], model_ids: Sequence[str] | None) -> EmbeddingOutcome:
     if not record_ids or not embedding_storage_ready():
         return EmbeddingOutcome(skipped=len(record_ids))
     records = list(_embeddable(record_ids))

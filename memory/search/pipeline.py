@@ -7,6 +7,7 @@ read together with their decayed confidence (memory.search.decay), then fused in
 (memory.search.ranking, with memory.search.rerank's second look)."""
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -14,6 +15,8 @@ from django.db.models import FloatField, Value
 from django.utils import timezone
 
 from core_memory.base.callers import Caller
+from core_memory.base.telemetry.metrics import search_seconds
+from core_memory.base.telemetry.tracing import span, span_set
 from core_memory.keys.models import ApiKey
 from memory.embedding.storage import index_embedding_model, index_embeds
 from memory.models import MemoryRecord
@@ -73,13 +76,18 @@ def record_search(
     why none were.
     """
     trace = trace if trace is not None else SearchTrace()
+    started = time.perf_counter()
     arguments = dict(
         caller=caller, index=index, query=query, filters=filters, now=now or timezone.now(), exhaustive=exhaustive, trace=trace,
     )
-    found = _search(**arguments, bound=not exhaustive)
-    if found is None:
-        # Two words of the question stood in one place of a shared record: ranked whole again.
-        found = _search(**arguments, bound=False)
+    mode = "hybrid" if index_embeds(index) else "text"
+    with span("search", **{"core.organisation": index.organisation_id, "core.index": index.id, "core.search.mode": mode}):
+        found = _search(**arguments, bound=not exhaustive)
+        if found is None:
+            # Two words of the question stood in one place of a shared record: ranked whole again.
+            found = _search(**arguments, bound=False)
+        span_set(**{"core.search.results": len(found)})
+    search_seconds.labels(mode=mode).observe(time.perf_counter() - started)
     return found
 
 
@@ -106,17 +114,20 @@ def _search(
     if embeds:
         # The model embeds the question on a thread of its own while the full-text candidates are read.
         question = question_vector_begin(caller=caller, model=model, query=query)
-    terms = query_terms(query)
+    with span("search.lexemes"):
+        terms = query_terms(query)
     if not terms and not embeds:
         return []
     depth = max(SEARCH_DEPTH, limit)
     bounded = shared_bounded(key=key, index=index, terms=terms, filters=narrowing, depth=depth) if bound and len(parts) > 1 else None
-    text = text_candidates(parts, terms=terms, depth=depth, embeds=embeds, key=key, index=index, bounded=bounded)
+    with span("search.text_candidates"):
+        text = text_candidates(parts, terms=terms, depth=depth, embeds=embeds, key=key, index=index, bounded=bounded)
     if text is None:
         return None
     pools, text_score = text
     similarity = Value(None, output_field=FloatField())
-    query_vector = question_vector(model=model, question=question, deadline=deadline, trace=trace) if embeds else None
+    with span("search.vectors"):
+        query_vector = question_vector(model=model, question=question, deadline=deadline, trace=trace) if embeds else None
     if query_vector is not None:
         vectors = vectors_in_scope(
             key=key, index=index, subject=subject, all_subjects=all_subjects, shared=shared, model=model, now=now, **narrowing
@@ -136,17 +147,17 @@ def _search(
     )
     if index.conversation:
         candidates = candidates.annotate(**said_around(key=key, index=index, turns=NEIGHBOUR_TURNS))
-    if bounded is not None and not embeds:
-        found = list(candidates.annotate(shared_version=shared_version(key=key, index=index)))
-        if not bounded_exact(bounded, found):
-            return None
-    else:
-        found = list(candidates)
+    with span("search.candidates_read"):
+        found = list(candidates.annotate(shared_version=shared_version(key=key, index=index)) if bounded is not None and not embeds else candidates)
+    if bounded is not None and not embeds and not bounded_exact(bounded, found):
+        return None
     if query_vector is not None and not model.in_process:
         similarity_on_scale(found, model=model)
-    ranked = _search_ranked(found, query=query, key=key, index=index, now=now, limit=max(limit, _rerank_depth(index)))
+    with span("search.fusion"):
+        ranked = _search_ranked(found, query=query, key=key, index=index, now=now, limit=max(limit, _rerank_depth(index)))
     if index.rerank_model:
-        ranked = ranking_reranked(ranked, caller=caller, index=index, query=query, deadline=deadline, trace=trace)
+        with span("search.rerank", **{"core.rerank_model": index.rerank_model}):
+            ranked = ranking_reranked(ranked, caller=caller, index=index, query=query, deadline=deadline, trace=trace)
     return ranked[:limit]
 
 

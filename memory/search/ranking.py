@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from core_memory.base.telemetry.tracing import span
 from memory.search import weights
 from memory.search.entities import entity_overlaps, question_entities
 from memory.search.rerank import RERANK_DEPTH, rerank_features, reranked_sum
@@ -216,11 +217,12 @@ def _reranked(
     """The first ranking's best RERANK_DEPTH ordered by their second look, above the rest, whose
     sums are held below the lowest of those so that the scores still fall with the order."""
     top, rest = order[:RERANK_DEPTH], order[RERANK_DEPTH:]
-    rows = rerank_features(
-        query=query, texts=[candidates[i].text for i in top], first=[sums[i] for i in top],
-        text_scores=[candidates[i].text_score for i in top], closeness=[features[i]["closeness"] for i in top],
-    )
-    second = dict(zip(top, (reranked_sum(row, model) for row in rows), strict=True))
+    with span("search.rerank"):
+        rows = rerank_features(
+            query=query, texts=[candidates[i].text for i in top], first=[sums[i] for i in top],
+            text_scores=[candidates[i].text_score for i in top], closeness=[features[i]["closeness"] for i in top],
+        )
+        second = dict(zip(top, (reranked_sum(row, model) for row in rows), strict=True))
     top.sort(key=lambda i: _tie_order(candidates[i], second[i]))
     floor = min(second.values(), default=0.0)
     totals = {**{i: min(sums[i], floor) for i in rest}, **second}

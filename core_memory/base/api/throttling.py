@@ -25,6 +25,8 @@ import redis
 from django.conf import settings
 from rest_framework.throttling import BaseThrottle
 
+from core_memory.base.telemetry.metrics import rate_limit_refusals
+
 logger = logging.getLogger(__name__)
 
 WINDOW_SECONDS = 60
@@ -221,7 +223,7 @@ def key_rate_limit_state(caller) -> RateLimitState | None:
     key = getattr(caller, "key", None)
     if key is None:
         return None
-    return rate_limit_take(name=key.id, limit=key.organisation.key_rate_limit_per_minute())
+    return _counted(rate_limit_take(name=key.id, limit=key.organisation.key_rate_limit_per_minute()), cause="key")
 
 
 def anonymous_rate_limit_take(*, address: str) -> RateLimitState | None:
@@ -229,7 +231,14 @@ def anonymous_rate_limit_take(*, address: str) -> RateLimitState | None:
     from its address's bucket (CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE), at every entrance: guessing
     keys, and work done for nobody (the API's document), is limited like a key's requests.
     None when the store cannot be reached."""
-    return rate_limit_take(name=f"address:{address}", limit=settings.CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE)
+    return _counted(rate_limit_take(name=f"address:{address}", limit=settings.CORE_RATE_LIMIT_ANONYMOUS_PER_MINUTE), cause="address")
+
+
+def _counted(state: RateLimitState | None, *, cause: str) -> RateLimitState | None:
+    """A refusal is counted by its cause (the key's bucket, the address's, an administrator's)."""
+    if state is not None and state.wait is not None:
+        rate_limit_refusals.labels(cause=cause).inc()
+    return state
 
 
 def rate_limit_headers(state: RateLimitState) -> dict[str, str]:
@@ -249,7 +258,7 @@ def rate_limit_headers(state: RateLimitState) -> dict[str, str]:
 def console_rate_limit_take(user, *, organisation_limit: int | None) -> RateLimitState | None:
     """An administrator's console requests, counted like a key's: each administrator may ask
     what each key of her organisation may (the server's limit without one)."""
-    return rate_limit_take(name=f"console:{user.pk}", limit=organisation_limit or settings.CORE_RATE_LIMIT_PER_MINUTE)
+    return _counted(rate_limit_take(name=f"console:{user.pk}", limit=organisation_limit or settings.CORE_RATE_LIMIT_PER_MINUTE), cause="console")
 
 
 class KeyRateThrottle(BaseThrottle):

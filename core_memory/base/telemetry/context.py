@@ -5,6 +5,7 @@ The id is the load balancer's `X-Request-Id` when it sends a usable one (printab
 spaces, at most `REQUEST_ID_MAX_LENGTH` characters), else a new one; the answer echoes it."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
@@ -13,11 +14,14 @@ from contextvars import ContextVar
 
 from django.core.signals import request_finished
 
+from core_memory.base.telemetry.metrics import http_request_seconds
+
 REQUEST_ID_HEADER = "X-Request-Id"
 REQUEST_ID_META = "HTTP_X_REQUEST_ID"
 REQUEST_ID_MAX_LENGTH = 128
 # One line per answer (method, route, status, milliseconds), when CORE_ACCESS_LOG turns it on.
 access_logger = logging.getLogger("core_memory.access")
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 _USABLE_ID = re.compile(rf"[\x21-\x7e]{{1,{REQUEST_ID_MAX_LENGTH}}}")
 
 request_id_var: ContextVar[str | None] = ContextVar("core_request_id", default=None)
@@ -45,6 +49,17 @@ def request_end() -> None:
     request_id_var.set(None)
     organisation_id_var.set(None)
     route_var.set(None)
+
+
+@contextlib.contextmanager
+def request_context(*, request_id: str | None, route: str = "/mcp"):
+    """The context of a request continued on another thread (`/mcp`'s server), restored after."""
+    tokens = [(request_id_var, request_id_var.set(request_id_from(request_id))), (organisation_id_var, organisation_id_var.set(None)), (route_var, route_var.set(route))]
+    try:
+        yield
+    finally:
+        for variable, token in tokens:
+            variable.reset(token)
 
 
 def organisation_set(organisation_id: str | None) -> None:
@@ -78,9 +93,7 @@ class RequestIdMiddleware:
         request.request_id = request_begin(sent_id=request.META.get(REQUEST_ID_META))
         response = self.get_response(request)
         response[REQUEST_ID_HEADER] = request.request_id
-        if access_logger.isEnabledFor(logging.INFO):
-            milliseconds = round((time.perf_counter() - started) * 1000, 1)
-            access_logger.info("http.request", extra={"method": request.method, "status": response.status_code, "duration_ms": milliseconds})
+        request_answered(method=request.method, status=response.status_code, seconds=time.perf_counter() - started)
         return response
 
     def process_view(self, request, view_func, view_args, view_kwargs):
@@ -93,6 +106,14 @@ def route_of(request) -> str:
     if match is None or match.route is None:
         return "unmatched"
     return "/" + match.route.replace("^", "").replace("\\Z", "").replace("$", "")
+
+
+def request_answered(*, method: str, status: int, seconds: float) -> None:
+    """Counted by route, method and status; a line when access lines are on."""
+    route = route_var.get() or "unmatched"
+    http_request_seconds.labels(route=route, method=method if method in _METHODS else "other", status=str(status)).observe(seconds)
+    if access_logger.isEnabledFor(logging.INFO):
+        access_logger.info("http.request", extra={"method": method, "status": status, "duration_ms": round(seconds * 1000, 1)})
 
 
 def _request_finished(**kwargs) -> None:

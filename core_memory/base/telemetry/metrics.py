@@ -21,15 +21,10 @@ turn_injected_records = Histogram(
 turn_injected_tokens = Histogram(
     "core_turn_injected_tokens", "Tokens of a turn's memory block.", buckets=(0, 50, 100, 250, 500, 1000, 1500, 2500, 5000, 10000)
 )
-model_calls = Counter("core_model_calls", "Calls to a model, by model id, kind and outcome.", ["model", "kind", "outcome"])
+model_calls = Counter("core_model_calls", "Calls to a model served over HTTP, by model id and outcome (ok or the error's code).", ["model", "outcome"])
 model_call_seconds = Histogram(
-    "core_model_call_duration_seconds", "Time of one model call, by model id, kind and outcome.", ["model", "kind", "outcome"], buckets=_SECONDS
+    "core_model_call_duration_seconds", "Time of one model call, retries included, by model id and outcome.", ["model", "outcome"], buckets=_SECONDS
 )
 rate_limit_refusals = Counter("core_rate_limit_refusals", "Requests refused with 429, by cause.", ["cause"])
-extraction_windows_run = Counter("core_extraction_windows_run", "Extraction windows a worker ran, by outcome.", ["outcome"])
-embedding_batches = Counter("core_embedding_batches", "Batches of records embedded.", ["outcome"])
-
-
-def status_class(status: int) -> str:
-    """`2xx`, `4xx`…: a bounded label."""
-    return f"{status // 100}xx"
+work_units_run = Counter("core_work_units_run", "Units of durable work a worker ran (extraction windows, maintenance jobs), by kind and outcome.", ["kind", "outcome"])
+records_embedded = Counter("core_records_embedded", "Records given their vector by the embedding task.")

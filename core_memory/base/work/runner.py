@@ -29,6 +29,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from core_memory.base.errors import ApplicationError
+from core_memory.base.telemetry.metrics import work_units_run
+from core_memory.base.telemetry.tracing import span, span_set
 from core_memory.base.work.claims import CANCELLED, FAILED, PARKED, QUEUED, RUNNING, run_counted, work_claim, work_locked
 
 logger = logging.getLogger(__name__)
@@ -138,7 +140,12 @@ class WorkRunner:
 
     def run(self, *, unit_id: str, now: datetime | None = None):
         """Runs the unit if it is there to be run (the module's docstring). Safe to call for any
-        unit any number of times, from any number of workers: only a claim runs it."""
+        unit any number of times, from any number of workers: only a claim runs it. In a span of
+        its own (`<events>.run`), counted by kind and outcome when it ran."""
+        with span(f"{self.events}.run", **{f"core.{self.noun}": unit_id}):
+            return self._run(unit_id=unit_id, now=now)
+
+    def _run(self, *, unit_id: str, now: datetime | None):
         # `now` is the clock the work is for (the command's --now); claims and leases keep real time.
         clock = timezone.now()
         now = now or clock
@@ -156,6 +163,8 @@ class WorkRunner:
         if end is None:
             logger.warning(f"{self.events}.claim_lost", extra={self.noun: unit_id})
             return self.outcome(unit_id, unit, None)
+        work_units_run.labels(kind=self.noun, outcome=end.status).inc()
+        span_set(**{"core.organisation": getattr(unit, "organisation_id", None), "core.outcome": end.status})
         log = logger.warning if end.status == FAILED else logger.info
         log(f"{self.events}.{end.status}", extra={self.noun: unit_id, "code": end.code, **end.counts})
         return self.outcome(unit_id, unit, end)

@@ -22,6 +22,8 @@ from django.utils import timezone
 from core_memory.agents.models import Agent, AgentVersion
 from core_memory.agents.selectors import agent_get_available, agent_version_latest
 from core_memory.base.errors import InvalidRequest
+from core_memory.base.telemetry.metrics import rate_limit_refusals, turn_injected_records, turn_injected_tokens
+from core_memory.base.telemetry.tracing import LastingSpan, spanned
 from core_memory.base.transactions import lazily_committed
 from core_memory.flows.turns.conversation import items_to_messages
 from core_memory.flows.turns.redaction import TurnRedaction
@@ -94,6 +96,7 @@ class TurnEvent:
     output: list[Item] = field(default_factory=list)
 
 
+@spanned("turn.plan")
 def turn_plan(
     *,
     caller: Caller,
@@ -244,6 +247,8 @@ class _Turn:
     # Whether the model reads a tool result Core did not make (the app's function's, an import):
     # text anyone may have written, which may carry instructions to remember something.
     reads_outside_results: bool = False
+    # The turn's span and its stages' (when tracing): it lasts across the events a stream yields.
+    span: LastingSpan | None = None
 
     def stop(self, status: str, error: dict | None) -> None:
         self.status, self.error = status, error
@@ -256,11 +261,13 @@ def turn_run(*, plan: TurnPlan, now: datetime | None = None) -> Iterator[TurnEve
     the model answers without a call of Core's own tools (`_turn_steps`)."""
     now = now or timezone.now()
     response, thread, input_items = _turn_open(plan=plan, now=now)
-    turn = _Turn(response=response, thread=thread, input_items=input_items)
+    turn_span = LastingSpan("turn", **{"core.organisation": response.organisation_id, "core.response": response.id, "core.thread": thread.id})
+    turn = _Turn(response=response, thread=thread, input_items=input_items, span=turn_span)
     try:
         # Inside the try: a reader who leaves after the opening event still closes the turn.
         yield TurnEvent(kind="created", response=response)
-        _turn_prepare(plan=plan, turn=turn, now=now)
+        with turn_span.stage("turn.memory_block"):
+            _turn_prepare(plan=plan, turn=turn, now=now)
         yield from _turn_steps(plan=plan, turn=turn, now=now)
     except BaseException as stopped:
         # A stream whose reader went away stops where it is; anything else is a bug, logged.
@@ -287,6 +294,7 @@ def _turn_close(*, turn: _Turn) -> None:
     response.error = turn.error
     response.model_calls = turn.model_calls
     response.completed_at = timezone.now()
+    turn.span.end(**{"core.turn.status": response.status, "core.turn.model_calls": response.model_calls})
     # Named by organisation as well as by id: every statement names its organisation (docs/scaling.md).
     Response.objects.for_organisation(response.organisation_id).filter(pk=response.pk).update(
         **{name: getattr(response, name) for name in ("status", "usage", "trace", "memory_detail", "error", "model_calls", "completed_at")}
@@ -298,6 +306,8 @@ def _turn_prepare(*, plan: TurnPlan, turn: _Turn, now: datetime) -> None:
     conversation as this key may read it, and the tools the model is offered."""
     block = injection_block_retrieve(caller=plan.caller, agent_version=plan.agent_version, topic=_topic(plan.input), now=now)
     turn.trace, turn.memory_detail = {"memory": block.trace}, block.detail
+    turn_injected_records.observe(block.trace["injected"])
+    turn_injected_tokens.observe(block.trace["estimated_tokens"])
     turn.system = _system_messages(plan=plan, memory_block=block.text)
     # Another key's thread may hold what this key may not read: its memory tools' calls and
     # results of indexes this key cannot read are left out of what the model reads.
@@ -313,7 +323,8 @@ def _turn_steps(*, plan: TurnPlan, turn: _Turn, now: datetime) -> Iterator[TurnE
     """Model call → store its answer → run Core's own tools and store their results, until the
     model answers without a tool call, hands a call back to the caller, or a limit stops it."""
     while True:
-        answer = _model_answer(plan=plan, turn=turn, now=now)
+        with turn.span.stage("turn.model_call", **{"core.model": plan.model["id"]}):
+            answer = _model_answer(plan=plan, turn=turn, now=now)
         if answer is None:
             return
         drafts = [ItemDraft(role=Item.Role.ASSISTANT, content=answer.content)] if answer.content else []
@@ -335,7 +346,9 @@ def _turn_steps(*, plan: TurnPlan, turn: _Turn, now: datetime) -> Iterator[TurnE
             error = {"code": "max_model_calls", "message": f"The turn stopped after {MAX_MODEL_CALLS} model calls."}
             turn.stop(Response.Status.INCOMPLETE, error)
             return
-        yield from _turn_store(plan=plan, turn=turn, drafts=_tool_results(plan=plan, turn=turn, calls=own_calls, items=items))
+        with turn.span.stage("turn.tools", **{"core.tool_calls": len(own_calls)}):
+            results = _tool_results(plan=plan, turn=turn, calls=own_calls, items=items)
+        yield from _turn_store(plan=plan, turn=turn, drafts=results)
         if handed_back:
             return
 
@@ -345,6 +358,7 @@ def _model_answer(*, plan: TurnPlan, turn: _Turn, now: datetime):
     instead (the token limit, a redaction that failed, the provider's error)."""
     if token_limit_reached(organisation=plan.key.organisation, at=now):
         # At the limit no further model call is made (docs/decisions.md "Metering").
+        rate_limit_refusals.labels(cause="token_limit").inc()
         turn.stop(Response.Status.FAILED, TOKEN_LIMIT_REACHED)
         return None
     history = items_to_messages(turn.conversation, response_id=turn.response.id, tool_result_note=turn.tool_result_note)
@@ -375,7 +389,7 @@ def _model_answer(*, plan: TurnPlan, turn: _Turn, now: datetime):
 def _turn_store(*, plan: TurnPlan, turn: _Turn, drafts: list[ItemDraft]) -> Iterator[TurnEvent]:
     """Appends the drafts to the thread, yields each item stored, and returns the items."""
     # Durable with the turn's closing commit, which waits for the disk.
-    with lazily_committed():
+    with turn.span.stage("turn.store", **{"core.items": len(drafts)}), lazily_committed():
         items = thread_items_append(thread=turn.thread, caller=plan.caller, drafts=drafts, response_id=turn.response.id)
     turn.conversation.extend(items)
     turn.output.extend(items)
