@@ -238,3 +238,29 @@ def vectors(db, settings):
 def embedding_index(tenant, vectors):
     """An index of `tenant` with `embeddings: true`, read for the owner key."""
     return resolved_for(tenant.key, make_index(tenant.organisation, name="embedded", embeddings=True))
+
+
+@pytest.fixture
+def json_log():
+    """Every log line from DEBUG up, as the JSON formatter writes it with the request's context,
+    into a stream (`.getvalue()`); access lines on."""
+    import io
+    import logging
+
+    from core_memory.base.telemetry.logs import ContextFilter, JsonFormatter
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(ContextFilter())
+    handler.setFormatter(JsonFormatter())
+    root, access = logging.getLogger(), logging.getLogger("core_memory.access")
+    levels = root.level, access.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    access.setLevel(logging.INFO)
+    try:
+        yield stream
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(levels[0])
+        access.setLevel(levels[1])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -17,7 +16,6 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
-from core_memory.base.telemetry.logs import ContextFilter, JsonFormatter
 from core_memory.base.telemetry.tracing import tracing_install, tracing_uninstall
 from tests.extraction.builders import add, extraction_answer, switch_put
 from tests.factories import work_command_summary
@@ -50,24 +48,6 @@ def spans():
         yield exporter
     finally:
         tracing_uninstall()
-
-
-@pytest.fixture
-def log_lines():
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.addFilter(ContextFilter())
-    handler.setFormatter(JsonFormatter())
-    handler.setLevel(logging.DEBUG)
-    root = logging.getLogger()
-    root.addHandler(handler)
-    level = root.level
-    root.setLevel(logging.DEBUG)
-    try:
-        yield stream
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(level)
 
 
 def _traffic(tenant, fake_model, settings) -> dict:
@@ -141,7 +121,7 @@ def test_metrics_after_real_traffic_name_routes_modes_models_and_causes_never_a_
         assert word not in everything
 
 
-def test_a_turns_span_tree_names_its_stages_and_holds_no_persons_text_or_name(tenant, fake_model, settings, spans, log_lines):
+def test_a_turns_span_tree_names_its_stages_and_holds_no_persons_text_or_name(tenant, fake_model, settings, spans, json_log):
     turn = _traffic(tenant, fake_model, settings)
 
     finished = spans.get_finished_spans()
@@ -161,7 +141,7 @@ def test_a_turns_span_tree_names_its_stages_and_holds_no_persons_text_or_name(te
     assert any(span.name == "extraction.window.run" for span in finished)
 
     exported = json.dumps([{"name": span.name, "attributes": dict(span.attributes or {}), "events": [dict(event.attributes or {}) for event in span.events]} for span in finished], default=str)
-    lines = log_lines.getvalue()
+    lines = json_log.getvalue()
     assert lines, "no log line was written"
     for word in PRIVATE_WORDS:
         assert word not in exported, f"a span holds {word!r}"

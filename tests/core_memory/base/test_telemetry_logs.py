@@ -3,36 +3,22 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import re
 
 import pytest
 from django.test import Client
 
 from core_memory.base.telemetry.context import REQUEST_ID_MAX_LENGTH, organisation_id_var, request_id_var
-from core_memory.base.telemetry.logs import ContextFilter, JsonFormatter, logging_config
+from core_memory.base.telemetry.logs import logging_config
 from core_memory.base.telemetry.tasks import task_context_begin, task_context_end, task_headers_add
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def json_lines():
-    """The root logger's lines as the JSON formatter writes them, parsed."""
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.addFilter(ContextFilter())
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger()
-    root.addHandler(handler)
-    access = logging.getLogger("core_memory.access")
-    level = access.level
-    access.setLevel(logging.INFO)
-    try:
-        yield lambda: [json.loads(line) for line in stream.getvalue().splitlines()]
-    finally:
-        root.removeHandler(handler)
-        access.setLevel(level)
+def json_lines(json_log):
+    """The lines written, parsed."""
+    return lambda: [json.loads(line) for line in json_log.getvalue().splitlines()]
 
 
 def test_the_load_balancers_request_id_is_kept_and_echoed(tenant):
