@@ -1,6 +1,6 @@
 """`/healthz`: the database and the broker are reachable. `/readyz`: this process can serve
-(the database reachable and migrated, the broker reachable, the embedding model loaded where an
-index embeds), naming what is not ready."""
+(the database reachable and migrated, the broker reachable, the embedding model inside Core loaded
+where an index embeds with it), naming what is not ready."""
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.migrations.executor import MigrationExecutor
@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET
 
 from core_memory.api.middleware import RETRY_AFTER_SECONDS
 from core_memory.celery import app
+from core_memory.llm.embedding_models import IN_PROCESS
 from core_memory.llm.embeddings import embedding_model_ready, embeddings_enabled
 from memory.embedding.selectors import embedding_indexes
 
@@ -58,7 +59,7 @@ def _migrations_applied() -> bool:
 
 
 def _embedding_model_ok() -> bool:
-    if not embeddings_enabled() or not embedding_indexes().exists():
+    if not embeddings_enabled() or not embedding_indexes().filter(embedding_model=IN_PROCESS).exists():
         return True
     return embedding_model_ready()
 

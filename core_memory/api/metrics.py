@@ -26,6 +26,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from audit.verification import audit_verification_last
 from core_memory.celery import app
+from core_memory.llm.embedding_models import IN_PROCESS
 from core_memory.llm.embeddings import embeddings_enabled
 from extraction.models import ExtractionWindow
 from maintenance.models import MaintenanceJob
@@ -40,7 +41,7 @@ READ_TIMEOUT_MILLISECONDS = 2000
 _BACKLOG = f"""
     SELECT count(*) FROM {MemoryRecord._meta.db_table} record
     JOIN {KnowledgeIndex._meta.db_table} knowledge_index ON knowledge_index.id = record.index_id
-    WHERE knowledge_index.embeddings AND knowledge_index.deleted_at IS NULL AND record.status = %s
+    WHERE knowledge_index.embeddings AND knowledge_index.embedding_model = %s AND knowledge_index.deleted_at IS NULL AND record.status = %s
       AND NOT EXISTS (SELECT 1 FROM {RecordEmbedding._meta.db_table} embedding WHERE embedding.record_id = record.id)
 """
 
@@ -64,10 +65,10 @@ def _work_gauges():
 
 
 def _embedding_gauges():
-    family = GaugeMetricFamily("core_embeddings_backlog", "Active records of indexes that embed, without their vector yet.")
+    family = GaugeMetricFamily("core_embeddings_backlog", "Active records of indexes that embed with the model inside Core, without their vector yet.")
     if embeddings_enabled() and embedding_storage_ready():
         with connection.cursor() as cursor:
-            cursor.execute(_BACKLOG, [MemoryRecord.Status.ACTIVE])
+            cursor.execute(_BACKLOG, [IN_PROCESS, MemoryRecord.Status.ACTIVE])
             family.add_metric([], cursor.fetchone()[0])
     else:
         family.add_metric([], 0)
