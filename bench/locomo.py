@@ -249,7 +249,7 @@ def main() -> None:
         }
         if models:
             # Embeddings on only after the load: its model served elsewhere would be asked at every write.
-            index_ids[models_mode] = _post(owner, "/v1/indexes", {"name": "models", **models}, expect=(201,))["id"]
+            index_ids[models_mode] = api_post(owner, "/v1/indexes", {"name": "models", **models}, expect=(201,))["id"]
         started = time.monotonic()
         records = load(conversations=conversations, secret=secret, index_ids=index_ids)
         load_seconds = time.monotonic() - started

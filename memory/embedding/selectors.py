@@ -11,7 +11,7 @@ from pgvector.django import MaxInnerProduct
 
 from core_memory.llm.embeddings import passages_embed
 from memory.embedding.passages import record_passage
-from memory.embedding.storage import index_embeds
+from memory.embedding.storage import index_embedding_model, index_embeds
 from memory.models import MemoryRecord, RecordEmbedding
 from stores.models import KnowledgeIndex
 
@@ -41,8 +41,8 @@ def embeddable_record_ids(*, indexes: QuerySet[KnowledgeIndex], batch: int) -> I
 def lesson_near_duplicate(*, index: KnowledgeIndex, subject: str, text: str) -> MemoryRecord | None:
     """Her active lesson in nearly the same words as `text`, or None.
 
-    Only when the index embeds (memory.embedding.storage.index_embeds) and that lesson has its
-    vector: `text` is embedded as a lesson is (no date) and compared with her lessons' vectors
+    Only when the index embeds with the model inside Core (memory.embedding.storage.index_embeds)
+    and that lesson has its vector: `text` is embedded as a lesson is (no date) and compared with her lessons' vectors
     in the index; the nearest counts when its cosine similarity is at least
     `LESSON_NEAR_DUPLICATE_SIMILARITY`. One embedding and two queries. A writer that gets a
     lesson back writes that lesson's own text, which the write then confirms (same normalised text).
@@ -56,7 +56,8 @@ def lesson_near_duplicate(*, index: KnowledgeIndex, subject: str, text: str) -> 
     "… invoice amount …" 0.99), which an embedding cannot tell apart; their words are nearly the
     same, which is the measure a lesson "in nearly the same words" asks for.
     """
-    if not index_embeds(index):
+    if not index_embeds(index) or not index_embedding_model(index).in_process:
+        # An index on a model served elsewhere: a write does not wait for a call to it.
         return None
     vector = HalfVector(passages_embed([record_passage(text=text, type=LESSON, created_at=timezone.now(), zone="UTC")])[0])
     nearest = (

@@ -5,7 +5,11 @@ served elsewhere leaving writes and searches standing. The real clients run agai
 speaking the real protocols (tests/fake_retrieval_models.py)."""
 from __future__ import annotations
 
+import io
+import json
+
 import pytest
+from django.core.management import call_command
 from django.db import connection
 
 from audit.models import AuditEvent
@@ -362,3 +366,16 @@ def test_the_search_route_answers_its_trace(tenant, reranked_index, fake_rerank,
     down = client.post("/v1/memory/search", {"index_id": reranked_index.id, "query": "Lisa bank"}, format="json")
     assert down.status_code == 200 and down.json()["trace"]["vectors"] == "full_text_only"
     assert down.json()["data"][0]["text"] == "Lisa werkt bij een bank."
+
+
+def test_with_the_model_inside_core_off_an_index_on_a_served_model_writes_lessons_and_embed_records_catches_up(tenant, external_index, meaning_server, settings):
+    """Issue 27 item 4: embed_records makes the vectors a model that was down could not."""
+    settings.CORE_EMBEDDINGS = "off"
+    caller = Caller(key=tenant.key, subject="anna")
+    lesson = record_write(caller=caller, index=external_index, actor="test", draft=RecordDraft(type="lesson", text="Vraag eerst het klantnummer.")).record
+    out = io.StringIO()
+
+    call_command("embed_records", "--index", external_index.id, stdout=out, stderr=io.StringIO())
+
+    assert json.loads(out.getvalue())["embedded"] == 1
+    assert ModelEmbedding.objects.unscoped().filter(record_id=lesson.id, space="ext-embed@64").exists()

@@ -1,6 +1,7 @@
 import json
 import time
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from core_memory.llm.embeddings import PGVECTOR_MISSING, embeddings_enabled
@@ -22,8 +23,8 @@ class Command(BaseCommand):
         parser.add_argument("--batch", type=int, default=64, help="Records embedded per step (default 64).")
 
     def handle(self, *args, index_ids, batch, **options):
-        if not embeddings_enabled():
-            raise CommandError("CORE_EMBEDDINGS is off: there is nothing to embed with.")
+        if not embeddings_enabled() and not settings.CORE_EMBEDDING_MODELS:
+            raise CommandError("CORE_EMBEDDINGS is off and CORE_EMBEDDING_MODELS empty: there is nothing to embed with.")
         if batch < 1:
             raise CommandError("--batch must be 1 or more.")
         if not embedding_storage_ensure():
@@ -35,13 +36,14 @@ class Command(BaseCommand):
                 raise CommandError(f"Not a live index with embeddings on: {', '.join(unknown)}.")
         total = MemoryRecord.objects.unscoped().filter(index__in=indexes, status=MemoryRecord.Status.ACTIVE).count()
         started = time.monotonic()
-        done = embedded = unchanged = skipped = 0
+        done = embedded = unchanged = skipped = failed = 0
         for record_ids in embeddable_record_ids(indexes=indexes, batch=batch):
             outcome = record_embeddings_refresh(record_ids=record_ids)
             done += len(record_ids)
             embedded += outcome.embedded
             unchanged += outcome.unchanged
             skipped += outcome.skipped
+            failed += outcome.failed
             self.stderr.write(
                 f"embed_records: {done}/{total} records, {embedded} embedded, {unchanged} unchanged "
                 f"({time.monotonic() - started:.1f} s)"
@@ -52,6 +54,8 @@ class Command(BaseCommand):
             "embedded": embedded,
             "unchanged": unchanged,
             "skipped": skipped,
+            # Records whose model served elsewhere failed: nothing stored; run the command again.
+            "failed": failed,
             "seconds": round(time.monotonic() - started, 1),
         }
         self.stdout.write(json.dumps(summary))
