@@ -14,6 +14,7 @@ from django.db import connection
 
 from audit.models import AuditEvent
 from core_memory.base.callers import Caller
+from memory.embedding.selectors import lesson_near_duplicate
 from memory.embedding.services import record_embeddings_refresh
 from memory.embedding.storage import space_graph_name
 from memory.embedding.switching import index_switch_run
@@ -22,7 +23,7 @@ from memory.search import SearchFilters, record_search
 from memory.search.question import SearchTrace
 from memory.services.writes import RecordDraft, record_write
 from stores.models import KnowledgeIndex
-from tests.factories import make_index, make_key, resolved_for
+from tests.factories import make_index, make_key, make_record, resolved_for
 from tests.fake_retrieval_models import FakeEmbeddingServer, hashed_vector
 
 pytestmark = pytest.mark.django_db
@@ -371,8 +372,8 @@ def test_the_search_route_answers_its_trace(tenant, reranked_index, fake_rerank,
 def test_with_the_model_inside_core_off_an_index_on_a_served_model_writes_lessons_and_embed_records_catches_up(tenant, external_index, meaning_server, settings):
     """Issue 27 item 4: embed_records makes the vectors a model that was down could not."""
     settings.CORE_EMBEDDINGS = "off"
-    caller = Caller(key=tenant.key, subject="anna")
-    lesson = record_write(caller=caller, index=external_index, actor="test", draft=RecordDraft(type="lesson", text="Vraag eerst het klantnummer.")).record
+    assert lesson_near_duplicate(index=external_index, subject="anna", text="Vraag eerst het klantnummer.") is None
+    lesson = make_record(external_index, "Vraag eerst het klantnummer.", type="lesson", subject="anna")
     out = io.StringIO()
 
     call_command("embed_records", "--index", external_index.id, stdout=out, stderr=io.StringIO())
