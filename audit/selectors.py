@@ -14,9 +14,10 @@ def audit_event_list(*, organisation_id: str, filters: dict | None = None) -> Qu
     return AuditEventFilter(filters or {}, queryset=events).qs
 
 
-def audit_events_counted(*, organisation_id: str, action: str, since: datetime) -> int:
-    """How many of the organisation's `action` events since `since`."""
-    return AuditEvent.objects.for_organisation(organisation_id).filter(action=action, at__gte=since).count()
+def audit_events_counted(*, organisation_id: str, action: str, since: datetime, excluding_actor: str = "") -> int:
+    """How many of the organisation's `action` events since `since`, those of `excluding_actor` left out."""
+    events = AuditEvent.objects.for_organisation(organisation_id).filter(action=action, at__gte=since)
+    return (events.exclude(actor=excluding_actor) if excluding_actor else events).count()
 
 
 def platform_audit_events_counted(*, action: str, since: datetime) -> int:

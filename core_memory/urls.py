@@ -56,5 +56,5 @@ urlpatterns = [
 
 # API addresses answer errors as JSON; the console keeps Django's pages.
 handler400 = "core_memory.base.api.exceptions.bad_request"
-handler404 = "core_memory.base.api.exceptions.not_found"
+handler404 = "core_memory.console.errors.not_found"
 handler500 = "core_memory.base.api.exceptions.server_error"

@@ -30,7 +30,7 @@ from core_memory.base.console.pages import OrganisationScopedAdmin, thread_url
 from core_memory.base.console.selectors import EVERY_ORGANISATION
 from core_memory.flows.erasure import person_erase, person_erasure_preview
 from core_memory.flows.export import person_export
-from core_memory.flows.persons import persons_page, platform_persons_page
+from core_memory.flows.persons import person_known, persons_page, platform_persons_page
 from core_memory.base.callers import Caller
 from core_memory.organisations.models import Organisation
 from core_memory.persons.models import Person
@@ -160,6 +160,8 @@ class PersonAdmin(OrganisationScopedAdmin):
             raise PermissionDenied
         organisation = self.person_organisation(request, organisation_id)
         subject = unquote(subject)
+        if not person_known(caller=Caller.console(organisation_id=organisation.id, actor=self.actor(request), subject=subject)):
+            raise Http404(_("No such person."))
         half_lives = organisation_default_half_lives(organisation_id=organisation.id)
         sections = person_records_in_sections(
             organisation_id=organisation.id, subject=subject, half_life_days=half_lives, limit=RECORDS_PER_SECTION

@@ -26,14 +26,15 @@ class ConsoleSite(admin.AdminSite):
     def index(self, request, extra_context=None):
         """The app list and the dashboard; a read, so audited."""
         organisation_id = administered_organisation_id(user=request.user)
+        viewer = console_actor(user=request.user)
         figures = None
         if organisation_id is EVERY_ORGANISATION:
             figures = platform_dashboard_figures()
         elif organisation_id:
-            figures = dashboard_figures(organisation_id=organisation_id)
+            figures = dashboard_figures(organisation_id=organisation_id, viewer=viewer)
         if figures is not None:
             console_read_audit(
-                actor=console_actor(user=request.user),
+                actor=viewer,
                 page="dashboard",
                 shown=[],
                 organisation_id=organisation_id,

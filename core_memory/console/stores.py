@@ -10,6 +10,7 @@ from django.contrib import admin
 from django.utils import formats, timezone
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 from rest_framework.exceptions import ValidationError as DrfValidationError
 
 from core_memory.base.console.forms import SettingsFields, field_name_of
@@ -49,7 +50,7 @@ SETTING_TEXTS = {
         _("The most of the budget that shared records may use in a turn for a person, 0 to 0.4."),
     ),
     "rank": (_("ranking"), _("How records are ordered within a section: by confidence, by relevance to the turn's topic, or both.")),
-    "episodes_limit": (_("past sessions"), _("How many episodes a turn gets under [past_sessions]; 0: none.")),
+    "episodes_limit": (_("past sessions"), _("How many episodes a turn gets in its past sessions section; 0: none.")),
     "commitments.inject_limit": (_("commitments injected"), _("The most open commitments a turn gets.")),
     "enabled": (_("on"), ""),
     "min_episodes": (_("episodes needed"), _("How many unused episodes of a person that went the same way one lesson needs.")),
@@ -249,14 +250,15 @@ class MemoryStoreAdmin(OrganisationScopedAdmin):
         jobs = ", ".join(f"{label}: {status.jobs.get(value, 0)}" for value, label in MaintenanceJob.Status.choices)
         if run is None:
             return format_html("{} · {}", _("it has not run yet"), jobs)
+        counts = (
+            ngettext("%(count)d pair marked contested", "%(count)d pairs marked contested", run.contested) % {"count": run.contested},
+            ngettext("%(count)d lesson written", "%(count)d lessons written", run.lessons) % {"count": run.lessons},
+            ngettext("%(count)d proposal made", "%(count)d proposals made", run.proposals) % {"count": run.proposals},
+            ngettext("%(count)d error", "%(count)d errors", run.errors) % {"count": run.errors},
+        )
         return format_html(
-            "{} {} · {} {} · {} {} · {} {} · {} {} · {}",
-            _("last run"), formats.date_format(timezone.localtime(run.started_at), "DATETIME_FORMAT"),
-            run.contested, _("pairs marked contested"),
-            run.lessons, _("lessons written"),
-            run.proposals, _("proposals made"),
-            run.errors, _("errors"),
-            jobs,
+            "{} {} · {} · {} · {} · {} · {}",
+            _("last run"), formats.date_format(timezone.localtime(run.started_at), "DATETIME_FORMAT"), *counts, jobs,
         )
 
     @admin.display(boolean=True, description=_("lessons"))

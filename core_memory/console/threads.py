@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.contrib import admin
 from django.contrib.admin.utils import quote, unquote
@@ -19,6 +20,7 @@ from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.db.models import Exists, OuterRef, Q, Subquery
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
@@ -88,6 +90,25 @@ def _parsed(content):
             return json.loads(content)
         except ValueError:
             return content
+    return content
+
+
+MOMENT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$")
+
+
+def _in_zone(content):
+    """Tool arguments and results with their moments in the organisation's zone (the active one),
+    as every other time on the page; the stored item keeps what the model saw."""
+    if isinstance(content, dict):
+        return {name: _in_zone(value) for name, value in content.items()}
+    if isinstance(content, list):
+        return [_in_zone(value) for value in content]
+    if isinstance(content, str) and MOMENT.match(content):
+        try:
+            moment = datetime.fromisoformat(content.replace("Z", "+00:00"))
+        except ValueError:
+            return content
+        return timezone.localtime(moment).isoformat(timespec="seconds")
     return content
 
 
@@ -295,9 +316,9 @@ class ThreadAdmin(ReadOnlyScopedAdmin):
             if item.kind == Item.Kind.TOOL_CALL and item.call_id in gone:
                 runs[item.call_id] = ToolRun(name=item.name, arguments="—")
             elif item.kind == Item.Kind.TOOL_CALL:
-                runs[item.call_id] = ToolRun(name=item.name, arguments=_pretty(_parsed(item.content)))
+                runs[item.call_id] = ToolRun(name=item.name, arguments=_pretty(_in_zone(_parsed(item.content))))
             elif item.kind == Item.Kind.TOOL_RESULT and item.call_id in runs and item.call_id not in gone:
-                result = _pretty(_parsed(item.content))
+                result = _pretty(_in_zone(_parsed(item.content)))
                 runs[item.call_id].result = result
                 runs[item.call_id].record_ids = list(dict.fromkeys(RECORD_ID.findall(result)))
         return list(runs.values())

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from core_memory.base.callers import Caller
 from core_memory.persons.models import Person
 from core_memory.persons.selectors import person_rules, person_subjects, platform_person_subjects
 from core_memory.threads.selectors import person_thread_figures, platform_thread_subjects, thread_subjects
+from memory.models import MemoryRecord
 from memory.selectors import person_record_figures, platform_record_subjects, record_subjects
 
 
@@ -63,3 +65,17 @@ def _page(named, *, offset: int, limit: int) -> tuple[list[PersonSummary], bool]
             summary.has_rules = person is not None
             summary.helper_model_may_read = person.helper_model_may_read if person else Person._meta.get_field("helper_model_may_read").default
     return summaries, has_more
+
+
+def person_known(*, caller: Caller) -> bool:
+    """Whether Core holds anything about the person the caller asks for, in its organisation: a
+    record (of any status, a deleted one keeps its history), a thread or stored rules name her."""
+    organisation_id = caller.organisation_id
+    return caller.subject is not None and any(
+        named.filter(subject=caller.subject).exists()
+        for named in (
+            MemoryRecord.objects.for_organisation(organisation_id),
+            thread_subjects(organisation_id=organisation_id),
+            person_subjects(organisation_id=organisation_id),
+        )
+    )

@@ -14,7 +14,7 @@ from core_memory.base.console.pages import OrganisationScopedAdmin
 from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import first_error
 from core_memory.keys.configuration import MemoryConfigSerializer, memory_config_normalise
-from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES, ApiKey
+from core_memory.keys.models import ALL_INDEXES, CAPABILITY_LABELS, CAPABILITY_NAMES, KEY_CAPABILITIES, ApiKey
 from core_memory.keys.services import key_create, key_delete, key_revoke, key_rights_validate, key_update
 from core_memory.organisations.models import Organisation
 from stores.configuration import TYPE_LABELS
@@ -51,10 +51,10 @@ class ApiKeyFormBase(forms.ModelForm):
 
     capabilities = forms.MultipleChoiceField(
         label=_("capabilities"),
-        choices=[(capability, capability) for capability in KEY_CAPABILITIES],
+        choices=[(capability, CAPABILITY_LABELS[capability]) for capability in KEY_CAPABILITIES],
         widget=forms.CheckboxSelectMultiple,
         required=False,
-        help_text=_("memory needs knowledge."),
+        help_text=_("Memory needs knowledge."),
     )
     policy_read = forms.MultipleChoiceField(label=_("may read"), widget=forms.CheckboxSelectMultiple, required=False)
     policy_write = forms.MultipleChoiceField(label=_("may write"), widget=forms.CheckboxSelectMultiple, required=False)
@@ -116,11 +116,15 @@ ApiKeyForm = type("ApiKeyForm", (ApiKeyFormBase,), MEMORY_SETTINGS.fields())
 @admin.register(ApiKey)
 class ApiKeyAdmin(OrganisationScopedAdmin):
     form = ApiKeyForm
-    list_display = ("name", "id", "capabilities", "is_usable", "expires_at", "revoked_at", "created")
+    list_display = ("name", "id", "capabilities_shown", "is_usable", "expires_at", "revoked_at", "created")
     list_filter = ("revoked_at",)
     search_fields = ("name", "id")
     readonly_fields = ("id", "secret_ending", "revoked_at", "created", "updated")
     actions = ("revoke_keys",)
+
+    @admin.display(description=_("capabilities"), ordering="capabilities")
+    def capabilities_shown(self, key: ApiKey) -> str:
+        return ", ".join(str(CAPABILITY_NAMES.get(capability, capability)) for capability in key.capabilities) or "—"
 
     def get_fieldsets(self, request, obj=None):
         fields = ["name", "capabilities", "policy_read", "policy_write", "pii_redaction", "expires_at"]

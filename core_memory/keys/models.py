@@ -10,6 +10,21 @@ from core_memory.base.ids import PrefixedIdField
 from core_memory.base.tenancy import TenantQuerySet
 
 KEY_CAPABILITIES = ("knowledge", "memory", "threads", "management", "trust_envelope")
+# The capabilities as people read them (the console); the API names them by the identifiers above.
+CAPABILITY_LABELS = {
+    "knowledge": _("knowledge: indexes and search"),
+    "memory": _("memory: records and the memory tools"),
+    "threads": _("conversations: threads and turns"),
+    "management": _("management: organisation, keys and audit log"),
+    "trust_envelope": _("tool results marked as data for the model"),
+}
+CAPABILITY_NAMES = {
+    "knowledge": _("knowledge"),
+    "memory": _("memory"),
+    "threads": _("conversations"),
+    "management": _("management"),
+    "trust_envelope": _("tool results as data"),
+}
 ALL_INDEXES = "*"
 KEY_SECRET_PREFIX = "core_sk_"
 SUBJECT_TOKEN_PREFIX = "core_st_"

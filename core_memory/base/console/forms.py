@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 
 from django import forms
+from django.utils.functional import lazy
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
@@ -36,18 +37,29 @@ def field_name_of(path: str) -> str:
     return path.replace(".", SEPARATOR)
 
 
-def _shown(value) -> str:
+def _shown(value, labels: dict) -> str:
+    """A default as people read it, in the language of the page that shows it: fixed values and
+    record types by their labels, never the identifiers the API stores."""
     if value is None:
         return str(_("none"))
     if isinstance(value, bool):
         return str(_("on") if value else _("off"))
-    if isinstance(value, (dict, list)):
+    if isinstance(value, str):
+        return str(labels.get(value, value))
+    if isinstance(value, list):
+        return ", ".join(_shown(each, labels) for each in value) if value else str(_("empty"))
+    if isinstance(value, dict):
         return json.dumps(value, ensure_ascii=False) if value else str(_("empty"))
     return str(value)
 
 
-def _with_default(help_text, default):
-    default_text = format_lazy("{} {}.", _("Default:"), _shown(default))
+# Evaluated when the page renders, so an English page never shows the default in Dutch (the
+# fields may be built while another language is active).
+_shown_lazily = lazy(_shown, str)
+
+
+def _with_default(help_text, default, labels: dict):
+    default_text = format_lazy("{} {}.", _("Default:"), _shown_lazily(default, labels))
     return format_lazy("{} {}", help_text, default_text) if help_text else default_text
 
 
@@ -104,7 +116,7 @@ class SettingsFields:
                     help_text=_('A JSON object of type to number, e.g. {"invoice": 30}.'),
                 )
                 continue
-            yield form_name, self._field(field, setting=setting, label=label, help_text=_with_default(help_text, default))
+            yield form_name, self._field(field, setting=setting, label=label, help_text=_with_default(help_text, default, {**CHOICE_LABELS, **self.type_labels}))
 
     def _field(self, field, *, setting: str, label, help_text) -> forms.Field:
         common = {"label": label, "help_text": help_text, "required": False}

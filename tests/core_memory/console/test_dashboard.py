@@ -7,12 +7,14 @@ from audit.models import AuditEvent
 from core_memory.llm.metering import token_usage_record
 from core_memory.llm.protocol import TokenCount
 from tests.core_memory.console.world import contest
-from tests.factories import console_client, make_index, staff_without_organisation
+from core_memory.console.services import console_administrator_create
+from tests.factories import CONSOLE_PASSWORD, console_client, make_index, staff_without_organisation
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_password_hashing")]
 
 
-def test_the_home_page_counts_records_per_index_and_type_contested_and_reads_today(console, tenant, other_tenant, write, other_write):
+def test_the_home_page_counts_records_per_index_and_type_contested_and_others_reads_today(console, tenant, other_tenant, write, other_write):
+    """Issue 32: "reads today" counts the other administrators' console reads, not the viewer's own browsing."""
     second = make_index(tenant.organisation, name="archief")
     coffee = write("Anna drinkt koffie", subject="anna")
     tea = write("Anna drinkt thee", subject="anna", type="preference")
@@ -21,7 +23,9 @@ def test_the_home_page_counts_records_per_index_and_type_contested_and_reads_tod
     old = write("Anna woont in Delft", subject="anna")
     write("Anna woont in Utrecht", subject="anna", replaces=old.id)  # the ended one is not counted
     other_write("Bert drinkt thee")  # another organisation's: never counted
-    console.get("/console/memory/memoryrecord/")  # one read today
+    console.get("/console/memory/memoryrecord/")  # her own read: no news to her
+    bert = console_administrator_create(organisation=tenant.organisation, username="bert", password=CONSOLE_PASSWORD).user
+    console_client(bert).get("/console/memory/memoryrecord/")  # another administrator's read today
 
     response = console.get("/console/")
 

@@ -97,7 +97,7 @@ def test_the_store_page_shows_each_setting_with_its_help_and_default_under_the_i
 
     form = response.context["adminform"].form
     assert str(form.fields["injection__episodes_limit"].help_text) == (
-        "Hoeveel episodes een beurt krijgt onder [past_sessions]; 0: geen. Standaard: 0."
+        "Hoeveel episodes een beurt krijgt in de sectie eerdere sessies; 0: geen. Standaard: 0."
     )
     assert form.initial["lessons__min_episodes"] == 3
     assert response.context["original"].__str__() == f"memory ({tenant.index.id})"

@@ -66,7 +66,7 @@ def test_an_erased_record_shows_as_gone_not_as_an_error(console, tenant, fake_mo
 
     page = console.get(thread_url(world.thread_id)).content.decode()
 
-    assert f"{world.coffee.id} <span class=\"badge-muted\">(gewist, of niet meer in de organisatie)</span>" in page
+    assert f"<span class=\"identifier\">{world.coffee.id}</span> <span class=\"badge-muted\">(gewist, of niet meer in de organisatie)</span>" in page
 
 
 def test_another_organisations_thread_is_a_404_and_no_read(console, other_tenant):

@@ -49,7 +49,7 @@ def test_why_did_the_assistant_know_that(signed_in: Page, world):
 
     expect(page.get_by_role("heading", name="Waarom wist de assistent dat?")).to_be_visible()
     trace = page.locator(f"#{world.response_id}")
-    expect(trace.get_by_role("heading", name="[toezeggingen]")).to_be_visible()
+    expect(trace.get_by_role("heading", name="toezeggingen", exact=True)).to_be_visible()
     expect(trace.locator(".trace-dropped")).to_contain_text("paste niet in het tokenbudget")
     expect(trace.locator(".tool-run")).to_contain_text(f"memory__{world.tenant.index.id}__search")
     trace.locator(".tool-run").get_by_role("link", name=world.coffee.id).click()
