@@ -15,7 +15,14 @@ from core_memory.base.api.schema import error_responses
 from core_memory.base.api.views import CoreApi
 from core_memory.base.errors import InvalidRequest
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
-from memory.answers import WRITE_STATUS_CODES, RecordInputSerializer, record_draft, record_write_answer
+from memory.answers import (
+    EFFECTIVE_CONFIDENCE_DIGITS,
+    WRITE_STATUS_CODES,
+    RecordInputSerializer,
+    record_answer,
+    record_draft,
+    record_write_answer,
+)
 from memory.importing import FORMATS, MAX_REPORTED_ERRORS, ImportFailed, json_lines_split, records_import
 from memory.models import MemoryRecord
 from memory.search import SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, SearchFilters
@@ -30,7 +37,6 @@ from stores.selectors import index_get_available
 # `memory` needs `knowledge`: a key is checked for both.
 MEMORY_CAPABILITIES = ("knowledge", "memory")
 METADATA_PREFIX = "metadata."
-EFFECTIVE_CONFIDENCE_DIGITS = 4
 
 
 class ProvenanceSerializer(serializers.Serializer):
@@ -373,9 +379,8 @@ class MemorySearchApi(CoreApi):
             hits = record_search_as_of(caller=caller, index=index, query=data["query"], filters=filters, at=data["as_of"])
         else:
             hits = records_search_retrieve(caller=caller, index=index, query=data["query"], filters=filters, trace=trace)
-        for record, score in hits:
-            record.score = round(score, EFFECTIVE_CONFIDENCE_DIGITS)
-        return Response({"data": self.OutputSerializer([record for record, _ in hits], many=True).data, "trace": trace.as_dict()})
+        answers = [{**record_answer(record), "score": round(score, EFFECTIVE_CONFIDENCE_DIGITS)} for record, score in hits]
+        return Response({"data": answers, "trace": trace.as_dict()})
 
 
 class JsonLinesParser(BaseParser):

@@ -138,6 +138,41 @@ def test_a_word_that_is_a_stop_word_only_in_the_other_language_counts(tenant, wr
     assert [hit["id"] for hit in _search(tenant.client(), tenant.index, query="What does Globex want?")][0] == globex.id
 
 
+
+def test_a_search_hit_is_the_record_as_every_record_route_answers_it_plus_its_score(tenant, write):
+    """R-5.6: a hit is the record shape — every field as the record's own route answers it, here
+    with each optional field set (a person, metadata, a due date, an expiry, structured fields,
+    the record it replaced, a confirmation, provenance) — plus `score`."""
+    old = write("Acme factuur per post", type="commitment", subject="anna")
+    record = write(
+        "Acme factuur per e-mail", type="commitment", subject="anna", metadata={"bron": "mail", "n": 2}, structured={"kanaal": "e-mail"},
+        due_at=timezone.now() + timedelta(days=3), expires_at=timezone.now() + timedelta(days=30), replaces=old.id,
+    )
+    write("Acme factuur per e-mail", type="commitment", subject="anna")  # confirms it
+    MemoryRecord.objects.filter(pk=record.pk).update(thread_id="thr_1", item_ids=["itm_1", "itm_2"], response_id="resp_1")
+    client = tenant.client()
+
+    hit = _search(client, tenant.index, query="factuur e-mail")[0]
+    shown = client.get(f"/v1/memory/{record.id}", format="json").json()
+
+    assert hit.pop("score") > 0
+    assert hit == shown
+    assert hit["replaces"] == old.id and hit["structured"] == {"kanaal": "e-mail"} and hit["last_confirmed_at"] is not None
+
+
+def test_a_record_answered_directly_reads_its_times_in_the_current_zone_as_the_serializer_does(tenant, write):
+    """The search's direct answer (memory.answers.record_answer) and the record routes' serializer
+    agree in any current time zone, not only in UTC."""
+    from memory.answers import record_answer
+    from memory.apis import RecordOutputSerializer
+    from memory.search.decay import records_with_decay
+
+    write("Acme factuur", type="commitment", due_at=timezone.now() + timedelta(days=1))
+    record = records_with_decay(MemoryRecord.objects.all(), key=tenant.key).get()
+    for zone in ("UTC", "Europe/Amsterdam", "America/St_Johns"):
+        with timezone.override(zone):
+            assert record_answer(record) == RecordOutputSerializer(record).data
+
 def test_a_long_word_also_finds_the_words_it_begins(tenant, write):
     """Dutch writes compounds as one word: "factuur" finds "factuuradres"."""
     record = write("Het factuuradres van Acme is veranderd")
