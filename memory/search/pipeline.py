@@ -8,6 +8,7 @@ read together with their decayed confidence (memory.search.decay), then fused in
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -21,10 +22,12 @@ from core_memory.keys.models import ApiKey
 from memory.embedding.storage import index_embedding_model, index_embeds
 from memory.models import MemoryRecord
 from memory.search.candidates import bounded_exact, shared_bounded, shared_version, text_candidates
-from memory.search.decay import records_with_decay
+from memory.search.decay import key_half_lives, records_with_decay
+from memory.search.hot import FIELDS, person_text_rows, rows_ranked
 from memory.search.ranking import NEIGHBOUR_TURNS, Candidate, candidates_rank
 from memory.search.scope import (
     SearchFilters,
+    index_scoped,
     records_in_scope,
     said_around,
     search_filtered,
@@ -40,6 +43,9 @@ from stores.models import KnowledgeIndex
 
 # Candidates taken from each signal (full text, vectors) before fusing; at least `limit`.
 SEARCH_DEPTH = 50
+# A person's full-text search without decay reads its candidates by memory.search.hot's
+# statement, written once, rather than the ORM's built anew (the same statement; tests compare).
+HOT_STATEMENT = True
 
 
 def record_search(
@@ -104,10 +110,8 @@ def _search(
 ) -> list[tuple[MemoryRecord, float]] | None:
     """record_search; None when the shared set's bounded candidates turn out not to be the best."""
     key, subject, limit, all_subjects, shared = caller.key, caller.subject, filters.limit, filters.all_subjects, filters.shared
-    scope = records_in_scope(caller=caller, index=index, all_subjects=all_subjects, shared=shared)
+    index_scoped(caller=caller, index=index)
     narrowing = {"types": filters.types, "after": filters.after, "before": filters.before}
-    records = search_filtered(scope, now=now, **narrowing)
-    parts = search_parts(caller=caller, index=index, shared=shared, filters=narrowing, now=now) or [records]
     model = index_embedding_model(index) if index_embeds(index) else None
     embeds = model is not None
     deadline = search_deadline()
@@ -119,7 +123,14 @@ def _search(
     if not terms and not embeds:
         return []
     depth = max(SEARCH_DEPTH, limit)
-    bounded = shared_bounded(key=key, index=index, terms=terms, filters=narrowing, depth=depth) if bound and len(parts) > 1 else None
+    two_parts = subject is not None and shared  # hers and the shared ones apart (search_parts)
+    bounded = shared_bounded(key=key, index=index, terms=terms, filters=narrowing, depth=depth) if bound and two_parts else None
+    if HOT_STATEMENT and two_parts and not embeds and bounded is None and not index.conversation and not key_half_lives(key=key):
+        with span("search.candidates_read"):
+            rows = person_text_rows(columns=FIELDS, caller=caller, index=index, terms=terms, depth=depth, now=now, **narrowing)
+        return _ranked(caller=caller, index=index, query=query, limit=limit, now=now, deadline=deadline, trace=trace, **rows_ranked(rows))
+    records = search_filtered(records_in_scope(caller=caller, index=index, all_subjects=all_subjects, shared=shared), now=now, **narrowing)
+    parts = search_parts(caller=caller, index=index, shared=shared, filters=narrowing, now=now) or [records]
     with span("search.text_candidates"):
         text = text_candidates(parts, terms=terms, depth=depth, embeds=embeds, key=key, index=index, bounded=bounded)
     if text is None:
@@ -153,8 +164,19 @@ def _search(
         return None
     if query_vector is not None and not model.in_process:
         similarity_on_scale(found, model=model)
+    candidates = [_candidate(record, conversation=index.conversation) for record in found]
+    hit = {record.id: record for record in found}.__getitem__
+    return _ranked(caller=caller, index=index, query=query, limit=limit, now=now, deadline=deadline, trace=trace, candidates=candidates, hit=hit)
+
+
+def _ranked(
+    *, caller: Caller, index: KnowledgeIndex, query: str, limit: int, now: datetime, deadline, trace: SearchTrace,
+    candidates: list[Candidate], hit: Callable[[str], MemoryRecord],
+) -> list[tuple[MemoryRecord, float]]:
+    """The candidates fused into one ranking (memory.search.ranking), the best of it reranked by
+    the index's rerank model where it names one; `hit` makes a record of a candidate's id."""
     with span("search.fusion"):
-        ranked = _search_ranked(found, query=query, key=key, index=index, now=now, limit=max(limit, _rerank_depth(index)))
+        ranked = _search_ranked(candidates, hit, query=query, key=caller.key, index=index, now=now, limit=max(limit, _rerank_depth(index)))
     if index.rerank_model:
         with span("search.rerank", **{"core.rerank_model": index.rerank_model}):
             ranked = ranking_reranked(ranked, caller=caller, index=index, query=query, deadline=deadline, trace=trace)
@@ -165,31 +187,32 @@ def _rerank_depth(index: KnowledgeIndex) -> int:
     return index.rerank_depth if index.rerank_model else 0
 
 
+def _candidate(record: MemoryRecord, *, conversation: bool) -> Candidate:
+    return Candidate(
+        record_id=record.id,
+        text_score=record.text_score,
+        similarity=record.similarity,
+        created_at=record.created_at,
+        effective_confidence=record.effective_confidence,
+        retrieval_count=record.retrieval_count,
+        text=record.text,
+        type=record.type,
+        subject=record.subject,
+        said_near=frozenset(record.said_before + record.said_after) if conversation else None,
+    )
+
+
 def _search_ranked(
-    found: list[MemoryRecord], *, query: str, key: ApiKey, index: KnowledgeIndex, now: datetime, limit: int
+    candidates: list[Candidate], hit: Callable[[str], MemoryRecord], *, query: str, key: ApiKey, index: KnowledgeIndex, now: datetime,
+    limit: int,
 ) -> list[tuple[MemoryRecord, float]]:
     """The candidates read with both scores, fused into one ranking (memory.search.ranking)."""
-    by_id = {record.id: record for record in found}
     ranking = candidates_rank(
-        [
-            Candidate(
-                record_id=record.id,
-                text_score=record.text_score,
-                similarity=record.similarity,
-                created_at=record.created_at,
-                effective_confidence=record.effective_confidence,
-                retrieval_count=record.retrieval_count,
-                text=record.text,
-                type=record.type,
-                subject=record.subject,
-                said_near=frozenset(record.said_before + record.said_after) if index.conversation else None,
-            )
-            for record in found
-        ],
+        candidates,
         query=query,
         conversation=index.conversation,
         windows=time_windows(query, now=timezone.localtime(now, ZoneInfo(key.organisation.timezone))),
         now=now,
         limit=limit,
     )
-    return [(by_id[record_id], score) for record_id, score in ranking]
+    return [(hit(record_id), score) for record_id, score in ranking]

@@ -47,8 +47,7 @@ def records_in_scope(
     decides between every record (an organisation-level API request) and only the shared ones.
     """
     key, subject = caller.key, caller.subject
-    if not index.resolved_for(key):
-        raise ImproperlyScoped(f"index {index.pk} was not read for key {key.pk}")
+    index_scoped(caller=caller, index=index)
     records = (
         MemoryRecord.objects.for_organisation(key.organisation_id)
         .filter(index_id=index.pk)
@@ -59,6 +58,13 @@ def records_in_scope(
     if all_subjects:
         return records
     return records.filter(subject__isnull=True)
+
+
+def index_scoped(*, caller: Caller, index: KnowledgeIndex) -> None:
+    """`index` must have been read for the caller's key (`KnowledgeIndex.objects.for_key`);
+    anything else is a bug."""
+    if not index.resolved_for(caller.key):
+        raise ImproperlyScoped(f"index {index.pk} was not read for key {caller.key.pk}")
 
 
 def records_visible(*, caller: Caller, index: KnowledgeIndex, shared: bool = True, now: datetime | None = None) -> QuerySet[MemoryRecord]:

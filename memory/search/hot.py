@@ -1,0 +1,136 @@
+"""The most frequent search's one statement, written once in SQL: a person's full-text search
+of an index that does not embed, among her records and the shared ones, without decay.
+
+The pipeline (memory.search.pipeline) builds the same statement through the ORM for every
+kind of search; building it (a dozen querysets cloned, filtered and compiled) was a quarter
+of this search's time through the API, more than PostgreSQL took to answer it. Here it is
+the ORM's statement as it compiles for this case — the same conditions, the same ranking,
+the same columns — so the answer is the same, which tests/memory/search/test_hot.py checks
+against the ORM's on every filter.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db import connections
+
+from core_memory.base.callers import Caller
+from memory.models import MemoryRecord
+from memory.search.ranking import Candidate
+from stores.models import KnowledgeIndex
+
+# A candidate's row: the record's columns (but the two a search never shows), then its scores.
+# Only the hits become records: a model object of each of the ~100 candidates cost more than
+# ranking them.
+FIELDS = tuple(field.attname for field in MemoryRecord._meta.concrete_fields if field.attname not in ("search_vector", "normalised_text"))
+_ID, _CREATED, _RETRIEVALS, _TEXT, _TYPE, _SUBJECT = (
+    FIELDS.index(name) for name in ("id", "created_at", "retrieval_count", "text", "type", "subject")
+)
+_EFFECTIVE, _TEXT_SCORE, _SIMILARITY = len(FIELDS), len(FIELDS) + 1, len(FIELDS) + 2
+
+# One part of the scope (hers, or the shared ones): its best `depth` ids by full text.
+_PART = """(SELECT part.id FROM memory_memoryrecord part
+    WHERE part.organisation_id = %(organisation)s AND part.index_id = %(index)s AND NOT (part.status = 'deleted')
+      AND {person} AND (part.expires_at IS NULL OR part.expires_at > %(now)s) AND part.status = 'active'{narrowing}
+      AND part.search_vector @@ to_tsquery('simple'::regconfig, %(query)s)
+    ORDER BY ts_rank_cd(part.search_vector, to_tsquery('simple'::regconfig, %(query)s), 32) DESC, 1 ASC
+    LIMIT %(depth)s)"""
+
+_STATEMENT = """SELECT {columns}, record.confidence AS effective_confidence,
+    CASE WHEN record.search_vector @@ to_tsquery('simple'::regconfig, %(query)s)
+         THEN ts_rank_cd(record.search_vector, to_tsquery('simple'::regconfig, %(query)s), 32)
+         ELSE 0.0 END AS text_score,
+    NULL AS similarity
+FROM memory_memoryrecord record
+WHERE record.organisation_id = %(organisation)s AND record.index_id = %(index)s AND NOT (record.status = 'deleted')
+  AND (record.subject = %(subject)s OR record.subject IS NULL)
+  AND (record.expires_at IS NULL OR record.expires_at > %(now)s) AND record.status = 'active'{narrowing}
+  AND record.id IN ({own} UNION ALL {shared})"""
+
+
+def _narrowing(alias: str, *, types: Sequence[str] | None, after: datetime | None, before: datetime | None) -> str:
+    """The search's types and times, as memory.search.scope.narrowed asks them."""
+    conditions = ""
+    if types:
+        conditions += f" AND {alias}.type = ANY(%(types)s)"
+    if after is not None:
+        conditions += f" AND {alias}.created_at > %(after)s"
+    if before is not None:
+        conditions += f" AND {alias}.created_at < %(before)s"
+    return conditions
+
+
+_statements: dict[tuple[bool, bool, bool], str] = {}
+
+
+def _statement(columns: Sequence[str], *, types, after, before) -> str:
+    shape = (bool(types), after is not None, before is not None)
+    statement = _statements.get(shape)
+    if statement is None:
+        narrowing = {alias: _narrowing(alias, types=types, after=after, before=before) for alias in ("part", "record")}
+        part = _PART.replace("{narrowing}", narrowing["part"])
+        statement = _statements[shape] = _STATEMENT.format(
+            columns=", ".join(f'record."{name}"' for name in columns),
+            narrowing=narrowing["record"],
+            own=part.replace("{person}", "part.subject = %(subject)s"),
+            shared=part.replace("{person}", "part.subject IS NULL"),
+        )
+    return statement
+
+
+def person_text_rows(
+    *,
+    columns: Sequence[str],
+    caller: Caller,
+    index: KnowledgeIndex,
+    terms: list[str],
+    depth: int,
+    now: datetime,
+    types: Sequence[str] | None,
+    after: datetime | None,
+    before: datetime | None,
+) -> list[tuple]:
+    """The candidates' rows of the caller's person's search (her records and the shared ones)
+    for the OR of `terms`: `columns` of the record, then its effective confidence (its
+    confidence: no decay), its full-text score and its similarity (none)."""
+    parameters = {
+        "organisation": caller.organisation_id, "index": index.pk, "subject": caller.subject, "now": now, "depth": depth,
+        "query": " | ".join(terms), "types": list(types or []), "after": after, "before": before,
+    }
+    connection = connections[MemoryRecord.objects.db]
+    with connection.cursor() as cursor:
+        cursor.execute(_statement(columns, types=types, after=after, before=before), parameters)
+        rows = cursor.fetchall()
+    # The fields' own reading from the database, as the ORM applies it (JSON is read as text).
+    fields = [MemoryRecord._meta.get_field(name) for name in columns]
+    converters = [(place, field.from_db_value) for place, field in enumerate(fields) if hasattr(field, "from_db_value")]
+    if converters:
+        rows = [list(row) for row in rows]
+        for row in rows:
+            for place, convert in converters:
+                row[place] = convert(row[place], None, connection)
+        rows = [tuple(row) for row in rows]
+    return rows
+
+
+def rows_ranked(rows: list[tuple]) -> dict:
+    """The pipeline's ranking arguments for `person_text_rows`' rows (with `FIELDS` as the columns):
+    their candidates, and `hit`, which makes a record of one (its scores as attributes)."""
+    by_id = {row[_ID]: row for row in rows}
+    candidates = [
+        Candidate(
+            record_id=row[_ID], text_score=row[_TEXT_SCORE], similarity=row[_SIMILARITY], created_at=row[_CREATED],
+            effective_confidence=row[_EFFECTIVE], retrieval_count=row[_RETRIEVALS], text=row[_TEXT], type=row[_TYPE],
+            subject=row[_SUBJECT],
+        )
+        for row in rows
+    ]
+
+    def hit(record_id: str) -> MemoryRecord:
+        row = by_id[record_id]
+        record = MemoryRecord.from_db(MemoryRecord.objects.db, FIELDS, row[: len(FIELDS)])
+        record.effective_confidence, record.text_score, record.similarity = row[_EFFECTIVE], row[_TEXT_SCORE], row[_SIMILARITY]
+        return record
+
+    return {"candidates": candidates, "hit": hit}

@@ -1,0 +1,80 @@
+"""A person's full-text search reads its candidates by the statement written once in SQL
+(memory.search.hot) and answers exactly what the ORM's statement answers."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from core_memory.base.callers import Caller
+from memory.models import MemoryRecord
+from memory.search import SearchFilters, pipeline, record_search
+from stores.selectors import index_find_available
+
+pytestmark = pytest.mark.django_db
+
+NOW = timezone.now()
+QUESTIONS = ["Acme facturen", "how does Globex want its invoices", "offerte per post", "contract Hooli e-mail", "koffie"]
+
+
+@pytest.fixture
+def store(tenant, write):
+    """Her records, the shared ones, another person's, and the ones no search may find: deleted,
+    expired, replaced; of three types, made over two months."""
+    texts = [
+        "Acme wil facturen per e-mail", "Globex wants its invoices as PDF", "De offerte van Hooli gaat per post",
+        "Het contract van Acme loopt af", "Acme facturen per post, niet per e-mail", "Initech invoices by e-mail",
+    ]
+    made = []
+    for number, text in enumerate(texts * 4):
+        subject = ("anna", None, "bram")[number % 3]
+        record = write(f"{text} {number}", type=("fact", "preference", "commitment")[number % 3], subject=subject)
+        MemoryRecord.objects.filter(pk=record.pk).update(created_at=NOW - timedelta(days=number * 3), metadata={"n": number})
+        made.append(record)
+    gone = write("Acme facturen verwijderd", subject="anna")
+    MemoryRecord.objects.filter(pk=gone.pk).update(status=MemoryRecord.Status.DELETED)
+    expired = write("Acme facturen verlopen")
+    MemoryRecord.objects.filter(pk=expired.pk).update(expires_at=NOW - timedelta(hours=1))
+    write("Acme facturen per fax", subject="anna", replaces=made[0].id)
+    return made
+
+
+FILTERS = [
+    SearchFilters(),
+    SearchFilters(limit=3),
+    SearchFilters(types=["fact"]),
+    SearchFilters(types=["fact", "commitment"], after=NOW - timedelta(days=40)),
+    SearchFilters(before=NOW - timedelta(days=10)),
+    SearchFilters(after=NOW - timedelta(days=50), before=NOW - timedelta(days=5), limit=50),
+]
+
+
+def _answer(tenant, question: str, filters: SearchFilters) -> list[tuple]:
+    caller = Caller(key=tenant.key, subject="anna")
+    index = index_find_available(caller=caller, index_id=tenant.index.id)
+    return [
+        (record.id, score, record.effective_confidence, record.retrieval_count, record.text, record.metadata, record.created_at)
+        for record, score in record_search(caller=caller, index=index, query=question, filters=filters, now=NOW)
+    ]
+
+
+@pytest.mark.parametrize("filters", FILTERS)
+def test_a_persons_full_text_search_answers_as_the_orms_statement_does(tenant, store, monkeypatch, filters):
+    """The same hits, scores and fields by either statement, for her types, times and limit."""
+    read = []
+    real = pipeline.person_text_rows
+    monkeypatch.setattr(pipeline, "person_text_rows", lambda **arguments: read.append(1) or real(**arguments))
+    for question in QUESTIONS:
+        hot = _answer(tenant, question, filters)
+        monkeypatch.setattr(pipeline, "HOT_STATEMENT", False)
+        built = _answer(tenant, question, filters)
+        monkeypatch.setattr(pipeline, "HOT_STATEMENT", True)
+        assert hot == built, question
+    assert len(read) == len(QUESTIONS)
+    assert any(_answer(tenant, question, filters) for question in QUESTIONS)
+
+
+def test_the_records_no_search_may_find_stay_unfound_by_the_written_statement(tenant, store):
+    """Deleted, expired and replaced records, and another person's, are not candidates."""
+    found = {text for _id, _score, _conf, _count, text, _meta, _at in _answer(tenant, "Acme facturen", SearchFilters(limit=50))}
+    assert found and not {"Acme facturen verwijderd", "Acme facturen verlopen", f"{store[0].text}"} & found
+    assert all(MemoryRecord.objects.unscoped().get(text=text).subject in (None, "anna") for text in found)
