@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from django.db import connections
+from django.db import connections, router
 
 from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
@@ -98,7 +98,7 @@ def person_text_rows(
         "organisation": caller.organisation_id, "index": index.pk, "subject": caller.subject, "now": now, "depth": depth,
         "query": " | ".join(terms), "types": list(types or []), "after": after, "before": before,
     }
-    connection = connections[MemoryRecord.objects.db]
+    connection = connections[router.db_for_read(MemoryRecord)]
     with connection.cursor() as cursor:
         cursor.execute(_statement(columns, types=types, after=after, before=before), parameters)
         rows = cursor.fetchall()
@@ -129,7 +129,7 @@ def rows_ranked(rows: list[tuple]) -> dict:
 
     def hit(record_id: str) -> MemoryRecord:
         row = by_id[record_id]
-        record = MemoryRecord.from_db(MemoryRecord.objects.db, FIELDS, row[: len(FIELDS)])
+        record = MemoryRecord.from_db(router.db_for_read(MemoryRecord), FIELDS, row[: len(FIELDS)])
         record.effective_confidence, record.text_score, record.similarity = row[_EFFECTIVE], row[_TEXT_SCORE], row[_SIMILARITY]
         return record
 
