@@ -259,7 +259,7 @@ class MemoryDetailApi(CoreApi):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         caller = self.caller
-        updated = record_update(caller=caller, record_id=record_id, actor=self.principal.actor, changes=serializer.validated_data)
+        updated = record_update(caller=caller, record_id=record_id, changes=serializer.validated_data)
         if not caller.may_read(updated.index_id):
             # Writing is not reading: a key that may only write is not shown the record.
             return Response(status=status.HTTP_204_NO_CONTENT)
@@ -273,7 +273,7 @@ class MemoryDetailApi(CoreApi):
         request with a person deletes only her own records; another's or a shared one is a 404.
         Deleting a correction does not bring back the record it ended.
         """
-        record_delete(caller=self.caller, record_id=record_id, actor=self.principal.actor)
+        record_delete(caller=self.caller, record_id=record_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

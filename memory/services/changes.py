@@ -34,14 +34,14 @@ from memory.services.rules import (
 )
 
 
-def record_update(*, caller: Caller, record_id: str, actor: str, changes: dict, now: datetime | None = None) -> MemoryRecord:
+def record_update(*, caller: Caller, record_id: str, changes: dict, now: datetime | None = None) -> MemoryRecord:
     """PATCH by a key: a record it may address (404 otherwise; for a request naming a
     person only her own), in an index it may write (403 and `memory.write_denied`).
     Whitelisted fields; any change restarts the decay age. Audited."""
     key = caller.key
     record = record_get_available(caller=caller, record_id=record_id, own_only=True)
-    write_right_check(caller=caller, index_id=record.index_id, actor=actor, param=None)
-    return _record_change(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=actor, changes=changes, now=now)
+    write_right_check(caller=caller, index_id=record.index_id, actor=caller.actor, param=None)
+    return _record_change(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=caller.actor, changes=changes, now=now)
 
 
 def record_update_by_administrator(*, caller: Caller, record_id: str, changes: dict, now: datetime | None = None) -> MemoryRecord:
@@ -102,14 +102,14 @@ def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: st
     return locked
 
 
-def record_delete(*, caller: Caller, record_id: str, actor: str) -> None:
+def record_delete(*, caller: Caller, record_id: str) -> None:
     """DELETE by a key, with the rights of `record_update`: a soft delete, so its
     history stays readable to auditors while the record is invisible everywhere. A record
     it ended stays ended. Audited."""
     key = caller.key
     record = record_get_available(caller=caller, record_id=record_id, own_only=True)
-    write_right_check(caller=caller, index_id=record.index_id, actor=actor, param=None)
-    _record_soft_delete(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=actor)
+    write_right_check(caller=caller, index_id=record.index_id, actor=caller.actor, param=None)
+    _record_soft_delete(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=caller.actor)
 
 
 def record_delete_by_administrator(*, caller: Caller, record_id: str) -> None:

@@ -122,7 +122,7 @@ def test_deleting_either_clears_the_pair_but_another_contradiction_keeps_its_mar
     fake_model.answer(contradictions((delft.id, leiden.id), (delft.id, utrecht.id)), format_name=CONTRADICTIONS)
     run_store()
 
-    record_delete(caller=Caller(key=tenant.key, subject="anna"), record_id=leiden.id, actor="test")
+    record_delete(caller=Caller(key=tenant.key, subject="anna", actor="test"), record_id=leiden.id)
 
     assert [fresh(record).contested for record in (delft, leiden, utrecht)] == [True, False, True]
     assert contradicting(delft) == [utrecht.id]
@@ -133,10 +133,10 @@ def test_rewording_either_clears_the_pair_and_the_next_run_judges_it_again(tenan
     delft, leiden = delft_and_leiden
     fake_model.answer(contradictions((delft.id, leiden.id)), format_name=CONTRADICTIONS)
     run_store()
-    record_update(caller=Caller(key=tenant.key, subject="anna"), record_id=leiden.id, actor="test", changes={"metadata": {"bron": "mail"}})
+    record_update(caller=Caller(key=tenant.key, subject="anna", actor="test"), record_id=leiden.id, changes={"metadata": {"bron": "mail"}})
     assert fresh(leiden).contested is True
 
-    record_update(caller=Caller(key=tenant.key, subject="anna"), record_id=leiden.id, actor="test", changes={"text": "Woonde in Leiden"})
+    record_update(caller=Caller(key=tenant.key, subject="anna", actor="test"), record_id=leiden.id, changes={"text": "Woonde in Leiden"})
     assert (fresh(delft).contested, fresh(leiden).contested) == (False, False)
     summary = run_store()
 

@@ -125,7 +125,7 @@ def test_the_write_service_refuses_unstorable_text_for_every_caller(tenant, fiel
 def test_the_update_service_refuses_unstorable_text(tenant, write):
     record = write("Acme")
     with pytest.raises(InvalidRequest) as refused:
-        record_update(caller=Caller(key=tenant.key, subject=None), record_id=record.pk, actor="test", changes={"text": "Ac\x00me"})
+        record_update(caller=Caller(key=tenant.key, subject=None, actor="test"), record_id=record.pk, changes={"text": "Ac\x00me"})
     assert refused.value.param == "text"
     assert MemoryRecord.objects.get(pk=record.pk).text == "Acme"
 

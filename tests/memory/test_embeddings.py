@@ -133,14 +133,14 @@ def test_editing_the_text_replaces_the_vector_and_deleting_removes_it(tenant, em
     vectors(record)
     before = _vector_of(record).text_digest
 
-    record_update(caller=Caller(key=tenant.key, subject=None), record_id=record.id, actor="test", changes={"metadata": {"bron": "telefoon"}})
+    record_update(caller=Caller(key=tenant.key, subject=None, actor="test"), record_id=record.id, changes={"metadata": {"bron": "telefoon"}})
     assert _vector_of(record).text_digest == before  # nothing the vector depends on changed
-    record_update(caller=Caller(key=tenant.key, subject=None), record_id=record.id, actor="test", changes={"text": "Anna woont in Zwolle."})
+    record_update(caller=Caller(key=tenant.key, subject=None, actor="test"), record_id=record.id, changes={"text": "Anna woont in Zwolle."})
     assert _vector_of(record) is None
     vectors(record)
     assert _vector_of(record).text_digest != before
 
-    record_delete(caller=Caller(key=tenant.key, subject=None), record_id=record.id, actor="test")
+    record_delete(caller=Caller(key=tenant.key, subject=None, actor="test"), record_id=record.id)
     assert _vector_of(record) is None
 
 

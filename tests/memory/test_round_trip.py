@@ -47,7 +47,7 @@ def _organisation_with_everything(tenant):
     records_contradiction_mark_within(organisation_id=tenant.organisation.id, pairs=[(utrecht.id, amsterdam.id)], actor="maintenance")
     promise = write("Belt vrijdag terug.", type="commitment", subject="anna", due_at=LONG_AGO + timedelta(days=3),
                     structured={"who": "Piet", "what": "terugbellen"})
-    record_update(caller=Caller(key=tenant.key, subject=None), record_id=promise.id, actor="test", changes={"done": True})
+    record_update(caller=Caller(key=tenant.key, subject=None, actor="test"), record_id=promise.id, changes={"done": True})
     write("Spreekt Nederlands.", type="behaviour", subject="bram", index=second)
     record_write_by_core_within(
                                 organisation_id=tenant.organisation.id,

@@ -34,7 +34,7 @@ def anna(tenant, write):
                              ),
                          ).record
     gone = write("Houdt van jazz.", type="preference", subject="anna")
-    record_delete(caller=Caller(key=tenant.key, subject="anna"), record_id=gone.id, actor="test")
+    record_delete(caller=Caller(key=tenant.key, subject="anna", actor="test"), record_id=gone.id)
     episode = make_record(tenant.index, "Anna wilde haar factuur; opgelost.", type="episode", subject="anna")
     lesson = make_record(tenant.index, "Eerst het klantnummer vragen.", type="lesson", subject="anna")
     bobs = write("Woont in Gouda.", subject="bob")

@@ -64,7 +64,7 @@ def test_only_the_subscribed_kinds_are_sent(tenant, receiver):
     record_id = _write(tenant, "Likes tea")
     assert not WebhookEvent.objects.exists()
 
-    record_delete(caller=Caller(key=tenant.key, subject="anna"), record_id=record_id, actor="test")
+    record_delete(caller=Caller(key=tenant.key, subject="anna", actor="test"), record_id=record_id)
     deliver_queued()
 
     assert [json.loads(received.body)["type"] for received in receiver.received] == ["record.deleted"]

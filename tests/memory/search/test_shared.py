@@ -153,10 +153,10 @@ def test_a_shared_write_deletion_and_correction_each_count_at_once(tenant, store
     assert written.id not in hits()
     assert corrected.id not in hits()
 
-    record_update(caller=Caller(key=tenant.key, subject=None), record_id=corrected.id, actor="test", changes={"text": "Globex contract chat chat chat"})
+    record_update(caller=Caller(key=tenant.key, subject=None, actor="test"), record_id=corrected.id, changes={"text": "Globex contract chat chat chat"})
     assert corrected.id in hits()
 
-    record_delete(caller=Caller(key=tenant.key, subject=None), record_id=corrected.id, actor="test")
+    record_delete(caller=Caller(key=tenant.key, subject=None, actor="test"), record_id=corrected.id)
     assert corrected.id not in hits()
 
 
