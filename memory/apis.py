@@ -184,7 +184,7 @@ class MemoryListCreateApi(CoreApi):
         data = serializer.validated_data
         caller = self.caller
         index = index_get_available(caller=caller, index_id=data["index_id"], param="index_id")
-        result = record_write(caller=caller, index=index, actor=self.principal.actor, draft=record_draft(data))
+        result = record_write(caller=caller, index=index, draft=record_draft(data))
         return Response(record_write_answer(result), status=WRITE_STATUS_CODES[result.status])
 
     def _filters(self, query_params) -> dict:

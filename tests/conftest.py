@@ -125,9 +125,8 @@ def write(tenant):
 
     def _write(text: str, *, type: str = "fact", subject: str | None = None, index=None, **fields) -> MemoryRecord:
         return record_write(
-            caller=Caller(key=tenant.key, subject=subject),
+            caller=Caller(key=tenant.key, subject=subject, actor="test"),
             index=resolved_for(tenant.key, index or tenant.index),
-            actor="test",
             **with_draft(type=type, text=text, **fields),
         ).record
 
@@ -140,9 +139,8 @@ def other_write(other_tenant):
 
     def _write(text: str, **fields) -> MemoryRecord:
         return record_write(
-            caller=Caller(key=other_tenant.key, subject=fields.pop("subject", None)),
+            caller=Caller(key=other_tenant.key, subject=fields.pop("subject", None), actor="test"),
             index=other_tenant.index,
-            actor="test",
             **with_draft(type="fact", text=text, **fields),
         ).record
 

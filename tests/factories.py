@@ -146,8 +146,8 @@ DRAFT_FIELDS = {field.name for field in dataclasses.fields(RecordDraft)}
 
 def with_draft(**arguments) -> dict:
     """A write's keyword arguments as a test spells them (type, text, metadata… beside key and
-    subject), with the draft's fields gathered into `draft` and the key and subject into `caller`."""
+    subject), with the draft's fields gathered into `draft` and the key, subject and actor into `caller`."""
     draft = {name: arguments.pop(name) for name in list(arguments) if name in DRAFT_FIELDS}
     if "key" in arguments:
-        arguments["caller"] = Caller(key=arguments.pop("key"), subject=arguments.pop("subject", None))
+        arguments["caller"] = Caller(key=arguments.pop("key"), subject=arguments.pop("subject", None), actor=arguments.pop("actor", ""))
     return {**arguments, "draft": RecordDraft(**draft)}

@@ -11,7 +11,7 @@ from tests.fake_model import completion
 
 def owner_turn_that_read_a1(tenant, fake_model, *, text: str):
     """The owner's turn (its answer) and index A2; the turn's tool result holds `text`."""
-    record_write(caller=Caller(key=tenant.key, subject="zoe"), index=tenant.index, actor="test", draft=RecordDraft(type="fact", text=text))
+    record_write(caller=Caller(key=tenant.key, subject="zoe", actor="test"), index=tenant.index, draft=RecordDraft(type="fact", text=text))
     a2 = resolved_for(tenant.key, make_index(tenant.organisation, name="a2"))
     tool = f"memory__{tenant.index.id}__search"
     fake_model.answer(completion(tool_calls=[("call_1", tool, {"query": "Haarlem"})]))

@@ -133,7 +133,7 @@ def test_every_statement_of_the_hot_paths_names_its_organisation(tenant, fake_mo
         "retrieval_tool": True, "write_tool": True, "injection": {"enabled": True, "index_id": tenant.index.id},
     })
     store_update(store=tenant.index.store, sections={"injection": {"episodes_limit": 3}}, actor="test", may_promote=False)
-    vectors(record_write(caller=Caller(key=tenant.key, subject="anna"), index=hybrid, actor="test", **with_draft(type="fact", text="Anna woont in Utrecht.")).record)
+    vectors(record_write(caller=Caller(key=tenant.key, subject="anna", actor="test"), index=hybrid, **with_draft(type="fact", text="Anna woont in Utrecht.")).record)
     anna, backend = client_for(secret, subject="anna"), client_for(secret)
     search, write = f"memory__{tenant.index.id}__search", f"memory__{tenant.index.id}__write"
     tools = [{"type": "tool", "name": search}, {"type": "tool", "name": write}]

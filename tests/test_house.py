@@ -162,7 +162,7 @@ def _public_functions_of_services_selectors_and_flows():
 # function named so, not one whose organisation may be None.
 LOOSE_ORGANISATION_OR_KEY = 74
 ORGANISATION_OR_EVERY = 0
-CALLER_AND_ACTOR_APART = 4
+CALLER_AND_ACTOR_APART = 0
 
 
 def test_who_asks_travels_as_one_caller_more_and_more():

@@ -122,9 +122,9 @@ def world(tenant, other_tenant, settings):
     KnowledgeIndex.objects.filter(pk=tenant.index.pk).update(name="cnry-index-name")
     index = tenant.index
     elsewhere = make_index(organisation, name="cnry-elsewhere")
-    anna_fact = record_write(caller=Caller(key=tenant.key, subject="anna"), index=index, actor="test", draft=RecordDraft(type="fact", text="cnry-anna-fact")).record
-    shared_fact = record_write(caller=Caller(key=tenant.key, subject=None), index=index, actor="test", draft=RecordDraft(type="fact", text="cnry-shared-fact")).record
-    bob_fact = record_write(caller=Caller(key=tenant.key, subject="bob"), index=index, actor="test", draft=RecordDraft(type="fact", text="Bob likes tea")).record
+    anna_fact = record_write(caller=Caller(key=tenant.key, subject="anna", actor="test"), index=index, draft=RecordDraft(type="fact", text="cnry-anna-fact")).record
+    shared_fact = record_write(caller=Caller(key=tenant.key, subject=None, actor="test"), index=index, draft=RecordDraft(type="fact", text="cnry-shared-fact")).record
+    bob_fact = record_write(caller=Caller(key=tenant.key, subject="bob", actor="test"), index=index, draft=RecordDraft(type="fact", text="Bob likes tea")).record
     owner = tenant.client()
     thread = owner.post("/v1/threads", {"subject": "anna", "metadata": {"note": "cnry-anna-thread"}}, format="json").json()
     owner.post(f"/v1/threads/{thread['id']}/items", {"items": [{"role": "user", "content": "cnry-anna-said"}]}, format="json")

@@ -250,10 +250,9 @@ class _Writer:
         reading = self.reading
         provenance = {"thread_id": reading.thread.pk, "item_ids": item_ids, "response_id": _response_of(reading, item_ids)}
         result = record_write_within(
-            caller=Caller(key=reading.key, subject=reading.thread.subject),
+            caller=Caller(key=reading.key, subject=reading.thread.subject, actor=self.actor),
             index=reading.index,
             draft=RecordDraft(type=type_name, text=text, source=MemoryRecord.Source.EXTRACTION, provenance=provenance, **fields),
-            actor=self.actor,
             now=reading.now,
         )
         if result.status == "confirmed":

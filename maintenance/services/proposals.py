@@ -29,13 +29,13 @@ from stores.models import KnowledgeIndex, MemoryStore
 def proposal_apply(*, caller: Caller, proposal_id: str, now: datetime | None = None) -> Proposal:
     """`POST /v1/memory/proposals/{id}/apply` by a key's caller: a proposal of an index available
     to its key (404 otherwise), which the key's policy lets it write (403 and `memory.write_denied`)."""
-    _caller_may_decide(caller=caller, proposal_id=proposal_id, actor=caller.actor)
+    _caller_may_decide(caller=caller, proposal_id=proposal_id)
     return _proposal_decide(proposals=Proposal.objects.for_key(caller.key), proposal_id=proposal_id, actor=caller.actor, apply=True, now=now)
 
 
 def proposal_reject(*, caller: Caller, proposal_id: str, now: datetime | None = None) -> Proposal:
     """`POST /v1/memory/proposals/{id}/reject` by a key's caller, with the rights of `proposal_apply`."""
-    _caller_may_decide(caller=caller, proposal_id=proposal_id, actor=caller.actor)
+    _caller_may_decide(caller=caller, proposal_id=proposal_id)
     return _proposal_decide(proposals=Proposal.objects.for_key(caller.key), proposal_id=proposal_id, actor=caller.actor, apply=False, now=now)
 
 
@@ -51,14 +51,14 @@ def proposal_reject_by_administrator(*, caller: Caller, proposal_id: str, now: d
     return _proposal_decide(proposals=proposals, proposal_id=proposal_id, actor=caller.actor, apply=False, now=now)
 
 
-def _caller_may_decide(*, caller: Caller, proposal_id: str, actor: str) -> None:
+def _caller_may_decide(*, caller: Caller, proposal_id: str) -> None:
     key = caller.key
     proposal = Proposal.objects.for_key(key).filter(pk=proposal_id).first()
     if proposal is None:
         raise NotFound("No such proposal.")
     index = KnowledgeIndex.objects.for_key(key).get(pk=proposal.index_id)
     # Deciding changes what the store shares: the write right, as for writing a record.
-    record_write_authorise(caller=caller, index=index, actor=actor, param=None)
+    record_write_authorise(caller=caller, index=index, param=None)
 
 
 @transaction.atomic(durable=True)

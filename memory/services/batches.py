@@ -70,7 +70,7 @@ def records_write_batch(
     written. The write right is the index's: checked once, and a denial (403,
     `memory.write_denied`) refuses the whole batch."""
     actor = caller.actor
-    record_write_authorise(caller=caller, index=index, actor=actor)
+    record_write_authorise(caller=caller, index=index)
     now = now or timezone.now()
     results: list[RecordWriteResult | BatchFailure | None] = [None] * len(drafts)
     with transaction.atomic(durable=True):
@@ -204,7 +204,7 @@ def _batch_item_delete(*, caller: Caller, records: QuerySet[MemoryRecord], recor
     try:
         record = record_get_available(caller=caller, record_id=record_id, own_only=True)
         # A denial's audit event is kept, as for a single delete: it is written outside the item's savepoint.
-        write_right_check(caller=caller, index_id=record.index_id, actor=actor, param=None)
+        write_right_check(caller=caller, index_id=record.index_id, param=None)
         with transaction.atomic():
             record_soft_delete_locked(records=records, record_id=record.pk, actor=actor)
     except ApplicationError as error:

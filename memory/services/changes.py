@@ -40,7 +40,7 @@ def record_update(*, caller: Caller, record_id: str, changes: dict, now: datetim
     Whitelisted fields; any change restarts the decay age. Audited."""
     key = caller.key
     record = record_get_available(caller=caller, record_id=record_id, own_only=True)
-    write_right_check(caller=caller, index_id=record.index_id, actor=caller.actor, param=None)
+    write_right_check(caller=caller, index_id=record.index_id, param=None)
     return _record_change(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=caller.actor, changes=changes, now=now)
 
 
@@ -108,7 +108,7 @@ def record_delete(*, caller: Caller, record_id: str) -> None:
     it ended stays ended. Audited."""
     key = caller.key
     record = record_get_available(caller=caller, record_id=record_id, own_only=True)
-    write_right_check(caller=caller, index_id=record.index_id, actor=caller.actor, param=None)
+    write_right_check(caller=caller, index_id=record.index_id, param=None)
     _record_soft_delete(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=caller.actor)
 
 

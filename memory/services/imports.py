@@ -43,7 +43,7 @@ def record_import_within(
     when `core_written_allowed` (an import of Core's export by a key with `management`).
     `values` are the record's fields as `memory.importing` read them; `import_source` names
     where it came from. Inside the caller's transaction."""
-    record_write_authorise(caller=caller, index=index, actor=caller.actor)
+    record_write_authorise(caller=caller, index=index)
     _import_check(index=index, values=values, core_written_allowed=core_written_allowed)
     type_name, status, source = values["type"], values["status"], values["source"]
     normalised = text_normalise(values["text"])

@@ -74,7 +74,7 @@ def embeddings_schedule(*, index: KnowledgeIndex, record_ids: list[str]) -> None
         transaction.on_commit(lambda: [records_embed_task.delay(chunk) for chunk in chunks], robust=True)
 
 
-def record_write_authorise(*, caller: Caller, index: KnowledgeIndex, actor: str, param: str | None = "index_id") -> None:
+def record_write_authorise(*, caller: Caller, index: KnowledgeIndex, param: str | None = "index_id") -> None:
     """403 and a committed `memory.write_denied` audit event when the caller's key's policy does
     not allow writing the index. `index` was read for this key (its availability
     is `KnowledgeIndex.objects.for_key`), or, for a caller without a key, is its organisation's;
@@ -85,11 +85,12 @@ def record_write_authorise(*, caller: Caller, index: KnowledgeIndex, actor: str,
             raise ImproperlyScoped(f"index {index.pk} is not of organisation {caller.organisation_id}")
     elif not index.resolved_for(key):
         raise ImproperlyScoped(f"index {index.pk} was not read for key {key.pk}")
-    write_right_check(caller=caller, index_id=index.id, actor=actor, param=param)
+    write_right_check(caller=caller, index_id=index.id, param=param)
 
 
-def write_right_check(*, caller: Caller, index_id: str, actor: str, param: str | None) -> None:
-    """The write right, for an index already known to be available to the caller's key."""
+def write_right_check(*, caller: Caller, index_id: str, param: str | None) -> None:
+    """The write right, for an index already known to be available to the caller's key (a denial
+    audited as the caller's actor)."""
     if caller.may_write(index_id):
         return
     # Its own transaction: the denial is recorded although the request fails (unless a
@@ -97,7 +98,7 @@ def write_right_check(*, caller: Caller, index_id: str, actor: str, param: str |
     with transaction.atomic():
         audit_event_record(
             organisation_id=caller.organisation_id,
-            actor=actor,
+            actor=caller.actor,
             action="memory.write_denied",
             target=index_id,
             details={"key_id": caller.key.id},

@@ -87,7 +87,7 @@ class RecordDraft:
 
 
 def record_write(
-    *, caller: Caller, index: KnowledgeIndex, draft: RecordDraft, actor: str, now: datetime | None = None
+    *, caller: Caller, index: KnowledgeIndex, draft: RecordDraft, now: datetime | None = None
 ) -> RecordWriteResult:
     """Create, confirm or correct a record for the caller's person, in its own transaction.
 
@@ -95,12 +95,12 @@ def record_write(
     `memory.write_denied` event is kept although the write fails. A caller that
     owns a transaction of its own (an extraction window) calls `record_write_within`.
     """
-    record_write_authorise(caller=caller, index=index, actor=actor)
-    return record_write_authorised(index=index, subject=caller.subject, draft=draft, actor=actor, now=now, durable=True)
+    record_write_authorise(caller=caller, index=index)
+    return record_write_authorised(index=index, subject=caller.subject, draft=draft, actor=caller.actor, now=now, durable=True)
 
 
 def record_write_within(
-    *, caller: Caller, index: KnowledgeIndex, draft: RecordDraft, actor: str, now: datetime | None = None
+    *, caller: Caller, index: KnowledgeIndex, draft: RecordDraft, now: datetime | None = None
 ) -> RecordWriteResult:
     """Create, confirm or correct a record.
 
@@ -114,8 +114,8 @@ def record_write_within(
     Inside the caller's transaction: everything it writes commits or rolls back with it (its own
     part in a savepoint).
     """
-    record_write_authorise(caller=caller, index=index, actor=actor)
-    return record_write_authorised(index=index, subject=caller.subject, draft=draft, actor=actor, now=now, durable=False)
+    record_write_authorise(caller=caller, index=index)
+    return record_write_authorised(index=index, subject=caller.subject, draft=draft, actor=caller.actor, now=now, durable=False)
 
 
 def record_write_authorised(

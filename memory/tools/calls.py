@@ -96,7 +96,6 @@ def _write(*, caller: Caller, index: KnowledgeIndex, arguments: str, provenance:
         result = record_write(
             caller=caller,
             index=index,
-            actor=caller.key.id,
             draft=RecordDraft(
                 type=values["type"],
                 text=values["text"],

@@ -266,9 +266,8 @@ def test_a_lesson_she_has_in_nearly_the_same_words_is_confirmed_where_the_index_
     switch_put(tenant.client(), tenant.index.id, episodes=True, lessons=True)
     set_switch_since(timezone.now() - timedelta(days=1))
     stored = record_write(
-        caller=Caller(key=tenant.key, subject="anna"),
+        caller=Caller(key=tenant.key, subject="anna", actor="test"),
         index=resolved_for(tenant.key, KnowledgeIndex.objects.get(pk=tenant.index.pk)),
-        actor="test",
         draft=RecordDraft(
             type="lesson",
             text="Vraag eerst naar het klantnummer.",

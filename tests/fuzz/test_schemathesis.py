@@ -93,7 +93,7 @@ def fuzz_organisation(model_id: str) -> tuple[str, dict]:
     key, secret = make_key(organisation, name="owner")
     other_key, _ = make_key(organisation, name="fuzzed")
     index = resolved_for(key, make_index(organisation))
-    record = record_write(caller=Caller(key=key, subject=None), index=index, actor="fuzz", draft=RecordDraft(type="fact", text="Kantoor sluit om vijf")).record
+    record = record_write(caller=Caller(key=key, subject=None, actor="fuzz"), index=index, draft=RecordDraft(type="fact", text="Kantoor sluit om vijf")).record
     from tests.factories import client_for
 
     client = client_for(secret)

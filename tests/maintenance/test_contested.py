@@ -97,7 +97,7 @@ def test_a_correction_of_either_clears_the_pair(tenant, delft_and_leiden, fake_m
     fake_model.answer(contradictions((delft.id, leiden.id)), format_name=CONTRADICTIONS)
     run_store()
 
-    utrecht = record_write(caller=Caller(key=tenant.key, subject="anna"), index=tenant.index, actor="test", draft=RecordDraft(type="fact", text="Woont in Utrecht", replaces=leiden.id)).record
+    utrecht = record_write(caller=Caller(key=tenant.key, subject="anna", actor="test"), index=tenant.index, draft=RecordDraft(type="fact", text="Woont in Utrecht", replaces=leiden.id)).record
 
     assert [fresh(record).contested for record in (delft, leiden, utrecht)] == [False, False, False]
     assert contradicting(delft) == contradicting(leiden) == []
@@ -110,7 +110,7 @@ def test_a_confirmation_by_correction_clears_the_pair(tenant, delft_and_leiden, 
     fake_model.answer(contradictions((delft.id, leiden.id)), format_name=CONTRADICTIONS)
     run_store()
 
-    result = record_write(caller=Caller(key=tenant.key, subject="anna"), index=tenant.index, actor="test", draft=RecordDraft(type="fact", text="woont in leiden", replaces=delft.id))
+    result = record_write(caller=Caller(key=tenant.key, subject="anna", actor="test"), index=tenant.index, draft=RecordDraft(type="fact", text="woont in leiden", replaces=delft.id))
 
     assert (result.status, result.record.id) == ("confirmed", leiden.id)
     assert (fresh(delft).status, fresh(delft).contested, fresh(leiden).contested) == ("ended", False, False)

@@ -224,9 +224,8 @@ def test_the_history_page_lists_every_version(console, write):
 def test_history_names_who_changed_what_and_highlights_the_change(console, tenant):
     """Issue 13 item 2: a key by its name, an administrator as such; text, confidence and metadata diffed."""
     record = record_write(
-        caller=Caller(key=tenant.key, subject="anna"),
+        caller=Caller(key=tenant.key, subject="anna", actor=tenant.key.id),
         index=tenant.index,
-        actor=tenant.key.id,
         draft=RecordDraft(
             type="fact",
             text="Anna drinkt koffie zwart",
@@ -254,7 +253,7 @@ def test_history_names_who_changed_what_and_highlights_the_change(console, tenan
 
 def test_history_names_a_deleted_key_by_its_id(console, tenant):
     client, key = tenant.key_client(name="weg")
-    record = record_write(caller=Caller(key=key, subject=None), index=resolved_for(key, tenant.index), actor=key.id, draft=RecordDraft(type="fact", text="Iets")).record
+    record = record_write(caller=Caller(key=key, subject=None, actor=key.id), index=resolved_for(key, tenant.index), draft=RecordDraft(type="fact", text="Iets")).record
     key_id = key.id
     key_delete(key=key, actor="test")
 

@@ -116,7 +116,7 @@ def test_a_history_cursor_from_a_page_still_leads_to_the_next(tenant, write):
 def test_the_write_service_refuses_unstorable_text_for_every_caller(tenant, fields, param):
     """The write tool and extraction pass a model's words straight to the service (R-12.3)."""
     with pytest.raises(InvalidRequest) as refused:
-        record_write(caller=Caller(key=tenant.key, subject=None), index=tenant.index, actor="test", **with_draft(type="fact", **fields))
+        record_write(caller=Caller(key=tenant.key, subject=None, actor="test"), index=tenant.index, **with_draft(type="fact", **fields))
 
     assert refused.value.param == param
     assert not MemoryRecord.objects.exists()

@@ -24,7 +24,7 @@ def test_an_organisation_exported_and_imported_into_another_holds_the_same_recor
     ended = write("Woont in Delft.", subject="anna")
     from memory.services.writes import record_write
 
-    record_write(caller=Caller(key=tenant.key, subject="anna"), index=tenant.index, actor="test", draft=RecordDraft(type="fact", text="Woont in Utrecht.", replaces=ended.id))
+    record_write(caller=Caller(key=tenant.key, subject="anna", actor="test"), index=tenant.index, draft=RecordDraft(type="fact", text="Woont in Utrecht.", replaces=ended.id))
     exported = tmp_path / "acme.jsonl"
     errors = StringIO()
 

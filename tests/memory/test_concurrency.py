@@ -36,7 +36,7 @@ def _racing_an_uncommitted_write(tenant, *, subject: str | None, second) -> tupl
 
     def first():
         with transaction.atomic():
-            result = record_write_within(caller=Caller(key=tenant.key, subject=subject), index=tenant.index, actor="a", draft=RecordDraft(type="fact", text="Acme betaalt per maand"))
+            result = record_write_within(caller=Caller(key=tenant.key, subject=subject, actor="a"), index=tenant.index, draft=RecordDraft(type="fact", text="Acme betaalt per maand"))
             written.set()
             release.wait(LOCK_WAIT_SECONDS)
         return result
@@ -58,7 +58,7 @@ def test_a_write_racing_an_uncommitted_identical_write_confirms_it(tenant, subje
     index, and — once the first commits — confirms the record that won."""
 
     def second():
-        return record_write(caller=Caller(key=tenant.key, subject=subject), index=tenant.index, actor="b", draft=RecordDraft(type="fact", text="acme betaalt per maand."))
+        return record_write(caller=Caller(key=tenant.key, subject=subject, actor="b"), index=tenant.index, draft=RecordDraft(type="fact", text="acme betaalt per maand."))
 
     blocked, results = _racing_an_uncommitted_write(tenant, subject=subject, second=second)
 
@@ -78,7 +78,7 @@ def test_many_simultaneous_identical_writes_make_one_record(tenant):
 
     def write():
         barrier.wait(LOCK_WAIT_SECONDS)
-        return record_write(caller=Caller(key=tenant.key, subject=None), index=tenant.index, actor="t", draft=RecordDraft(type="preference", text="Koffie zwart")).status
+        return record_write(caller=Caller(key=tenant.key, subject=None, actor="t"), index=tenant.index, draft=RecordDraft(type="preference", text="Koffie zwart")).status
 
     threads = [_in_thread(write, results, number) for number in range(writers)]
     for thread in threads:

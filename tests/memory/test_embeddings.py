@@ -38,7 +38,7 @@ def _vector_of(record: MemoryRecord) -> RecordEmbedding | None:
 
 def _write(tenant, index, text: str, **fields) -> MemoryRecord:
     fields.setdefault("subject", None)
-    return record_write(index=index, actor="test", **with_draft(key=tenant.key, type=fields.pop("type", "fact"), text=text, **fields)).record
+    return record_write(index=index, **with_draft(key=tenant.key, actor="test", type=fields.pop("type", "fact"), text=text, **fields)).record
 
 
 def test_the_model_gives_unit_vectors_and_tells_a_query_from_a_passage(vectors):

@@ -36,7 +36,7 @@ RECORDS = {
 @pytest.fixture
 def corpus(tenant, embedding_index, vectors):
     written = {
-        name: record_write(caller=Caller(key=tenant.key, subject="anna"), index=embedding_index, actor="test", draft=RecordDraft(type="fact", text=text)).record
+        name: record_write(caller=Caller(key=tenant.key, subject="anna", actor="test"), index=embedding_index, draft=RecordDraft(type="fact", text=text)).record
         for name, text in RECORDS.items()
     }
     vectors(*written.values())
@@ -78,9 +78,8 @@ def test_with_embeddings_off_the_index_is_searched_by_full_text_only(tenant, emb
 def test_a_record_whose_vector_is_not_made_yet_is_found_by_its_words(tenant, embedding_index, corpus):
     """The write does not wait for the vector; search meanwhile finds the record by full text."""
     fresh = record_write(
-        caller=Caller(key=tenant.key, subject="anna"),
+        caller=Caller(key=tenant.key, subject="anna", actor="test"),
         index=embedding_index,
-        actor="test",
         draft=RecordDraft(
             type="fact",
             text="Anna's kat heet Minnie.",
@@ -97,11 +96,11 @@ def test_a_nearer_vector_of_another_person_or_organisation_never_appears(tenant,
     """R-12.1 for vector queries: another person's, and another organisation's, record nearest
     to the question (the very same text) is never a hit; hers and the shared ones are."""
     text = "Heeft twee katten, Minnie en Moos."
-    hers = record_write(caller=Caller(key=tenant.key, subject="anna"), index=embedding_index, actor="test", draft=RecordDraft(type="fact", text="Anna heeft een hond.")).record
-    shared = record_write(caller=Caller(key=tenant.key, subject=None), index=embedding_index, actor="test", draft=RecordDraft(type="fact", text="Op kantoor mogen geen dieren.")).record
-    bens = record_write(caller=Caller(key=tenant.key, subject="ben"), index=embedding_index, actor="test", draft=RecordDraft(type="fact", text=text)).record
+    hers = record_write(caller=Caller(key=tenant.key, subject="anna", actor="test"), index=embedding_index, draft=RecordDraft(type="fact", text="Anna heeft een hond.")).record
+    shared = record_write(caller=Caller(key=tenant.key, subject=None, actor="test"), index=embedding_index, draft=RecordDraft(type="fact", text="Op kantoor mogen geen dieren.")).record
+    bens = record_write(caller=Caller(key=tenant.key, subject="ben", actor="test"), index=embedding_index, draft=RecordDraft(type="fact", text=text)).record
     other_index = resolved_for(other_tenant.key, make_index(other_tenant.organisation, embeddings=True))
-    others = record_write(caller=Caller(key=other_tenant.key, subject="anna"), index=other_index, actor="test", draft=RecordDraft(type="fact", text=text)).record
+    others = record_write(caller=Caller(key=other_tenant.key, subject="anna", actor="test"), index=other_index, draft=RecordDraft(type="fact", text=text)).record
     vectors(hers, shared, bens, others)
     question = "What are the names of her cats?"
 
@@ -119,8 +118,8 @@ def test_a_nearer_vector_of_another_person_or_organisation_never_appears(tenant,
 def test_a_foreign_index_with_the_same_vectors_stays_out(tenant, embedding_index, vectors):
     """Another index of the same organisation is another scope."""
     elsewhere = resolved_for(tenant.key, make_index(tenant.organisation, name="ander", embeddings=True))
-    theirs = record_write(caller=Caller(key=tenant.key, subject="anna"), index=elsewhere, actor="test", draft=RecordDraft(type="fact", text=RECORDS["cats"])).record
-    mine = record_write(caller=Caller(key=tenant.key, subject="anna"), index=embedding_index, actor="test", draft=RecordDraft(type="fact", text="Anna heeft een hond.")).record
+    theirs = record_write(caller=Caller(key=tenant.key, subject="anna", actor="test"), index=elsewhere, draft=RecordDraft(type="fact", text=RECORDS["cats"])).record
+    mine = record_write(caller=Caller(key=tenant.key, subject="anna", actor="test"), index=embedding_index, draft=RecordDraft(type="fact", text="Anna heeft een hond.")).record
     vectors(theirs, mine)
 
     hits = _search(tenant.client(subject="anna"), embedding_index, query="What are the names of her cats?")
@@ -145,8 +144,8 @@ def test_a_time_named_in_the_question_lifts_the_records_of_that_time(tenant, emb
     "Last month" is the organisation's: around midnight its month may not be UTC's."""
     now = timezone.localtime(timezone.now(), ZoneInfo(tenant.organisation.timezone))
     last_month = (now.replace(day=1) - timedelta(days=1)).replace(day=10)
-    older = record_write(caller=Caller(key=tenant.key, subject="anna"), index=embedding_index, actor="test", draft=RecordDraft(type="fact", text="Anna was een week in Parijs.")).record
-    newer = record_write(caller=Caller(key=tenant.key, subject="anna"), index=embedding_index, actor="test", draft=RecordDraft(type="fact", text="Anna was een weekend in Parijs.")).record
+    older = record_write(caller=Caller(key=tenant.key, subject="anna", actor="test"), index=embedding_index, draft=RecordDraft(type="fact", text="Anna was een week in Parijs.")).record
+    newer = record_write(caller=Caller(key=tenant.key, subject="anna", actor="test"), index=embedding_index, draft=RecordDraft(type="fact", text="Anna was een weekend in Parijs.")).record
     MemoryRecord.objects.unscoped().filter(pk=older.pk).update(created_at=last_month - timedelta(days=200))
     MemoryRecord.objects.unscoped().filter(pk=newer.pk).update(created_at=last_month)
     vectors(older, newer)
@@ -161,9 +160,8 @@ def test_hybrid_search_takes_the_same_number_of_queries_for_any_limit(tenant, em
     """R-12.5: one query embedding, and a fixed number of queries however many hits."""
     written = [
         record_write(
-                     caller=Caller(key=tenant.key, subject="anna" if number % 2 else None),
+                     caller=Caller(key=tenant.key, subject="anna" if number % 2 else None, actor="test"),
                      index=embedding_index,
-                     actor="test",
                      draft=RecordDraft(
                          type="fact",
                          text=f"Acme factuur nummer {number}",
@@ -210,12 +208,12 @@ def test_expired_records_take_no_place_among_the_vector_candidates(tenant, embed
     """Issue 31: an expired record is never searched. Until maintenance ends it (the grace period)
     it keeps its vector; those nearer the question than a live record must not fill the
     candidates by meaning and push the live one out of the answer."""
-    caller = Caller(key=tenant.key, subject="anna")
+    caller = Caller(key=tenant.key, subject="anna", actor="test")
     expired = [
-        record_write(caller=caller, index=embedding_index, actor="test", draft=RecordDraft(type="fact", text=f"Her cats are called Minnie and Moos ({number}).")).record
+        record_write(caller=caller, index=embedding_index, draft=RecordDraft(type="fact", text=f"Her cats are called Minnie and Moos ({number}).")).record
         for number in range(SEARCH_DEPTH)
     ]
-    live = record_write(caller=caller, index=embedding_index, actor="test", draft=RecordDraft(type="fact", text="Anna heeft een hond.")).record
+    live = record_write(caller=caller, index=embedding_index, draft=RecordDraft(type="fact", text="Anna heeft een hond.")).record
     vectors(*expired, live)
     MemoryRecord.objects.unscoped().filter(pk__in=[record.pk for record in expired]).update(expires_at=timezone.now() - timedelta(minutes=1))
 

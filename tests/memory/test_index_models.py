@@ -47,8 +47,8 @@ def meaning_server(settings, quick_retries, vectors):
 
 
 def _written(tenant, index, texts=RECORDS, subject="anna"):
-    caller = Caller(key=tenant.key, subject=subject)
-    return [record_write(caller=caller, index=index, actor="test", draft=RecordDraft(type="fact", text=text)).record for text in texts]
+    caller = Caller(key=tenant.key, subject=subject, actor="test")
+    return [record_write(caller=caller, index=index, draft=RecordDraft(type="fact", text=text)).record for text in texts]
 
 
 def _search(tenant, index, query, subject="anna", limit=3):

@@ -194,9 +194,9 @@ def test_a_record_the_key_cannot_use_reads_exactly_like_a_missing_one(tenant, ot
 
     unnamed_index = make_index(tenant.organisation, name="ander")
     deleted_index = make_index(tenant.organisation, name="weg")
-    in_unnamed = record_write(caller=Caller(key=tenant.key, subject=None), index=resolved_for(tenant.key, unnamed_index), actor="t", draft=RecordDraft(type="fact", text="a")).record
-    in_deleted = record_write(caller=Caller(key=tenant.key, subject=None), index=resolved_for(tenant.key, deleted_index), actor="t", draft=RecordDraft(type="fact", text="b")).record
-    foreign = record_write(caller=Caller(key=other_tenant.key, subject=None), index=other_tenant.index, actor="t", draft=RecordDraft(type="fact", text="c")).record
+    in_unnamed = record_write(caller=Caller(key=tenant.key, subject=None, actor="t"), index=resolved_for(tenant.key, unnamed_index), draft=RecordDraft(type="fact", text="a")).record
+    in_deleted = record_write(caller=Caller(key=tenant.key, subject=None, actor="t"), index=resolved_for(tenant.key, deleted_index), draft=RecordDraft(type="fact", text="b")).record
+    foreign = record_write(caller=Caller(key=other_tenant.key, subject=None, actor="t"), index=other_tenant.index, draft=RecordDraft(type="fact", text="c")).record
     client, _key = tenant.key_client(read=(tenant.index.id, deleted_index.id), write=(tenant.index.id, deleted_index.id))
     index_delete(index=deleted_index, actor="test")
     missing = MemoryRecord(id="mem_01aaaaaaaaaaaaaaaaaaaaaaaa", index_id=tenant.index.id)

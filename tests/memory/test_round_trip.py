@@ -35,7 +35,7 @@ def _organisation_with_everything(tenant):
 
     def write(text, *, index=None, subject=None, **fields):
         target = resolved_for(tenant.key, index or tenant.index)
-        return record_write(caller=Caller(key=tenant.key, subject=subject), index=target, actor="test", **with_draft(text=text, **fields)).record
+        return record_write(caller=Caller(key=tenant.key, subject=subject, actor="test"), index=target, **with_draft(text=text, **fields)).record
 
     preference = write("Wil facturen per e-mail.", type="preference", subject="anna", metadata={"bron": "crm"}, confidence=0.7)
     write("wil facturen per e-mail", type="preference", subject="anna")  # a confirmation

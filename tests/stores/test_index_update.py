@@ -16,7 +16,7 @@ def test_switching_embeddings_on_embeds_the_records_the_index_holds(tenant, vect
     """R-4.1: the backfill runs by itself (the worker's task, here where it is sent)."""
     monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
     written = [
-        record_write(caller=Caller(key=tenant.key, subject="anna"), index=tenant.index, actor="test", draft=RecordDraft(type="fact", text=text)).record
+        record_write(caller=Caller(key=tenant.key, subject="anna", actor="test"), index=tenant.index, draft=RecordDraft(type="fact", text=text)).record
         for text in ("Anna woont in Utrecht.", "Anna fietst naar haar werk.")
     ]
     assert not RecordEmbedding.objects.filter(record_id__in=[record.id for record in written]).exists()

@@ -74,7 +74,7 @@ def build_world(tenant, fake_model) -> World:
 
     def write(text, **fields):
         fields.setdefault("subject", "anna")
-        return record_write(index=index, actor=key.id, **with_draft(key=key, type=fields.pop("type", "fact"), text=text, **fields)).record
+        return record_write(index=index, **with_draft(key=key, actor=key.id, type=fields.pop("type", "fact"), text=text, **fields)).record
 
     coffee = write("Anna drinkt koffie zwart", type="preference", metadata={"bron": "gesprek"})
     tea = write("Anna drinkt alleen thee", type="preference")

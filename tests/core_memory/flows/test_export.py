@@ -24,9 +24,8 @@ def anna(tenant, write):
     Bob's and a shared record beside it."""
     first = write("Woont in Delft.", subject="anna")
     corrected = record_write(
-                             caller=Caller(key=tenant.key, subject="anna"),
+                             caller=Caller(key=tenant.key, subject="anna", actor="test"),
                              index=tenant.index,
-                             actor="test",
                              draft=RecordDraft(
                                  type="fact",
                                  text="Woont in Utrecht.",

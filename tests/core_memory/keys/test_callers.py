@@ -66,11 +66,11 @@ def test_every_caller_names_one_organisation_and_its_actor():
 def test_the_console_writes_a_record_in_its_own_organisation_only(tenant, other_tenant):
     console = Caller.console(organisation_id=tenant.organisation.id, actor="console:admin", subject="anna")
 
-    written = record_write(caller=console, index=tenant.index, draft=RecordDraft(type="fact", text="Anna fietst"), actor=console.actor)
+    written = record_write(caller=console, index=tenant.index, draft=RecordDraft(type="fact", text="Anna fietst"))
 
     assert written.record.subject == "anna" and written.record.index_id == tenant.index.id
     with pytest.raises(ImproperlyScoped):
-        record_write(caller=console, index=other_tenant.index, draft=RecordDraft(type="fact", text="Anna fietst"), actor=console.actor)
+        record_write(caller=console, index=other_tenant.index, draft=RecordDraft(type="fact", text="Anna fietst"))
 
 
 def test_only_a_caller_without_a_key_acts_for_the_whole_organisation():

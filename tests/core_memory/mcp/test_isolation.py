@@ -56,7 +56,7 @@ def victim(tenant, other_tenant):
     """Anna's, bob's and a shared record in the victim's index, and a credential per attacker."""
     organisation, index = tenant.organisation, tenant.index
     records = {
-        who: record_write(caller=Caller(key=tenant.key, subject=subject), index=index, actor="test", draft=RecordDraft(type="fact", text=f"cnry {who} geheim {who}")).record
+        who: record_write(caller=Caller(key=tenant.key, subject=subject, actor="test"), index=index, draft=RecordDraft(type="fact", text=f"cnry {who} geheim {who}")).record
         for who, subject in (("anna", "anna"), ("shared", None), ("bob", "bob"))
     }
     elsewhere = make_index(organisation, name="elsewhere")

@@ -92,7 +92,7 @@ def make_app(site: str, **key_fields) -> App:
     memory = {"retrieval_tool": True, "write_tool": True, "injection": {"enabled": True, "index_id": index.id}}
     key, secret = make_key(organisation, name="app", memory=memory, **key_fields)
     resolved = resolved_for(key, index)
-    record_write(caller=Caller(key=key, subject="anna"), index=resolved, actor="test", draft=RecordDraft(type="preference", text=ANNA_RECORD))
+    record_write(caller=Caller(key=key, subject="anna", actor="test"), index=resolved, draft=RecordDraft(type="preference", text=ANNA_RECORD))
     return App(organisation=organisation, key=key, secret=secret, index=resolved, base_url=f"{site}/openai/v1")
 
 

@@ -39,8 +39,8 @@ TURNS = [
 
 def _bulk_loaded(tenant, index) -> list:
     """Every turn written through the record service one after another, as a bulk load does."""
-    caller = Caller(key=tenant.key, subject="anna")
-    return [record_write(caller=caller, index=index, actor="test", draft=RecordDraft(type="fact", text=text)).record for text in TURNS]
+    caller = Caller(key=tenant.key, subject="anna", actor="test")
+    return [record_write(caller=caller, index=index, draft=RecordDraft(type="fact", text=text)).record for text in TURNS]
 
 
 def test_each_candidates_neighbours_are_the_turns_said_next_to_it_not_all_written_in_the_same_minutes(tenant):

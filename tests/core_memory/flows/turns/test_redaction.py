@@ -73,7 +73,7 @@ def test_personal_data_in_any_writing_reaches_the_model_only_as_placeholders(ten
 def test_the_memory_block_reaches_the_model_with_placeholders(tenant, fake_model, redacting):
     """R-8.8: the memory block is redacted with the thread's numbering."""
     client, key = redacting
-    record_write(caller=Caller(key=key, subject="anna"), index=resolved_for(key, tenant.index), actor="t", draft=RecordDraft(type="fact", text="IBAN van Anna: NL91ABNA0417164300"))
+    record_write(caller=Caller(key=key, subject="anna", actor="t"), index=resolved_for(key, tenant.index), draft=RecordDraft(type="fact", text="IBAN van Anna: NL91ABNA0417164300"))
 
     turn(client, input="Naar welk rekeningnummer, NL91 ABNA 0417 1643 00?")
 
@@ -110,7 +110,7 @@ def test_the_write_tool_gets_real_values_and_the_model_sees_its_result_with_plac
 def test_a_search_result_reaches_the_model_with_placeholders(tenant, fake_model, redacting):
     client, key = redacting
     tool = f"memory__{tenant.index.id}__search"
-    record_write(caller=Caller(key=key, subject="anna"), index=resolved_for(key, tenant.index), actor="t", draft=RecordDraft(type="fact", text="Anna's site is annasmit.dev"))
+    record_write(caller=Caller(key=key, subject="anna", actor="t"), index=resolved_for(key, tenant.index), draft=RecordDraft(type="fact", text="Anna's site is annasmit.dev"))
     fake_model.reply(tool_calls=[("call_s", tool, {"query": "site"})])
     fake_model.reply("Je site is <URL_1>.")
 

@@ -80,7 +80,7 @@ def test_every_item_of_the_turn_is_stored_on_the_thread_with_the_response_id(ten
 def test_a_tool_loop_runs_the_memory_search_and_gives_the_model_its_result(tenant, fake_model):
     """R-7.1 bounded tool loop; R-13.5 tools as `function`; R-6.4 the search result."""
     tool = f"memory__{tenant.index.id}__search"
-    record_write(caller=Caller(key=tenant.key, subject=None), index=tenant.index, actor="test", draft=RecordDraft(type="fact", text="Acme pays invoices monthly."))
+    record_write(caller=Caller(key=tenant.key, subject=None, actor="test"), index=tenant.index, draft=RecordDraft(type="fact", text="Acme pays invoices monthly."))
     fake_model.reply(tool_calls=[("call_1", tool, {"query": "Acme invoices"})])
     fake_model.reply("Acme betaalt maandelijks.")
 
@@ -223,7 +223,7 @@ def test_another_organisations_thread_is_a_404_and_nothing_is_written(tenant, ot
 def test_the_memory_block_reaches_the_model_as_a_system_message(tenant, fake_model):
     """R-7.4 the key's block; R-13.5 text in a system message; R-7.9 trace.memory."""
     client, key = tenant.key_client(memory={"injection": {"enabled": True, "index_id": tenant.index.id}})
-    record_write(caller=Caller(key=key, subject=None), index=resolved_for(key, tenant.index), actor="test", draft=RecordDraft(type="fact", text="Kantoor sluit om 17:00."))
+    record_write(caller=Caller(key=key, subject=None, actor="test"), index=resolved_for(key, tenant.index), draft=RecordDraft(type="fact", text="Kantoor sluit om 17:00."))
 
     body = turn(client, instructions="Antwoord in het Nederlands.").json()
 
@@ -245,8 +245,8 @@ def test_the_response_keeps_which_records_the_walk_injected_and_the_api_answer_d
     """Issue 13 item 6: the console's memory trace; the API's trace stays R-7.9's counts."""
     client, key = tenant.key_client(memory={"injection": {"enabled": True, "index_id": tenant.index.id, "token_budget": 30}})
     index = resolved_for(key, tenant.index)
-    shown = record_write(caller=Caller(key=key, subject=None), index=index, actor="t", draft=RecordDraft(type="fact", text="Kantoor sluit om 17:00.")).record
-    too_long = record_write(caller=Caller(key=key, subject=None), index=index, actor="t", draft=RecordDraft(type="fact", text="x" * 200, confidence=0.5)).record
+    shown = record_write(caller=Caller(key=key, subject=None, actor="t"), index=index, draft=RecordDraft(type="fact", text="Kantoor sluit om 17:00.")).record
+    too_long = record_write(caller=Caller(key=key, subject=None, actor="t"), index=index, draft=RecordDraft(type="fact", text="x" * 200, confidence=0.5)).record
 
     body = turn(client).json()
 
@@ -262,8 +262,8 @@ def test_a_turn_raises_the_retrieval_count_of_each_injected_record_only(tenant, 
     """R-7.10: by one per turn, for the records the block holds and no other."""
     client, key = tenant.key_client(memory={"injection": {"enabled": True, "index_id": tenant.index.id, "limit": 1}})
     index = resolved_for(key, tenant.index)
-    injected = record_write(caller=Caller(key=key, subject=None), index=index, actor="t", draft=RecordDraft(type="fact", text="Kantoor sluit om 17:00.", confidence=0.9)).record
-    left_out = record_write(caller=Caller(key=key, subject=None), index=index, actor="t", draft=RecordDraft(type="fact", text="Parkeren achter.", confidence=0.1)).record
+    injected = record_write(caller=Caller(key=key, subject=None, actor="t"), index=index, draft=RecordDraft(type="fact", text="Kantoor sluit om 17:00.", confidence=0.9)).record
+    left_out = record_write(caller=Caller(key=key, subject=None, actor="t"), index=index, draft=RecordDraft(type="fact", text="Parkeren achter.", confidence=0.1)).record
 
     turn(client)
     turn(client)
@@ -278,7 +278,7 @@ def test_a_key_without_memory_gets_no_block(tenant, fake_model):
     client, key = tenant.key_client(
         capabilities=("knowledge",), memory={"injection": {"enabled": True, "index_id": tenant.index.id}}
     )
-    record_write(caller=Caller(key=tenant.key, subject=None), index=tenant.index, actor="test", draft=RecordDraft(type="fact", text="Geheim"))
+    record_write(caller=Caller(key=tenant.key, subject=None, actor="test"), index=tenant.index, draft=RecordDraft(type="fact", text="Geheim"))
 
     body = turn(client).json()
 
@@ -419,7 +419,7 @@ def test_the_tool_list_needs_memory_and_knows_only_the_memory_source(tenant, ano
 def test_an_agents_memory_injection_governs_its_turns_instead_of_the_keys(tenant, fake_model):
     """R-7.4: the agent version's block wholesale; trace.memory.source is `agent`."""
     shared_index = tenant.index
-    record_write(caller=Caller(key=tenant.key, subject=None), index=shared_index, actor="test", draft=RecordDraft(type="fact", text="Facturen gaan per mail."))
+    record_write(caller=Caller(key=tenant.key, subject=None, actor="test"), index=shared_index, draft=RecordDraft(type="fact", text="Facturen gaan per mail."))
     client, _ = tenant.key_client(memory={"injection": {"enabled": False, "index_id": None}})
     client.post(
         "/v1/agents",
