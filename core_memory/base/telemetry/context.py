@@ -113,7 +113,11 @@ def request_answered(*, method: str, status: int, seconds: float) -> None:
     route = route_var.get() or "unmatched"
     http_request_seconds.labels(route=route, method=method if method in _METHODS else "other", status=str(status)).observe(seconds)
     if access_logger.isEnabledFor(logging.INFO):
-        access_logger.info("http.request", extra={"method": method, "status": status, "duration_ms": round(seconds * 1000, 1)})
+        milliseconds = round(seconds * 1000, 1)
+        # The message reads on its own in human lines; JSON lines have the same as fields.
+        access_logger.info(
+            "http.request %s %s %s %.1f ms", method, route, status, milliseconds, extra={"method": method, "status": status, "duration_ms": milliseconds}
+        )
 
 
 def _request_finished(**kwargs) -> None:

@@ -60,7 +60,7 @@ def test_the_access_line_names_method_route_status_and_duration(tenant, json_lin
 
     (line,) = [line for line in json_lines() if line["logger"] == "core_memory.access"]
     assert {name: line[name] for name in ("message", "request_id", "organisation", "route", "method", "status")} == {
-        "message": "http.request", "request_id": "req-78", "organisation": tenant.organisation.id, "route": "/v1/indexes", "method": "GET", "status": 200,
+        "message": "http.request GET /v1/indexes 200 " + f"{line['duration_ms']:.1f} ms", "request_id": "req-78", "organisation": tenant.organisation.id, "route": "/v1/indexes", "method": "GET", "status": 200,
     }
     assert line["duration_ms"] >= 0
 
