@@ -137,7 +137,8 @@ def test_a_turns_span_tree_names_its_stages_and_holds_no_persons_text_or_name(te
     assert turn_span.attributes["core.organisation"] == tenant.organisation.id
     assert any(span.name == "turn.plan" and span.parent.span_id == request_span.context.span_id for span in finished)
     search_stages = {span.name for span in finished if span.name.startswith("search.")}
-    assert {"search.lexemes", "search.text_candidates", "search.candidates_read", "search.fusion"} <= search_stages
+    # A person's full-text search reads its candidates in one statement (memory.search.pipeline).
+    assert {"search.lexemes", "search.candidates_read", "search.fusion"} <= search_stages
     assert any(span.name == "extraction.window.run" for span in finished)
 
     exported = json.dumps([{"name": span.name, "attributes": dict(span.attributes or {}), "events": [dict(event.attributes or {}) for event in span.events]} for span in finished], default=str)
