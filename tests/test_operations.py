@@ -217,3 +217,31 @@ def test_an_mcp_tool_call_joins_the_requests_trace(tenant, spans):
     assert tool.attributes["core.tool"] == "memory_search"
     exported = json.dumps([dict(span.attributes or {}) for span in finished], default=str)
     assert PERSON not in exported and "facturen" not in exported
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_a_shared_folder_every_gunicorn_worker_counts_into_one_scrape(tmp_path):
+    """Two gunicorn workers answer in turn; with PROMETHEUS_MULTIPROC_DIR a scrape at either adds
+    up both, so no request goes uncounted whichever worker Prometheus reaches."""
+    import urllib.request
+
+    from tests.processes import child_environment, gunicorn_start, stop, wait_until_answering
+
+    environment = child_environment(PROMETHEUS_MULTIPROC_DIR=str(tmp_path), CORE_METRICS_TOKEN=TOKEN)
+    process, base = gunicorn_start(environment=environment, workers=2)
+    try:
+        wait_until_answering(process, base)
+        for _ in range(30):
+            with urllib.request.urlopen(f"{base}/healthz", timeout=15) as answer:
+                assert answer.status == 200
+        counted = []
+        for _ in range(4):
+            scrape = urllib.request.Request(f"{base}/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+            with urllib.request.urlopen(scrape, timeout=30) as answer:
+                families = {family.name: family for family in text_string_to_metric_families(answer.read().decode())}
+            requests = families["core_http_request_duration_seconds"]
+            counted.append(sum(s.value for s in requests.samples if s.name.endswith("_count") and s.labels["route"] == "/healthz"))
+    finally:
+        stop(process)
+
+    assert counted == [30, 30, 30, 30]
