@@ -31,7 +31,7 @@ from extraction.services.planning import extraction_switch_plan
 from maintenance.models import ContradictionCheck, EpisodeUse, PromotionReview, Proposal
 from maintenance.services.planning import maintenance_store_plan
 from memory.embedding.storage import embedding_storage_ready
-from memory.models import MemoryRecord, RecordEmbedding
+from memory.models import MemoryRecord, ModelEmbedding, RecordEmbedding
 from memory.services.erasure import person_records_erase
 from tests.extraction.builders import conversation, switch_put
 from tests.factories import erasure_receipt as receipt
@@ -228,6 +228,12 @@ def everything_about_her(tenant, write, fake_model, settings):
             record=delft, organisation=tenant.organisation, index=tenant.index, subject=ERASED, type="fact",
             created_at=delft.created_at, model="test", text_digest="", vector=[1.0] + [0.0] * 383, embedded_at=delft.created_at,
         )
+        # And its vector by a model served elsewhere, in that model's space (the same cascade).
+        ModelEmbedding.objects.create(
+            record=delft, organisation=tenant.organisation, index=tenant.index, subject=ERASED, type="fact",
+            created_at=delft.created_at, space="served-test:4", text_digest="", vector=[1.0, 0.0, 0.0, 0.0],
+            embedded_at=delft.created_at,
+        )
 
 
 def test_after_erasure_no_model_with_a_person_column_names_her(tenant, everything_about_her):
@@ -238,7 +244,7 @@ def test_after_erasure_no_model_with_a_person_column_names_her(tenant, everythin
     models = _models_naming_a_person()
     assert [model._meta.label for model in models] == [
         "keys.SubjectToken", "maintenance.MaintenanceJob", "memory.HistoricalMemoryRecord", "memory.MemoryRecord",
-        *(["memory.RecordEmbedding"] if embedding_storage_ready() else []), "persons.Person", "threads.Response", "threads.Thread",
+        *(["memory.ModelEmbedding", "memory.RecordEmbedding"] if embedding_storage_ready() else []), "persons.Person", "threads.Response", "threads.Thread",
         "webhooks.WebhookEvent",
     ]
     assert {model._meta.label for model in models if _hers(model).exists()} == {model._meta.label for model in models}
@@ -469,7 +475,7 @@ def test_after_erasure_no_table_holds_anything_of_hers(tenant, everything_about_
 
     person_erase(organisation=tenant.organisation, subject=ERASED, actor="test")
 
-    assert tables == KNOWN_TABLES | ({"memory_recordembedding"} if embedding_storage_ready() else set()), (
+    assert tables == KNOWN_TABLES | ({"memory_modelembedding", "memory_recordembedding"} if embedding_storage_ready() else set()), (
         "a new table: put her data in it in this test's world, then name it in KNOWN_TABLES"
     )
     after = {table: [row for row in _dump(table) if any(canary in row for canary in canaries)] for table in tables}
