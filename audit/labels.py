@@ -12,6 +12,8 @@ ACTION_LABELS = {
     "memory.expired": _("record expired"),
     "memory.exported": _("records exported"),
     "memory.imported": _("records imported"),
+    "memory.contradiction_dismissed": _("contradiction dismissed: not contradicting"),
+    "memory.replaced": _("record replaced by the one it contradicted"),
     "extraction.switch_set": _("extraction switch set"),
     "connector.deleted": _("connector deleted"),
     "store.updated": _("store settings changed"),

@@ -12,9 +12,10 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseRedirect
+from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import ValidationError as DrfValidationError
@@ -24,6 +25,7 @@ from core_memory.base.console.forms import SettingsFields
 from core_memory.base.console.pages import OrganisationScopedAdmin, thread_url
 from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import first_error
+from core_memory.agents.models import Agent
 from core_memory.keys.actors import actor_labels
 from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
@@ -45,11 +47,13 @@ SWITCH_TEXTS = {
     "threads": (_("conversations read"), _("Only conversations with a person, or every conversation.")),
     "episodes": (_("episodes"), _("Note each session as an episode.")),
     "lessons": (_("lessons"), _("Note a session's lesson too (needs episodes).")),
-    "filters.key_ids": (_("only the conversations of these keys"), _("Key ids; empty: every key.")),
-    "filters.agent_ids": (_("only the conversations of these agents"), _("Agent ids; empty: every agent.")),
+    "filters.key_ids": (_("only the conversations of these keys"), _("None ticked: every key.")),
+    "filters.agent_ids": (_("only the conversations of these agents"), _("None ticked: every agent.")),
 }
+# Filled in per organisation by the form: the offered models, her keys and agents by name.
+PICKED = ("model", "filters.key_ids", "filters.agent_ids")
 SWITCH_SETTINGS = SettingsFields(
-    SwitchSerializer, prefix="switch", texts=SWITCH_TEXTS, choices=lambda path: [] if path == "model" else None, type_labels=TYPE_LABELS
+    SwitchSerializer, prefix="switch", texts=SWITCH_TEXTS, choices=lambda path: [] if path in PICKED else None, type_labels=TYPE_LABELS
 )
 CONFIRMED = "confirmed"
 STATE_EXPLANATIONS = {
@@ -112,6 +116,14 @@ class SwitchFormBase(forms.Form):
         if switch.model and switch.model not in models:
             models = [switch.model, *models]  # shown as it is, refused by the service if sent on
         self.fields["switch__model"].choices = [("", "—"), *((model, model) for model in models)]
+        keys = ApiKey.objects.for_organisation(switch.organisation_id).order_by("name")
+        agents = Agent.objects.for_organisation(switch.organisation_id).live().order_by("name")
+        for name, named, chosen in (
+            ("switch__filters__key_ids", {key.id: str(key) for key in keys}, switch.filter_key_ids),
+            ("switch__filters__agent_ids", {agent.id: agent.name for agent in agents}, switch.filter_agent_ids),
+        ):
+            gone = [(each, _("%(id)s (deleted)") % {"id": each}) for each in chosen or [] if each not in named]
+            self.fields[name].choices = [*((each, label) for each, label in named.items()), *gone]
         self.fields["switch__instructions"].widget = forms.Textarea(attrs={"rows": 6})
 
     def settings(self) -> dict:
@@ -165,8 +177,21 @@ class ExtractionSwitchAdmin(OrganisationScopedAdmin):
             if key.has_capability("threads") and key.has_capability("memory") and key.may_write(switch.index_id)
         ]
 
+    def switch_of(self, request, object_id: str) -> ExtractionSwitch:
+        """Her store's switch, by its index's id. A memory store of hers without one yet gets one not
+        yet set — off, with the API's defaults — so that its page turns extraction on as for any other
+        (the service makes the switch and its connector). Anything else is a 404."""
+        index_id = unquote(object_id)
+        try:
+            return self.get_object(request, index_id)
+        except Http404:
+            index = self.scoped(KnowledgeIndex, request).live().filter(pk=index_id, pipeline=KnowledgeIndex.Pipeline.MEMORY).first()
+            if index is None:
+                raise
+            return ExtractionSwitch(index=index, organisation=index.organisation, set_at=timezone.now())
+
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        switch = self.get_object(request, unquote(object_id))
+        switch = self.switch_of(request, object_id)
         if not self.has_view_permission(request, switch):
             raise PermissionDenied
         return self.switch_page(request, switch, ResendForm(initial={"key": switch.author_key_id}))
@@ -202,7 +227,9 @@ class ExtractionSwitchAdmin(OrganisationScopedAdmin):
             "settings_form": settings_form or self.settings_form(switch),
             "instructions": switch.instructions,
             "set_url": reverse(f"{self.admin_site.name}:extraction_extractionswitch_set", args=[quote(switch.pk)]),
-            "may_resend": self.has_change_permission(request, switch) and bool(authors),
+            "may_resend": self.has_change_permission(request, switch) and bool(authors) and not switch._state.adding,
+            "not_set_yet": switch._state.adding,
+            "may_set": self.has_change_permission(request, switch) and bool(authors),
             "resend_url": reverse(f"{self.admin_site.name}:extraction_extractionswitch_resend", args=[quote(switch.pk)]),
         }
         console_read_audit(
@@ -250,7 +277,7 @@ class ExtractionSwitchAdmin(OrganisationScopedAdmin):
         """POST: the switch's settings from its form, as the chosen key. First a page that lists what
         will change; set when that page is confirmed, through the API's serializer and service
         (which audits it as `extraction.switch_set`)."""
-        switch = self.get_object(request, unquote(object_id))
+        switch = self.switch_of(request, object_id)
         if request.method != "POST" or not self.has_change_permission(request, switch):
             raise PermissionDenied
         form = self.settings_form(switch, request.POST)
@@ -301,7 +328,7 @@ class ExtractionSwitchAdmin(OrganisationScopedAdmin):
             if isinstance(value, bool):
                 return str(_("on") if value else _("off"))
             if isinstance(value, list):
-                return ", ".join(type_label(item) for item in value) or "—"
+                return ", ".join(str(type_label(item)) for item in value) or "—"
             return str(value) if value not in (None, "") else "—"
 
         for name, (label, _help) in SWITCH_TEXTS.items():

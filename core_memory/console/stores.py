@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.utils import quote
+from django.urls import reverse
 from django.utils import formats, timezone
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
@@ -18,6 +20,8 @@ from core_memory.base.console.pages import OrganisationScopedAdmin, SoftDeleteSc
 from core_memory.base.errors import ApplicationError
 from core_memory.base.validation import first_error
 from core_memory.organisations.models import Organisation
+from extraction.models import ExtractionSwitch
+from extraction.selectors import STATE_LABELS, switch_state
 from maintenance.models import MaintenanceJob
 from maintenance.selectors import store_maintenance_status
 from stores.configuration import SECTION_SERIALIZERS, TYPE_LABELS, store_sections_normalise
@@ -218,10 +222,10 @@ class MemoryStoreAdmin(OrganisationScopedAdmin):
     list_display = ("index_name", "lessons_enabled", "maintenance_enabled", "promotion_enabled", "updated")
     list_select_related = ("index",)
     search_fields = ("index__name", "index__id")
-    readonly_fields = ("index_link", "updated", "maintenance_status")
+    readonly_fields = ("index_link", "updated", "extraction", "maintenance_status")
 
     fieldsets = [
-        (None, {"fields": ("index_link", "updated", "maintenance_status")}),
+        (None, {"fields": ("index_link", "updated", "extraction", "maintenance_status")}),
         *((SECTION_TITLES[name], {"fields": tuple(settings.fields())}) for name, settings in SECTION_SETTINGS.items()),
     ]
 
@@ -241,6 +245,16 @@ class MemoryStoreAdmin(OrganisationScopedAdmin):
     @admin.display(description=_("index"))
     def index_link(self, store: MemoryStore) -> str:
         return str(store.index)
+
+    @admin.display(description=_("extraction"))
+    def extraction(self, store: MemoryStore):
+        """Whether extraction reads conversations into this store, and the page that sets it — also
+        for a store that has no switch yet."""
+        switch = ExtractionSwitch.objects.for_organisation(store.index.organisation_id).filter(pk=store.index_id).first()
+        state = switch_state(switch=switch) if switch is not None else None
+        url = reverse(f"{self.admin_site.name}:extraction_extractionswitch_change", args=[quote(store.index_id)])
+        shown = STATE_LABELS.get(state, state) if state else _("no switch yet (off)")
+        return format_html('{} · <a href="{}" id="extraction-link">{}</a>', shown, url, _("set extraction"))
 
     @admin.display(description=_("maintenance, lately"))
     def maintenance_status(self, store: MemoryStore):

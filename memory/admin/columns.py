@@ -104,7 +104,7 @@ class RecordColumns:
             " ",
             '<a class="badge-contested" href="{}" title="{}">{}</a>',
             (
-                (self.record_url(other_id), _("contradicts %(record)s") % {"record": other_id}, _("contested"))
+                (self.contested_url(record.pk, other_id), _("contradicts %(record)s") % {"record": other_id}, _("contested"))
                 for other_id in contradicted
             ),
         )

@@ -23,6 +23,7 @@ from core_memory.base.errors import ApplicationError
 from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from memory.admin.columns import RecordColumns
+from memory.admin.contested import ContestedPairPages
 from memory.admin.filters import (
     DECAY_KEY_VAR,
     NO_DECAY,
@@ -51,7 +52,7 @@ COMMITMENT_FIELDS = ("due_at", "done")
 
 
 @admin.register(MemoryRecord)
-class MemoryRecordAdmin(RecordColumns, SoftDeleteScopedAdmin):  # a delete is soft
+class MemoryRecordAdmin(ContestedPairPages, RecordColumns, SoftDeleteScopedAdmin):  # a delete is soft
     """Records of her organisation's live indexes, every status (filter on status to narrow).
 
     Only what an administrator may correct is editable — text, metadata, confidence and,
@@ -124,6 +125,9 @@ class MemoryRecordAdmin(RecordColumns, SoftDeleteScopedAdmin):  # a delete is so
     )
 
     # --- what is listed --------------------------------------------------------------------------
+    def get_urls(self):
+        return [*self.contested_urls(), *super().get_urls()]
+
     def get_queryset(self, request):
         records = super().get_queryset(request).filter(index__deleted_at__isnull=True)
         # Only the ids of the records each one contradicts, for the contested badge: one query per page.

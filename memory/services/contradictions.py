@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from django.db import transaction
+
+from audit.services import audit_event_record
+from core_memory.base.errors import InvalidRequest, NotFound
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
 from memory.services.rules import change_reason, record_event_emit
 
@@ -65,3 +70,50 @@ def records_contradiction_mark_within(*, organisation_id: str, pairs: Sequence[t
                 partner = second if record is first else first
                 record_event_emit(record=record, kind="record.contested", change="contested", contradicts=partner.id)
     return marked
+
+
+@transaction.atomic(durable=True)
+def contradiction_resolve(*, caller: Caller, record_id: str, other_id: str, kept_id: str | None) -> None:
+    """A console administrator's (`caller`'s) decision on two records marked as contradicting each other.
+
+    `kept_id` None: they do not contradict each other — their link goes, and each keeps its mark only
+    while it contradicts another record; each gets a version saying so ("not contradicting …"), the
+    decision is audited as `memory.contradiction_dismissed`. Their `updated_at` stays, so maintenance
+    does not look at the pair again for this. `kept_id` one of the two: it replaces the other, which
+    is ended as a correction ends what it replaces (`replaced_by` the kept one), audited as
+    `memory.replaced`. Raises NotFound when the two are not an active pair of the organisation."""
+    organisation_id, actor = caller.organisation_id, caller.actor
+    records = {
+        record.pk: record
+        for record in MemoryRecord.objects.for_organisation(organisation_id)
+        .select_for_update()
+        .filter(pk__in=sorted({record_id, other_id}), status=MemoryRecord.Status.ACTIVE)
+        .order_by("pk")
+    }
+    first, second = records.get(record_id), records.get(other_id)
+    if first is None or second is None or record_id == other_id or not first.contradicts.filter(pk=other_id).exists():
+        raise NotFound("These two records are not marked as contradicting each other.")
+    if kept_id is None:
+        first.contradicts.remove(second)
+        for record, partner in ((first, second), (second, first)):
+            record.contested = record.contradicts.exists()
+            record._change_reason = change_reason(what=f"not contradicting {partner.pk}", actor=actor)
+            record.save(update_fields=["contested"])
+            record_event_emit(record=record, kind="record.updated", change="not contradicting", contradicts=partner.pk)
+        audit_event_record(
+            organisation_id=organisation_id, actor=actor, action="memory.contradiction_dismissed", target=first.pk,
+            details={"record_ids": [first.pk, second.pk]},
+        )
+        return
+    if kept_id not in records:
+        raise InvalidRequest("The record kept must be one of the two.", param="kept")
+    kept, ended = (first, second) if kept_id == first.pk else (second, first)
+    ended.status = MemoryRecord.Status.ENDED
+    ended.replaced_by_id = kept.pk
+    contradictions_clear(record=ended, actor=actor)
+    ended._change_reason = change_reason(what="ended", actor=actor)
+    ended.save(update_fields=["status", "replaced_by", "contested", "updated_at"])
+    record_event_emit(record=ended, kind="record.updated", change="ended", replaced_by=kept.pk)
+    audit_event_record(
+        organisation_id=organisation_id, actor=actor, action="memory.replaced", target=ended.pk, details={"replaced_by": kept.pk},
+    )

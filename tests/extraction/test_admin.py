@@ -165,3 +165,37 @@ def test_the_switch_list_shows_each_switchs_state_and_most_common_error(console,
 
     assert 'class="state-badge state-active">actief<' in page
     assert ">invalid_model_output</code>" in page
+
+
+def test_extraction_is_turned_on_for_a_store_that_has_no_switch_yet_from_its_page(console, tenant, fake_model):
+    """Issue 32: a store without a switch could only be switched on through the API. Its store page
+    links its switch page; there, set on with a model, confirmed, through the API's serializer and
+    service, audited."""
+    store_page = console.get(f"/console/stores/memorystore/{quote(tenant.index.id)}/change/").content.decode()
+    assert f'href="{switch_url(tenant.index.id)}" id="extraction-link"' in store_page
+    page = console.get(switch_url(tenant.index.id))
+    assert page.status_code == 200 and page.context["not_set_yet"] is True
+    assert not ExtractionSwitch.objects.filter(pk=tenant.index.id).exists()
+    data = {**switch_form(console, tenant.index.id), "switch__enabled": "on", "switch__model": "fake-chat", "switch__types": "fact, preference", "key": tenant.key.id}
+
+    confirm = console.post(switch_url(tenant.index.id, "set"), data)
+
+    assert confirm.context.get("settings_form") is None or not confirm.context["settings_form"].errors, confirm.context["settings_form"].errors
+    assert confirm.status_code == 200 and ("uit", "aan") in [(before, after) for _label, before, after in confirm.context["changes"]]
+    assert not ExtractionSwitch.objects.filter(pk=tenant.index.id).exists()
+
+    done = console.post(switch_url(tenant.index.id, "set"), {**data, "confirmed": "1"}, follow=True)
+
+    stored = ExtractionSwitch.objects.get(pk=tenant.index.id)
+    assert (stored.enabled, stored.model, stored.author_key_id) == (True, "fake-chat", tenant.key.id)
+    assert done.context["status"].state == "active"
+    event = AuditEvent.objects.filter(action="extraction.switch_set").latest("id")
+    assert (event.actor, event.target) == ("console:anna", tenant.index.id)
+
+
+def test_a_store_of_another_organisation_has_no_switch_page_to_set(console, other_tenant, fake_model):
+    response = console.get(switch_url(other_tenant.index.id))
+
+    assert response.status_code == 404
+    assert console.post(switch_url(other_tenant.index.id, "set"), {"switch__enabled": "on", "confirmed": "1"}).status_code == 404
+    assert not ExtractionSwitch.objects.filter(pk=other_tenant.index.id).exists()

@@ -75,8 +75,8 @@ def test_effective_confidence_reads_by_default_with_the_organisations_shortest_h
     assert decaying_key.id in choices and foreign_key.id not in choices
 
 
-def test_a_contested_record_shows_a_warning_badge_linking_to_the_record_it_contradicts(console, write):
-    """R-9.2, R-10.1: a warning, never a green tick."""
+def test_a_contested_record_shows_a_warning_badge_linking_to_the_pair_side_by_side(console, write):
+    """R-9.2, R-10.1: a warning, never a green tick; issue 32: it leads to both records side by side."""
     coffee = write("Anna drinkt koffie", subject="anna")
     tea = write("Anna drinkt alleen thee", subject="anna")
     contest(coffee, tea)
@@ -84,7 +84,8 @@ def test_a_contested_record_shows_a_warning_badge_linking_to_the_record_it_contr
     page = console.get(RECORDS).content.decode()
     record_page = console.get(record_url(coffee)).content.decode()
 
-    badge = f'<a class="badge-contested" href="{record_url(tea)}" title="spreekt {tea.id} tegen">betwist</a>'
+    pair = f"/console/memory/memoryrecord/{quote(coffee.id)}/contested/{quote(tea.id)}/"
+    badge = f'<a class="badge-contested" href="{pair}" title="spreekt {tea.id} tegen">betwist</a>'
     assert badge in page and badge in record_page
     assert "icon-yes.svg" not in page
 

@@ -121,6 +121,9 @@ class SettingsFields:
     def _field(self, field, *, setting: str, label, help_text) -> forms.Field:
         common = {"label": label, "help_text": help_text, "required": False}
         choices = self.choices(setting)
+        if choices is not None and isinstance(field, serializers.ListField):
+            # Picked by name (keys, agents), never typed in as ids; the page fills in the choices.
+            return forms.MultipleChoiceField(choices=choices, widget=forms.CheckboxSelectMultiple, **common)
         if choices is not None:
             return forms.ChoiceField(choices=[("", "—"), *choices], **common)
         if isinstance(field, serializers.BooleanField):
@@ -166,7 +169,7 @@ class SettingsFields:
                     values[form_name] = mapping.get(path[-1])
                 continue
             value = _dig(data, path)
-            if isinstance(field, forms.CharField) and isinstance(value, list):
+            if isinstance(field, forms.CharField) and not isinstance(field, forms.MultipleChoiceField) and isinstance(value, list):
                 value = ", ".join(value)
             values[form_name] = "" if value is None and isinstance(field, forms.ChoiceField) else value
         return values
@@ -189,6 +192,8 @@ class SettingsFields:
                 continue
             if isinstance(field, forms.BooleanField):
                 _put(data, path, bool(value))
+            elif isinstance(field, forms.MultipleChoiceField):
+                _put(data, path, list(value or []))
             elif isinstance(field, forms.CharField) and not isinstance(field, forms.ChoiceField) and self._is_list(path):
                 _put(data, path, [part.strip() for part in (value or "").split(",") if part.strip()])
             elif value in (None, ""):

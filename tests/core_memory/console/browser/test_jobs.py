@@ -1,5 +1,6 @@
 """Issue 32: an administrator's jobs done in the console, in a real browser — no API call needed:
-the organisation's own settings changed after a page that shows what changes, the audit log
+the organisation's own settings changed after a page that shows what changes, extraction turned on
+for a store that has no switch (its keys picked by name), a contested pair decided side by side, the audit log
 narrowed to several actions without her own reads, and at 1024 px a list's first row in view
 with its filters folded above it."""
 from __future__ import annotations
@@ -8,6 +9,9 @@ from playwright.sync_api import Page, expect
 
 from audit.models import AuditEvent
 from core_memory.organisations.models import Organisation
+from extraction.models import ExtractionSwitch
+from memory.models import MemoryRecord
+from tests.factories import make_index
 
 
 def test_change_the_organisations_time_zone_and_token_limit_after_seeing_what_changes(signed_in: Page, world):
@@ -55,3 +59,41 @@ def test_at_1024_pixels_the_first_record_shows_with_the_filters_folded_above(sig
     expect(page.get_by_role("link", name="toezegging")).not_to_be_visible()  # a type filter, folded
     page.locator("details.console-filters > summary").click()
     expect(page.get_by_role("link", name="toezegging", exact=True)).to_be_visible()
+
+
+def test_turn_extraction_on_for_a_store_without_a_switch_from_its_page(signed_in: Page, world):
+    archive = make_index(world.tenant.organisation, name="archief")
+    page = signed_in
+    page.goto(page.url.rstrip("/") + f"/stores/memorystore/{archive.id}/change/")
+    expect(page.locator(".field-extraction")).to_contain_text("nog geen schakelaar (uit)")
+    page.locator("#extraction-link").click()
+
+    expect(page.locator("#switch-not-set")).to_be_visible()
+    form = page.locator("#switch-settings-form")
+    form.locator("#id_switch__enabled").check()
+    form.locator("#id_switch__model").select_option("fake-chat")
+    form.locator("#id_switch__types").fill("fact, preference")
+    form.locator(f"input[name=switch__filters__key_ids][value='{world.key.id}']").check()  # by its name: only this key's conversations
+    expect(form.locator(".field-switch__filters__key_ids")).to_contain_text(f"{world.key.name} ({world.key.id})")
+    form.locator("[type=submit]").click()
+    expect(page.locator("#switch-changes")).to_contain_text("fake-chat")
+    assert not ExtractionSwitch.objects.filter(pk=archive.id).exists()
+    page.get_by_role("button", name="Ja, stel de schakelaar in").click()
+
+    expect(page.locator("#switch-state h2")).to_contain_text("actief")
+    switch = ExtractionSwitch.objects.get(pk=archive.id)
+    assert (switch.enabled, switch.model, switch.filter_key_ids) == (True, "fake-chat", [world.key.id])
+
+
+def test_decide_a_contested_pair_side_by_side_as_not_a_contradiction(signed_in: Page, world):
+    page = signed_in
+    page.goto(page.url.rstrip("/") + f"/memory/memoryrecord/{world.coffee.id}/change/")
+    page.locator("a.badge-contested").first.click()
+
+    expect(page.locator("#side-1")).to_contain_text("Anna drinkt koffie zwart")
+    expect(page.locator("#side-2")).to_contain_text("Anna drinkt alleen thee")
+    page.get_by_role("button", name="Geen tegenspraak: beide houden").click()
+
+    expect(page.locator(".messagelist")).to_contain_text("gelden niet meer als elkaar tegensprekend")
+    assert not MemoryRecord.objects.get(pk=world.coffee.pk).contested
+    assert AuditEvent.objects.filter(action="memory.contradiction_dismissed", actor="console:anna").exists()

@@ -164,6 +164,7 @@ def pages_of(world) -> dict[str, str | Callable[[Page, str], Response | None]]:
         "record": f"/console/memory/memoryrecord/{record}/change/",
         "record-history": f"/console/memory/memoryrecord/{record}/history/",
         "record-delete": f"/console/memory/memoryrecord/{record}/delete/",
+        "contested-pair": f"/console/memory/memoryrecord/{quote(world.coffee.id)}/contested/{quote(world.tea.id)}/",
         "persons": "/console/persons/person/",
         "person": f"/console/persons/person/{organisation}/anna/",
         "person-erase": f"/console/persons/person/{organisation}/anna/erase/",
@@ -202,6 +203,7 @@ def test_every_console_page_fits_and_speaks_one_language_at_both_widths(world, l
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     problems: dict[str, list[str]] = {}
     for language in LANGUAGES:
+        page.goto(f"{live_server.url}/console/")  # the language is switched from a page a GET may reach again
         page.locator("#language-switch-select").select_option(language)
         page.locator("#language-switch [type=submit]").click()
         page.wait_for_load_state()
