@@ -7,7 +7,9 @@ import pytest
 
 from audit.models import AuditEvent
 from core_memory.console.stores import SECTION_SETTINGS
+from memory.embedding.services import record_embeddings_refresh
 from stores.models import KnowledgeIndex, MemoryStore, default_promotion
+from tests.factories import make_index, make_record
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_password_hashing")]
 
@@ -173,3 +175,23 @@ def test_a_model_not_offered_is_refused_on_the_console_form_naming_the_field(con
 
     assert response.status_code == 200
     assert "nope" in response.content.decode() and not KnowledgeIndex.objects.filter(name="eigen").exists()
+
+
+def test_an_index_page_shows_how_far_its_switch_to_another_embedding_model_is_in_dutch_and_english(console, tenant, fake_embedding):
+    """Issue 27 item 2: a switch's progress in the console, the model it goes to and its records embedded of all."""
+    index = make_index(tenant.organisation, name="wissel", embeddings=True)
+    records = [make_record(index, text, subject="anna") for text in ("Heeft twee katten.", "Speelt viool.", "Werkt bij een bank.")]
+    KnowledgeIndex.objects.unscoped().filter(pk=index.pk).update(embedding_model_next="ext-embed")
+    record_embeddings_refresh(record_ids=[records[0].id], model_ids=["ext-embed"])
+
+    english = console.get(f"/console/stores/knowledgeindex/{index.id}/change/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    dutch = console.get(f"/console/stores/knowledgeindex/{index.id}/change/", HTTP_ACCEPT_LANGUAGE="nl").content.decode()
+
+    assert "Switching to" in english and "ext-embed: 1 of 3 records embedded" in english
+    assert "Wisselt naar" in dutch and "ext-embed: 1 van 3 records ingebed" in dutch
+
+
+def test_an_index_page_not_switching_shows_no_progress(console, tenant):
+    english = console.get(f"/console/stores/knowledgeindex/{tenant.index.id}/change/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    assert "records embedded" not in english
