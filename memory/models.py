@@ -260,7 +260,23 @@ class MemoryRecord(models.Model):
         return {"thread_id": self.thread_id, "item_ids": list(self.item_ids or []), "response_id": self.response_id}
 
 
-class RecordEmbedding(models.Model):
+class RecordVectorScope(models.Model):
+    """What a record's vector copies from its record, so a search scans the vectors' table alone:
+    the scope (organisation, index, person, type, creation time), which a record never changes."""
+
+    organisation = models.ForeignKey(
+        "organisations.Organisation", on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    index = models.ForeignKey("stores.KnowledgeIndex", on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    subject = models.CharField(max_length=255, null=True, blank=True)
+    type = models.CharField(max_length=40)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        abstract = True
+
+
+class RecordEmbedding(RecordVectorScope):
     """The vector of an active record's text in an index with `embeddings: true`.
 
     Only where PostgreSQL has pgvector: migration memory.0007 (and `manage.py embed_records`)
@@ -281,13 +297,6 @@ class RecordEmbedding(models.Model):
     record = models.OneToOneField(
         MemoryRecord, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
     )
-    organisation = models.ForeignKey(
-        "organisations.Organisation", on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
-    )
-    index = models.ForeignKey("stores.KnowledgeIndex", on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
-    subject = models.CharField(max_length=255, null=True, blank=True)
-    type = models.CharField(max_length=40)
-    created_at = models.DateTimeField()
     model = models.CharField(max_length=100)
     text_digest = models.CharField(max_length=64)
     # Half precision: the model's weights are 4-bit, and the scan reads half the bytes.
@@ -318,7 +327,7 @@ class RecordEmbedding(models.Model):
         ]
 
 
-class ModelEmbedding(models.Model):
+class ModelEmbedding(RecordVectorScope):
     """The vector of an active record's text by an embedding model served elsewhere
     (CORE_EMBEDDING_MODELS), filed under the model's *space* (its id and dimensions).
 
@@ -333,13 +342,6 @@ class ModelEmbedding(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     record = models.ForeignKey(MemoryRecord, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+")
-    organisation = models.ForeignKey(
-        "organisations.Organisation", on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
-    )
-    index = models.ForeignKey("stores.KnowledgeIndex", on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
-    subject = models.CharField(max_length=255, null=True, blank=True)
-    type = models.CharField(max_length=40)
-    created_at = models.DateTimeField()
     space = models.CharField(max_length=120)
     text_digest = models.CharField(max_length=64)
     vector = HalfVectorField()
