@@ -101,4 +101,4 @@ def test_who_administers_nothing_sees_no_proposal(tenant, proposal):
 def test_the_store_page_shows_its_latest_maintenance_run(console, tenant, proposal):
     page = console.get(f"/console/stores/memorystore/{tenant.index.id}/change/").content.decode()
 
-    assert "laatste run" in page and "1 voorstellen gedaan" in page
+    assert "laatste run" in page and "1 voorstel gedaan" in page

@@ -39,7 +39,7 @@ def test_every_column_that_can_hold_a_subject_takes_what_the_api_accepts():
     assert sorted(columns) == [
         "audit.AuditEvent.target", "core_api.IdempotentRequest.persons", "keys.SubjectToken.subject",
         "maintenance.MaintenanceJob.subject", "memory.HistoricalMemoryRecord.subject", "memory.MemoryRecord.subject",
-        "memory.RecordEmbedding.subject", "persons.Person.subject", "threads.Response.subject", "threads.Thread.subject",
+        "memory.ModelEmbedding.subject", "memory.RecordEmbedding.subject", "persons.Person.subject", "threads.Response.subject", "threads.Thread.subject",
         "webhooks.WebhookEvent.subject",
     ]
     assert {name: length for name, length in columns.items() if length is not None and length < MAX_SUBJECT_LENGTH} == {}
