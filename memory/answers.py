@@ -7,7 +7,8 @@ from django.utils import timezone
 from rest_framework import serializers
 from rest_framework.fields import DateTimeField
 
-from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
+from core_memory.base.errors import InvalidRequest
+from core_memory.base.validation import OffsetDateTimeField, StrictSerializer, first_error
 from memory.models import MemoryRecord
 from memory.services.writes import RecordDraft, RecordWriteResult
 
@@ -30,6 +31,17 @@ class RecordInputSerializer(StrictSerializer):
         required=False, allow_null=True, default=None,
         help_text="When it stops being true (in the future); unset: after its type's lifetime in the store's `expiry` section, else never.",
     )
+
+
+def record_fields_checked(values: dict) -> dict:
+    """Some of a record's fields (`type`, `text`, `confidence`), typed, checked as a write's body is:
+    their validated values, or an InvalidRequest naming the first one refused (in the language of
+    the request: the console's reader's, the API's English)."""
+    serializer = RecordInputSerializer(data=values, partial=True)
+    if not serializer.is_valid():
+        param, message = first_error(serializer.errors)
+        raise InvalidRequest(message, param=param)
+    return {name: serializer.validated_data[name] for name in values}
 
 
 def record_draft(data: dict) -> RecordDraft:

@@ -16,3 +16,20 @@ ADMIN_MESSAGES = (
     gettext_noop("The {name} “{obj}” was changed successfully."),
     gettext_noop("The %(name)s “%(obj)s” was deleted successfully."),
 )
+
+# Django REST framework's refusals that its Dutch catalogue lacks. The console checks its forms
+# with the API's serializers in the reader's language (the API answers in English whatever is
+# asked), so a Dutch page would show these in English; ours has them in Dutch.
+DRF_MESSAGES = (
+    gettext_noop("Ensure this field has at least {min_length} elements."),
+    gettext_noop("Ensure this field has no more than {max_length} elements."),
+    gettext_noop("This dictionary may not be empty."),
+    gettext_noop("Must be a valid boolean."),
+    gettext_noop("Not a valid string."),
+    gettext_noop("Must be a valid UUID."),
+    gettext_noop("A valid biginteger is required."),
+    gettext_noop("Datetime value out of range."),
+    gettext_noop('Invalid datetime for the timezone "{timezone}".'),
+    gettext_noop("Integer value too large to convert to float"),
+    gettext_noop("The number of days must be between {min_days} and {max_days}."),
+)

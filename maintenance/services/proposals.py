@@ -5,9 +5,12 @@ the store's promotion `labels` as its metadata, source `promotion`, no provenanc
 the persons' own records theirs. A shared record with the same text already there is confirmed
 instead, as any write of the same words is. Applying and rejecting are audited (`proposal.applied`, `proposal.rejected`)
 in the same transaction; a decided proposal stays, so its records are never proposed again.
+A console administrator may first change its type, text and confidence (checked as a record's
+write is; `proposal.edited`, with what it said before), and decide several proposals at once.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import transaction
@@ -16,14 +19,18 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from audit.services import audit_event_record
-from core_memory.base.errors import Conflict, NotFound
+from core_memory.base.errors import Conflict, InvalidRequest, NotFound
 from core_memory.base.callers import Caller
 from maintenance.models import Proposal, ProposalSource
 from maintenance.selectors import proposals_resting_only_on
+from memory.answers import record_fields_checked
 from memory.models import MemoryRecord
-from memory.services.rules import record_write_authorise
+from memory.services.rules import record_write_authorise, text_check, type_check
 from memory.services.writes import RecordDraft, record_write_by_core_within
 from stores.models import KnowledgeIndex, MemoryStore
+
+# What an administrator may change of a proposal before applying it.
+PROPOSAL_CHANGEABLE = ("type", "text", "confidence")
 
 
 def proposal_apply(*, caller: Caller, proposal_id: str, now: datetime | None = None) -> Proposal:
@@ -39,16 +46,59 @@ def proposal_reject(*, caller: Caller, proposal_id: str, now: datetime | None = 
     return _proposal_decide(proposals=Proposal.objects.for_key(caller.key), proposal_id=proposal_id, actor=caller.actor, apply=False, now=now)
 
 
-def proposal_apply_by_administrator(*, caller: Caller, proposal_id: str, now: datetime | None = None) -> Proposal:
-    """A console administrator (`Caller.console`) applies a proposal of her organisation."""
-    proposals = Proposal.objects.for_organisation(caller.whole_organisation_id).live()
-    return _proposal_decide(proposals=proposals, proposal_id=proposal_id, actor=caller.actor, apply=True, now=now)
+def proposal_apply_by_administrator(
+    *, caller: Caller, proposal_id: str, changes: dict | None = None, now: datetime | None = None
+) -> Proposal:
+    """A console administrator (`Caller.console`) applies a proposal of her organisation; with
+    `changes` (its `type`, `text`, `confidence`) as she edited them first (`proposal_changes`)."""
+    return _proposal_decide(
+        proposals=_organisations_proposals(caller), proposal_id=proposal_id, actor=caller.actor, apply=True, now=now, changes=changes
+    )
 
 
 def proposal_reject_by_administrator(*, caller: Caller, proposal_id: str, now: datetime | None = None) -> Proposal:
     """A console administrator (`Caller.console`) rejects a proposal of her organisation."""
-    proposals = Proposal.objects.for_organisation(caller.whole_organisation_id).live()
-    return _proposal_decide(proposals=proposals, proposal_id=proposal_id, actor=caller.actor, apply=False, now=now)
+    return _proposal_decide(proposals=_organisations_proposals(caller), proposal_id=proposal_id, actor=caller.actor, apply=False, now=now)
+
+
+@transaction.atomic(durable=True)
+def proposals_decide_by_administrator(*, caller: Caller, proposal_ids: Sequence[str], apply: bool, now: datetime | None = None) -> list[Proposal]:
+    """A console administrator's (`Caller.console`) one decision on several proposals: each applied
+    (or rejected) and audited as on its own, all of them or, on an error (one already decided,
+    another organisation's), none."""
+    proposals = _organisations_proposals(caller)
+    # In a fixed order, so that two decisions on overlapping proposals lock them the same way round.
+    return [
+        _proposal_decide_within(proposals=proposals, proposal_id=proposal_id, actor=caller.actor, apply=apply, now=now)
+        for proposal_id in sorted(set(proposal_ids))
+    ]
+
+
+def proposal_changes(*, caller: Caller, proposal_id: str, changes: dict) -> dict[str, tuple]:
+    """What `changes` would change of a pending proposal of the administrator's organisation, as
+    `{field: (now, then)}`, checked as applying checks them (a record's write: its text, a type the
+    store knows, a confidence from 0 to 1); an ApplicationError naming the field otherwise."""
+    proposal = _organisations_proposals(caller).select_related("index").filter(pk=proposal_id).first()
+    if proposal is None:
+        raise NotFound("No such proposal.")
+    return {field: (getattr(proposal, field), value) for field, value in _changes_checked(proposal=proposal, changes=changes).items()}
+
+
+def _organisations_proposals(caller: Caller) -> QuerySet[Proposal]:
+    return Proposal.objects.for_organisation(caller.whole_organisation_id).live()
+
+
+def _changes_checked(*, proposal: Proposal, changes: dict) -> dict:
+    """The changes that differ from the proposal, each checked; an unknown field is refused."""
+    unknown = sorted(set(changes) - set(PROPOSAL_CHANGEABLE))
+    if unknown:
+        raise InvalidRequest(gettext("Only the type, text and confidence of a proposal can be changed."), param=unknown[0])
+    checked = record_fields_checked(changes)
+    if "text" in checked:
+        text_check(checked["text"])
+    if checked.get("type", proposal.type) != proposal.type:
+        type_check(index=proposal.index, type_name=checked["type"])
+    return {field: value for field, value in checked.items() if value != getattr(proposal, field)}
 
 
 def _caller_may_decide(*, caller: Caller, proposal_id: str) -> None:
@@ -62,12 +112,22 @@ def _caller_may_decide(*, caller: Caller, proposal_id: str) -> None:
 
 
 @transaction.atomic(durable=True)
-def _proposal_decide(*, proposals: QuerySet[Proposal], proposal_id: str, actor: str, apply: bool, now: datetime | None) -> Proposal:
-    proposal = proposals.select_for_update(of=("self",)).filter(pk=proposal_id).first()
+def _proposal_decide(
+    *, proposals: QuerySet[Proposal], proposal_id: str, actor: str, apply: bool, now: datetime | None, changes: dict | None = None
+) -> Proposal:
+    return _proposal_decide_within(proposals=proposals, proposal_id=proposal_id, actor=actor, apply=apply, now=now, changes=changes)
+
+
+def _proposal_decide_within(
+    *, proposals: QuerySet[Proposal], proposal_id: str, actor: str, apply: bool, now: datetime | None, changes: dict | None = None
+) -> Proposal:
+    proposal = proposals.select_for_update(of=("self",)).select_related("index").filter(pk=proposal_id).first()
     if proposal is None:
         raise NotFound("No such proposal.")
     if proposal.status != Proposal.Status.PENDING:
         raise Conflict(gettext("This proposal was already %(status)s.") % {"status": proposal.get_status_display()})
+    if changes:
+        _proposal_change(proposal=proposal, changes=changes, actor=actor)
     now = now or timezone.now()
     details: dict = {"index_id": proposal.index_id}
     if apply:
@@ -100,6 +160,22 @@ def _proposal_decide(*, proposals: QuerySet[Proposal], proposal_id: str, actor: 
         details=details,
     )
     return proposal
+
+
+def _proposal_change(*, proposal: Proposal, changes: dict, actor: str) -> None:
+    """The administrator's edit before applying: the proposal keeps what was applied, the audit
+    event (`proposal.edited`) what it said before."""
+    changed = _changes_checked(proposal=proposal, changes=changes)
+    if not changed:
+        return
+    before = {field: getattr(proposal, field) for field in changed}
+    for field, value in changed.items():
+        setattr(proposal, field, value)
+    proposal.save(update_fields=list(changed))
+    audit_event_record(
+        organisation_id=proposal.organisation_id, actor=actor, action="proposal.edited", target=proposal.pk,
+        details={"fields": list(changed), "before": before},
+    )
 
 
 def person_proposals_erase(*, organisation_id: str, subject: str) -> int:

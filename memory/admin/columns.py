@@ -38,6 +38,8 @@ CHANGE_KINDS = {
     "deleted": _("deleted"),
     "contested": _("marked contested"),
     "no longer contested": _("no longer contested"),
+    "merged": _("kept in a merge of duplicates"),
+    "merged into": _("ended by a merge of duplicates"),
 }
 
 

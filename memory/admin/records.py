@@ -35,6 +35,7 @@ from memory.admin.filters import (
     TypeListFilter,
 )
 from memory.admin.forms import MemoryRecordForm
+from memory.admin.merges import RecordMergePages
 from memory.models import MemoryRecord, type_label
 from memory.search import records_matching
 from memory.search.decay import effective_confidence_expression, key_half_lives
@@ -52,13 +53,13 @@ COMMITMENT_FIELDS = ("due_at", "done")
 
 
 @admin.register(MemoryRecord)
-class MemoryRecordAdmin(ContestedPairPages, RecordColumns, SoftDeleteScopedAdmin):  # a delete is soft
+class MemoryRecordAdmin(ContestedPairPages, RecordMergePages, RecordColumns, SoftDeleteScopedAdmin):  # a delete is soft
     """Records of her organisation's live indexes, every status (filter on status to narrow).
 
     Only what an administrator may correct is editable — text, metadata, confidence and,
     for commitments, due_at and done — and only on an active record. Records are written
     by keys and turns, never added in the console. Selected records are exported or deleted
-    together, after a page that lists them.
+    together, after a page that lists them, or merged as duplicates (memory.admin.merges).
     """
 
     form = MemoryRecordForm
@@ -231,9 +232,11 @@ class MemoryRecordAdmin(ContestedPairPages, RecordColumns, SoftDeleteScopedAdmin
         actions.pop("delete_selected", None)
         if not self.has_delete_permission(request):
             actions.pop("delete_records", None)
+        if not self.has_change_permission(request):
+            actions.pop("merge_records", None)
         return actions
 
-    actions = ("export_records", "delete_records")
+    actions = ("export_records", "merge_records", "delete_records")
 
     @admin.action(description=_("Export the selected records (JSON Lines)"))
     def export_records(self, request, queryset):

@@ -52,6 +52,14 @@ def record_update_by_administrator(*, caller: Caller, record_id: str, changes: d
 
 @transaction.atomic(durable=True)
 def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: str, changes: dict, now: datetime | None) -> MemoryRecord:
+    return record_change_within(records=records, record_id=record_id, actor=actor, changes=changes, now=now)
+
+
+def record_change_within(
+    *, records: QuerySet[MemoryRecord], record_id: str, actor: str, changes: dict, now: datetime | None, what: str = "updated"
+) -> MemoryRecord:
+    """`changes` to the record, inside the caller's transaction: checked, versioned as `what`, audited
+    as `memory.updated`. Nothing to change: the record as it is, no version."""
     locked = records.select_for_update(of=("self",)).select_related("index").filter(pk=record_id).first()
     if locked is None:
         raise NotFound("No such record.")
@@ -76,7 +84,7 @@ def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: st
     if not fields:
         return locked
     locked.changed_at = now or timezone.now()
-    locked._change_reason = change_reason(what="updated", actor=actor)
+    locked._change_reason = change_reason(what=what, actor=actor)
     try:
         with transaction.atomic():
             locked.save(update_fields=[*fields, "changed_at", "updated_at"])

@@ -42,11 +42,13 @@ class RecordWriteResult:
     status: str  # created | confirmed | corrected
 
 
-def _end(*, record: MemoryRecord, replaced_by: MemoryRecord, actor: str) -> None:
+def record_end(*, record: MemoryRecord, replaced_by: MemoryRecord, actor: str, what: str = "ended") -> None:
+    """The locked record is ended, replaced by `replaced_by` (a correction, a merge): versioned as
+    `what`, its contradiction links gone, told to webhooks."""
     record.status = MemoryRecord.Status.ENDED
     record.replaced_by_id = replaced_by.id
     contradictions_clear(record=record, actor=actor)
-    record._change_reason = change_reason(what="ended", actor=actor)
+    record._change_reason = change_reason(what=what, actor=actor)
     record.save(update_fields=["status", "replaced_by", "contested", "updated_at"])
     record_event_emit(record=record, kind="record.updated", change="ended", replaced_by=replaced_by.id)
 
@@ -164,7 +166,7 @@ def _record_write_checked(
         if replaced is not None:
             # Ended before the insert, which may reuse its text; the foreign key to the
             # new id is checked at commit (Django's PostgreSQL FKs are deferred).
-            _end(record=replaced, replaced_by=record, actor=actor)
+            record_end(record=replaced, replaced_by=record, actor=actor)
             record_vector_forget(index=index, record_ids=[replaced.id])
         if twin is not None:
             # A repeat renews an expiring record by its type's lifetime; only its own `expires_at` makes a lasting one expire.
@@ -256,7 +258,7 @@ def _record_insert(
             raise Conflict("A concurrent change touched the same record; retry.", param="text") from error
         record_confirm(record=winner, actor=actor, now=now)
         if replaced is not None:
-            _end(record=replaced, replaced_by=winner, actor=actor)
+            record_end(record=replaced, replaced_by=winner, actor=actor)
         return winner, "confirmed"
     record_event_emit(record=record, kind="record.created", change=status, replaces=replaced.id if replaced else None)
     embedding_schedule(index=record.index, record_id=record.id)
