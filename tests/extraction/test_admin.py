@@ -199,3 +199,14 @@ def test_a_store_of_another_organisation_has_no_switch_page_to_set(console, othe
     assert response.status_code == 404
     assert console.post(switch_url(other_tenant.index.id, "set"), {"switch__enabled": "on", "confirmed": "1"}).status_code == 404
     assert not ExtractionSwitch.objects.filter(pk=other_tenant.index.id).exists()
+
+
+def test_a_setting_the_apis_serializer_refuses_is_explained_in_the_pages_language(console, tenant, fake_model):
+    """Issue 32: a refusal Django REST framework's Dutch catalogue lacks (a list too short) was shown
+    in English on a Dutch page; the console's catalogue has it."""
+    data = {**switch_form(console, tenant.index.id), "switch__enabled": "on", "switch__model": "fake-chat", "switch__types": "", "key": tenant.key.id}
+
+    page = console.post(switch_url(tenant.index.id, "set"), data)
+
+    assert page.context["settings_form"].errors["switch__types"] == ["Zorg ervoor dat dit veld minstens 1 elementen bevat."]
+    assert not ExtractionSwitch.objects.filter(pk=tenant.index.id).exists()
