@@ -8,6 +8,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from audit.models import AuditEvent
+from core_memory.base.callers import Caller
 
 ACTIONS = (
     "memory.write_denied",
@@ -72,11 +73,11 @@ _EVENTS_NAMING = """
 """
 
 
-def person_commitment(*, organisation_id: str, subject: str) -> str:
+def person_commitment(*, caller: Caller, subject: str) -> str:
     """How the log names a person it must not name in clear (the target of `person.erased`): an
     HMAC of the organisation and her subject under the server's secret. Whoever holds the
     secret can tell whether a given person was erased; the log alone cannot tell who was."""
-    digest = salted_hmac("core.audit.person", f"{organisation_id}\n{subject}", algorithm="sha256").hexdigest()
+    digest = salted_hmac("core.audit.person", f"{caller.organisation_id}\n{subject}", algorithm="sha256").hexdigest()
     return f"hmac-sha256:{digest}"
 
 
@@ -104,14 +105,14 @@ def _paths_naming(*, details, subject: str, ids: set[str], about_her: bool) -> l
     return sorted(naming)
 
 
-def _scrub_plan(*, organisation_id: str, subject: str, ids) -> list[tuple[str, bool, list[list[str]]]]:
+def _scrub_plan(*, caller: Caller, subject: str, ids) -> list[tuple[str, bool, list[list[str]]]]:
     """(event id, blank the target, detail paths to blank) for each event of the organisation,
     but the erasures', that names her: her subject or one of her ids as its target or in its
     details (its search terms then go too)."""
     ids = set(ids)
     needle = json.dumps(subject, ensure_ascii=False)[1:-1]  # as her subject reads inside jsonb's text
     with connection.cursor() as cursor:
-        cursor.execute(_EVENTS_NAMING, [organisation_id, subject, sorted(ids), needle, sorted(ids)])
+        cursor.execute(_EVENTS_NAMING, [caller.organisation_id, subject, sorted(ids), needle, sorted(ids)])
         rows = cursor.fetchall()
     plan = []
     for event_id, target, details in rows:
@@ -128,18 +129,18 @@ def _path_literal(path: list[str]) -> str:
     return "{" + ",".join('"' + part.replace("\\", "\\\\").replace('"', '\\"') + '"' for part in path) + "}"
 
 
-def person_erasure_audit(*, organisation_id: str, subject: str, actor: str, ids, receipt: dict) -> AuditEvent:
+def person_erasure_audit(*, caller: Caller, subject: str, ids, receipt: dict) -> AuditEvent:
     """Records her erasure as `person.erased` — her by a commitment, not in clear; its details the
     receipt, with `audit_events_scrubbed` counted, and the ids of the events scrubbed — then blanks
     her in those events: the target that names her or one of her `ids` (records, threads, turns),
     those strings and the search terms about her in their details. The database's
     `audit_event_scrub` does it, only for events this erasure lists, and can only blank; the
     chains still verify (audit.chain)."""
-    plan = _scrub_plan(organisation_id=organisation_id, subject=subject, ids=ids)
+    plan = _scrub_plan(caller=caller, subject=subject, ids=ids)
     details = {**receipt, "audit_events_scrubbed": len(plan), SCRUBBED_EVENTS: [event_id for event_id, _, _ in plan]}
     erasure = audit_event_record(
-        organisation_id=organisation_id, actor=actor, action=ERASED,
-        target=person_commitment(organisation_id=organisation_id, subject=subject), details=details,
+        organisation_id=caller.organisation_id, actor=caller.actor, action=ERASED,
+        target=person_commitment(caller=caller, subject=subject), details=details,
     )
     with connection.cursor() as cursor:
         for event_id, blank_target, paths in plan:
@@ -150,6 +151,6 @@ def person_erasure_audit(*, organisation_id: str, subject: str, actor: str, ids,
     return erasure
 
 
-def person_audit_counted(*, organisation_id: str, subject: str, ids) -> int:
+def person_audit_counted(*, caller: Caller, subject: str, ids) -> int:
     """How many events erasing her would scrub now."""
-    return len(_scrub_plan(organisation_id=organisation_id, subject=subject, ids=ids))
+    return len(_scrub_plan(caller=caller, subject=subject, ids=ids))

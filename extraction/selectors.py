@@ -11,8 +11,8 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from core_memory.base.errors import NotFound
 from core_memory.base.callers import Caller
+from core_memory.base.errors import NotFound
 from core_memory.keys.models import ApiKey
 from core_memory.llm.registry import models_offered
 from extraction.models import ExtractionConnector, ExtractionRun, ExtractionSwitch, ExtractionWindow
@@ -179,9 +179,9 @@ def switches_existing(*, index_ids: list[str]) -> list[str]:
     return list(ExtractionSwitch.objects.unscoped().filter(index_id__in=index_ids).values_list("index_id", flat=True))
 
 
-def person_windows_counted(*, organisation_id: str, subject: str) -> int:
+def person_windows_counted(*, caller: Caller, subject: str) -> int:
     """How many extraction windows her threads have (what erasing her removes)."""
-    return ExtractionWindow.objects.for_organisation(organisation_id).filter(thread__subject=subject).count()
+    return ExtractionWindow.objects.for_organisation(caller.organisation_id).filter(thread__subject=subject).count()
 
 
 def switches_of_organisation(*, organisation_id: str) -> list[ExtractionSwitch]:

@@ -10,8 +10,8 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 
-from core_memory.base.errors import NotFound
 from core_memory.base.callers import Caller
+from core_memory.base.errors import NotFound
 from core_memory.organisations.models import Organisation
 from core_memory.persons.models import Person
 from maintenance.models import (
@@ -346,17 +346,17 @@ def proposal_get_for_organisation(*, organisation_id: str, proposal_id: str) -> 
     return proposal
 
 
-def proposals_resting_only_on(*, organisation_id: str, subject: str) -> QuerySet[Proposal]:
+def proposals_resting_only_on(*, caller: Caller, subject: str) -> QuerySet[Proposal]:
     """The proposals whose every source is a record of hers: erasing her erases them."""
-    sources = ProposalSource.objects.for_organisation(organisation_id)
+    sources = ProposalSource.objects.for_organisation(caller.organisation_id)
     hers = sources.filter(record__subject=subject).values("proposal_id")
     others = sources.filter(proposal_id__in=hers).exclude(record__subject=subject).values("proposal_id")
-    return Proposal.objects.for_organisation(organisation_id).filter(pk__in=hers).exclude(pk__in=others)
+    return Proposal.objects.for_organisation(caller.organisation_id).filter(pk__in=hers).exclude(pk__in=others)
 
 
-def person_jobs_counted(*, organisation_id: str, subject: str) -> int:
+def person_jobs_counted(*, caller: Caller, subject: str) -> int:
     """How many maintenance jobs are about her records (what erasing her removes)."""
-    return MaintenanceJob.objects.for_organisation(organisation_id).filter(subject=subject).count()
+    return MaintenanceJob.objects.for_organisation(caller.organisation_id).filter(subject=subject).count()
 
 
 def person_proposals(*, organisation_id: str, subject: str) -> QuerySet[Proposal]:

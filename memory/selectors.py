@@ -8,8 +8,8 @@ from django.db.models import Count, F, Max, Q, QuerySet
 from django.db.models.functions import TruncWeek
 from django.utils import timezone
 
-from core_memory.base.errors import NotFound
 from core_memory.base.callers import Caller
+from core_memory.base.errors import NotFound
 from core_memory.keys.models import ApiKey
 from memory.filters import MemoryRecordFilter
 from memory.models import MemoryRecord, search_vector_expression, unexpired
@@ -256,10 +256,10 @@ def person_records_in_sections(
     return {name: list(sections[name][: limit + 1]) for name in PERSON_SECTIONS}
 
 
-def person_records_counted(*, organisation_id: str, subject: str) -> dict[str, int]:
+def person_records_counted(*, caller: Caller, subject: str) -> dict[str, int]:
     """Every record of hers, whatever its status, per type: what erasing her removes."""
     rows = (
-        MemoryRecord.objects.for_organisation(organisation_id)
+        MemoryRecord.objects.for_organisation(caller.organisation_id)
         .filter(subject=subject)
         .values("type")
         .annotate(records=Count("id"))

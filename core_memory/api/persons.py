@@ -68,7 +68,7 @@ class PersonApi(CoreApi):
         person never named is a 200 too. Audited as `person.erased`. Needs `management`.
         """
         subject = self.path_person(subject)
-        return Response(person_erase(organisation=self.organisation, subject=subject, actor=self.principal.actor))
+        return Response(person_erase(caller=self.principal, subject=subject))
 
 
 class PersonExportApi(CoreApi):

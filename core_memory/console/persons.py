@@ -255,7 +255,7 @@ class PersonAdmin(OrganisationScopedAdmin):
         subject = unquote(subject)
         urls = self.urls_of(organisation.id, subject)
         if request.method == "POST":
-            receipt = person_erase(organisation=organisation, subject=subject, actor=self.actor(request))
+            receipt = person_erase(caller=self.caller(request, organisation.id), subject=subject)
             context = self.page_context(
                 request,
                 title=_("Person %(subject)s is erased") % {"subject": subject},
@@ -265,7 +265,7 @@ class PersonAdmin(OrganisationScopedAdmin):
                 persons_url=reverse(f"{self.admin_site.name}:persons_person_changelist"),
             )
             return TemplateResponse(request, "admin/persons/person/erase_receipt.html", context)
-        preview = person_erasure_preview(organisation_id=organisation.id, subject=subject)
+        preview = person_erasure_preview(caller=self.caller(request, organisation.id), subject=subject)
         console_read_audit(
             actor=self.actor(request),
             page="erase",

@@ -6,6 +6,7 @@ from datetime import timedelta
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from core_memory.base.callers import Caller
 from core_memory.base.errors import NotFound
 from core_memory.keys.models import ApiKey, KeyTrailEntry, SubjectToken
 from core_memory.organisations.models import Organisation
@@ -35,6 +36,6 @@ def key_was_issued(*, organisation: Organisation, key_id: str) -> bool:
     )
 
 
-def subject_tokens_counted(*, organisation_id: str, subject: str) -> int:
+def subject_tokens_counted(*, caller: Caller, subject: str) -> int:
     """How many subject tokens were minted for the person (what erasing her removes)."""
-    return SubjectToken.objects.for_organisation(organisation_id).filter(subject=subject).count()
+    return SubjectToken.objects.for_organisation(caller.organisation_id).filter(subject=subject).count()

@@ -203,7 +203,7 @@ def subject_token_create(*, caller: Caller, ttl_seconds: int) -> tuple[SubjectTo
     return token, secret
 
 
-def subject_tokens_erase(*, organisation: Organisation, subject: str) -> int:
+def subject_tokens_erase(*, caller: Caller, subject: str) -> int:
     """Removes every subject token of the person; part of erasing her (core_memory.flows.erasure)."""
-    deleted, _ = SubjectToken.objects.for_organisation(organisation).filter(subject=subject).delete()
+    deleted, _ = SubjectToken.objects.for_organisation(caller.organisation_id).filter(subject=subject).delete()
     return deleted

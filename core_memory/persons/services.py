@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from audit.services import audit_event_record
+from core_memory.base.callers import Caller
 from core_memory.organisations.models import Organisation
 from core_memory.persons.models import Person
 
@@ -31,6 +32,6 @@ def person_update(*, organisation: Organisation, subject: str, actor: str, helpe
     return person
 
 
-def person_forget(*, organisation: Organisation, subject: str) -> None:
+def person_forget(*, caller: Caller, subject: str) -> None:
     """Removes her row and her rules; part of erasing her (core_memory.flows.erasure)."""
-    Person.objects.for_organisation(organisation).filter(subject=subject).delete()
+    Person.objects.for_organisation(caller.organisation_id).filter(subject=subject).delete()

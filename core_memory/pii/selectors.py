@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.pii.models import ThreadPlaceholders
 from core_memory.pii.placeholders import Placeholders
@@ -42,6 +43,6 @@ def thread_read_mode(*, thread: Thread) -> ReadMode:
     return ReadMode.REDACT if key_redacts else ReadMode.AS_WRITTEN
 
 
-def person_placeholders_counted(*, organisation_id: str, subject: str) -> int:
+def person_placeholders_counted(*, caller: Caller, subject: str) -> int:
     """How many of her threads hold placeholders' real values (what erasing her removes)."""
-    return ThreadPlaceholders.objects.for_organisation(organisation_id).filter(thread__subject=subject).count()
+    return ThreadPlaceholders.objects.for_organisation(caller.organisation_id).filter(thread__subject=subject).count()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from core_memory.base.callers import Caller
 from core_memory.pii.detection import Finding
 from core_memory.pii.models import ThreadPlaceholders
 from core_memory.pii.placeholders import PlaceholderAssignment, Placeholders, findings_of
@@ -59,10 +60,10 @@ def _placeholders_assign(*, thread: Thread, texts: Sequence[str], findings: list
     return Redaction(texts=redacted, placeholders=placeholders)
 
 
-def person_placeholders_erase(*, organisation_id: str, subject: str) -> int:
+def person_placeholders_erase(*, caller: Caller, subject: str) -> int:
     """Removes the placeholders of her threads (part of erasing her, core_memory.flows.erasure);
     answers how many threads had some."""
-    deleted, _ = ThreadPlaceholders.objects.for_organisation(organisation_id).filter(thread__subject=subject).delete()
+    deleted, _ = ThreadPlaceholders.objects.for_organisation(caller.organisation_id).filter(thread__subject=subject).delete()
     return deleted
 
 

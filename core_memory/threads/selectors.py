@@ -7,8 +7,8 @@ import re
 
 from django.db.models import Count, F, Max, Prefetch, QuerySet
 
-from core_memory.base.errors import NotFound
 from core_memory.base.callers import Caller
+from core_memory.base.errors import NotFound
 from core_memory.threads.models import Item, Response, Thread
 from stores.selectors import index_find_available
 
@@ -102,9 +102,9 @@ def person_threads(*, organisation_id: str, subject: str, limit: int) -> list[Th
     )
 
 
-def person_threads_counted(*, organisation_id: str, subject: str) -> int:
+def person_threads_counted(*, caller: Caller, subject: str) -> int:
     """How many threads name her (what erasing her removes)."""
-    return Thread.objects.for_organisation(organisation_id).filter(subject=subject).count()
+    return Thread.objects.for_organisation(caller.organisation_id).filter(subject=subject).count()
 
 
 def response_get_available(*, caller: Caller, response_id: str, param: str | None = None) -> Response:

@@ -76,10 +76,10 @@ def thread_agent_record(*, thread: Thread, agent_id: str) -> None:
     thread.agents.add(agent_id)
 
 
-def person_threads_erase(*, organisation_id: str, subject: str) -> int:
+def person_threads_erase(*, caller: Caller, subject: str) -> int:
     """Removes her threads — her conversations — with their items and their turns' responses;
     part of erasing her (core_memory.flows.erasure). Answers how many threads went. What other
     apps keep per thread (redaction values, extraction windows and cursors) goes with them;
     erasure counts those first. A thread that names nobody stays, whoever spoke in it."""
-    _, deleted = Thread.objects.for_organisation(organisation_id).filter(subject=subject).delete()
+    _, deleted = Thread.objects.for_organisation(caller.organisation_id).filter(subject=subject).delete()
     return deleted.get(Thread._meta.label, 0)

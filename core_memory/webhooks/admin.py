@@ -93,7 +93,7 @@ class WebhookSubscriptionAdmin(OrganisationScopedAdmin):
 
     def changelist_view(self, request, extra_context=None):
         organisation_id = self.organisation_id(request)
-        paused = webhooks_paused_counted(organisation_id=organisation_id) if isinstance(organisation_id, str) else 0
+        paused = webhooks_paused_counted(caller=self.caller(request, organisation_id)) if isinstance(organisation_id, str) else 0
         if paused:
             messages.warning(request, ngettext(
                 "%(count)d webhook is paused: its deliveries kept failing. Its events wait until you set it active again.",
@@ -107,18 +107,18 @@ class WebhookSubscriptionAdmin(OrganisationScopedAdmin):
         if change:
             changes = {field: data[field] for field in EDITABLE_FIELDS if field in form.changed_data}
             self.adopt(obj, webhook_subscription_update(
-                organisation_id=obj.organisation_id, subscription_id=obj.pk, changes=changes, actor=self.actor(request)
+                caller=self.caller(request, obj.organisation_id), subscription_id=obj.pk, changes=changes
             ))
             return
         subscription = webhook_subscription_create(
-            organisation_id=self.organisation_for_new(request, form).pk, url=data["url"], events=data["events"],
-            description=data.get("description", ""), actor=self.actor(request),
+            caller=self.caller(request, self.organisation_for_new(request, form).pk), url=data["url"], events=data["events"],
+            description=data.get("description", ""),
         )
         self.adopt(obj, subscription)
         messages.warning(request, _("The webhook's secret, shown only now: %(secret)s") % {"secret": subscription.secret})
 
     def delete_model(self, request, obj):
-        webhook_subscription_delete(organisation_id=obj.organisation_id, subscription_id=obj.pk, actor=self.actor(request))
+        webhook_subscription_delete(caller=self.caller(request, obj.organisation_id), subscription_id=obj.pk)
 
     def delete_queryset(self, request, queryset):
         for subscription in queryset:

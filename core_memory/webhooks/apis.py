@@ -82,7 +82,7 @@ class WebhookListCreateApi(CoreApi):
         """
         query_parameters_read(request.query_params, self.FilterSerializer)
         return paginated_response(
-            queryset=webhook_subscriptions_list(organisation_id=self.organisation.id), request=request, view=self,
+            queryset=webhook_subscriptions_list(caller=self.principal), request=request, view=self,
             serializer_class=self.OutputSerializer,
         )
 
@@ -98,9 +98,7 @@ class WebhookListCreateApi(CoreApi):
         """
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        subscription = webhook_subscription_create(
-            organisation_id=self.organisation.id, actor=self.principal.actor, **serializer.validated_data
-        )
+        subscription = webhook_subscription_create(caller=self.principal, **serializer.validated_data)
         body = {**self.OutputSerializer(subscription).data, "secret": subscription.secret}
         return Response(body, status=status.HTTP_201_CREATED)
 
@@ -123,7 +121,7 @@ class WebhookDetailApi(CoreApi):
         The subscription: its address, events, description and whether it is active or paused
         (and why). Its secret is not shown again. Needs `management`.
         """
-        subscription = webhook_subscription_get(organisation_id=self.organisation.id, subscription_id=webhook_id)
+        subscription = webhook_subscription_get(caller=self.principal, subscription_id=webhook_id)
         return Response(self.OutputSerializer(subscription).data)
 
     @extend_schema(responses={200: SubscriptionOutputSerializer, **error_responses(400, 404, e404=NOT_FOUND)})
@@ -136,8 +134,7 @@ class WebhookDetailApi(CoreApi):
         serializer = self.InputSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         subscription = webhook_subscription_update(
-            organisation_id=self.organisation.id, subscription_id=webhook_id, changes=dict(serializer.validated_data),
-            actor=self.principal.actor,
+            caller=self.principal, subscription_id=webhook_id, changes=dict(serializer.validated_data)
         )
         return Response(self.OutputSerializer(subscription).data)
 
@@ -147,7 +144,7 @@ class WebhookDetailApi(CoreApi):
 
         Nothing more is sent to it; its waiting deliveries and its delivery log go with it.
         """
-        webhook_subscription_delete(organisation_id=self.organisation.id, subscription_id=webhook_id, actor=self.principal.actor)
+        webhook_subscription_delete(caller=self.principal, subscription_id=webhook_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -167,7 +164,7 @@ class WebhookDeliveryListApi(CoreApi):
         — when, the receiver's status code, how long it took, and why it failed.
         """
         query_parameters_read(request.query_params, self.FilterSerializer)
-        subscription = webhook_subscription_get(organisation_id=self.organisation.id, subscription_id=webhook_id)
+        subscription = webhook_subscription_get(caller=self.principal, subscription_id=webhook_id)
         return paginated_response(
             queryset=webhook_deliveries_list(subscription=subscription), request=request, view=self, serializer_class=self.OutputSerializer
         )

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from django.db.models import Prefetch, QuerySet
 
+from core_memory.base.callers import Caller
 from core_memory.base.errors import NotFound
 from core_memory.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEvent, WebhookSubscription
 
 
-def webhook_subscription_get(*, organisation_id: str, subscription_id: str, locked: bool = False) -> WebhookSubscription:
+def webhook_subscription_get(*, caller: Caller, subscription_id: str, locked: bool = False) -> WebhookSubscription:
     """The organisation's subscription; another organisation's is as missing as one never made."""
-    subscriptions = WebhookSubscription.objects.for_organisation(organisation_id)
+    subscriptions = WebhookSubscription.objects.for_organisation(caller.organisation_id)
     if locked:
         subscriptions = subscriptions.select_for_update()
     subscription = subscriptions.filter(pk=subscription_id).first()
@@ -18,8 +19,8 @@ def webhook_subscription_get(*, organisation_id: str, subscription_id: str, lock
     return subscription
 
 
-def webhook_subscriptions_list(*, organisation_id: str) -> QuerySet[WebhookSubscription]:
-    return WebhookSubscription.objects.for_organisation(organisation_id).order_by("-id")
+def webhook_subscriptions_list(*, caller: Caller) -> QuerySet[WebhookSubscription]:
+    return WebhookSubscription.objects.for_organisation(caller.organisation_id).order_by("-id")
 
 
 def webhook_deliveries_list(*, subscription: WebhookSubscription) -> QuerySet[WebhookDelivery]:
@@ -34,10 +35,10 @@ def webhook_deliveries_list(*, subscription: WebhookSubscription) -> QuerySet[We
     )
 
 
-def webhooks_paused_counted(*, organisation_id: str) -> int:
+def webhooks_paused_counted(*, caller: Caller) -> int:
     """How many of the organisation's subscriptions are paused (the console's notice)."""
-    return WebhookSubscription.objects.for_organisation(organisation_id).filter(status=WebhookSubscription.Status.PAUSED).count()
+    return WebhookSubscription.objects.for_organisation(caller.organisation_id).filter(status=WebhookSubscription.Status.PAUSED).count()
 
 
-def person_webhook_events_counted(*, organisation_id: str, subject: str) -> int:
-    return WebhookEvent.objects.for_organisation(organisation_id).filter(subject=subject).count()
+def person_webhook_events_counted(*, caller: Caller, subject: str) -> int:
+    return WebhookEvent.objects.for_organisation(caller.organisation_id).filter(subject=subject).count()

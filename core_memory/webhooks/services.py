@@ -19,6 +19,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from audit.services import audit_event_record
+from core_memory.base.callers import Caller
 from core_memory.base.errors import InvalidRequest
 from core_memory.base.work.claims import FAILED, QUEUED, RUNNING, work_erased
 from core_memory.webhooks.addresses import webhook_destination
@@ -54,27 +55,27 @@ def _deliveries_send(delivery_ids: list[str]) -> None:
 
 @transaction.atomic(durable=True)
 def webhook_subscription_create(
-    *, organisation_id: str, url: str, events: Sequence[str], description: str = "", actor: str
+    *, caller: Caller, url: str, events: Sequence[str], description: str = ""
 ) -> WebhookSubscription:
     """A subscription of the organisation's, with a new secret (on the answer, shown once). The
     address is checked as every delivery checks it (core_memory.webhooks.addresses)."""
     webhook_destination(url)
     subscription = WebhookSubscription.objects.create(
-        organisation_id=organisation_id, url=url, events=_events_check(events), description=description, secret=webhook_secret_new()
+        organisation_id=caller.organisation_id, url=url, events=_events_check(events), description=description, secret=webhook_secret_new()
     )
     audit_event_record(
-        organisation_id=organisation_id, actor=actor, action="webhook.created", target=subscription.id,
+        organisation_id=caller.organisation_id, actor=caller.actor, action="webhook.created", target=subscription.id,
         details={"events": subscription.events},
     )
     return subscription
 
 
 @transaction.atomic(durable=True)
-def webhook_subscription_update(*, organisation_id: str, subscription_id: str, changes: dict, actor: str) -> WebhookSubscription:
+def webhook_subscription_update(*, caller: Caller, subscription_id: str, changes: dict) -> WebhookSubscription:
     """Changes the address, the events, the description or the status. `status: active` resumes a
     paused subscription: its waiting deliveries go out now, those that used their attempts with
     a fresh set. `status: paused` pauses it by hand."""
-    subscription = webhook_subscription_get(organisation_id=organisation_id, subscription_id=subscription_id, locked=True)
+    subscription = webhook_subscription_get(caller=caller, subscription_id=subscription_id, locked=True)
     fields = [field for field in CHANGEABLE if field in changes and changes[field] != getattr(subscription, field)]
     if "url" in fields:
         webhook_destination(changes["url"])
@@ -83,12 +84,12 @@ def webhook_subscription_update(*, organisation_id: str, subscription_id: str, c
     for field in fields:
         setattr(subscription, field, changes[field])
     if "status" in fields:
-        _status_changed(subscription, actor=actor)
+        _status_changed(subscription, actor=caller.actor)
         fields += ["paused_at", "paused_reason"]
     if fields:
         subscription.save(update_fields=[*fields, "updated_at"])
         audit_event_record(
-            organisation_id=organisation_id, actor=actor, action="webhook.updated", target=subscription.id,
+            organisation_id=caller.organisation_id, actor=caller.actor, action="webhook.updated", target=subscription.id,
             details={"fields": [field for field in fields if field in CHANGEABLE]},
         )
     return subscription
@@ -110,20 +111,20 @@ def _status_changed(subscription: WebhookSubscription, *, actor: str) -> None:
 
 
 @transaction.atomic(durable=True)
-def webhook_subscription_delete(*, organisation_id: str, subscription_id: str, actor: str) -> None:
+def webhook_subscription_delete(*, caller: Caller, subscription_id: str) -> None:
     """The subscription goes with its delivery log; its events no longer wait for it."""
-    subscription = webhook_subscription_get(organisation_id=organisation_id, subscription_id=subscription_id, locked=True)
-    deliveries = WebhookDelivery.objects.for_organisation(organisation_id).filter(subscription=subscription)
-    work_erased(deliveries, runs=WebhookEvent.objects.for_organisation(organisation_id), now=timezone.now())
+    subscription = webhook_subscription_get(caller=caller, subscription_id=subscription_id, locked=True)
+    deliveries = WebhookDelivery.objects.for_organisation(caller.organisation_id).filter(subscription=subscription)
+    work_erased(deliveries, runs=WebhookEvent.objects.for_organisation(caller.organisation_id), now=timezone.now())
     subscription.delete()
-    audit_event_record(organisation_id=organisation_id, actor=actor, action="webhook.deleted", target=subscription_id, details={})
+    audit_event_record(organisation_id=caller.organisation_id, actor=caller.actor, action="webhook.deleted", target=subscription_id, details={})
 
 
-def webhook_event_emit(*, organisation_id: str, kind: str, data: dict, subject: str | None = None, now: datetime | None = None) -> WebhookEvent | None:
+def webhook_event_emit(*, caller: Caller, kind: str, data: dict, subject: str | None = None, now: datetime | None = None) -> WebhookEvent | None:
     """Inside the caller's transaction: the event, with a delivery for each subscription of the
     organisation that asked for `kind` (a paused one's waits). `data` names ids and kinds only,
     never what a record says. None when no one subscribed."""
-    emitted = webhook_events_emit(events=[EventDraft(organisation_id=organisation_id, kind=kind, data=data, subject=subject)], now=now)
+    emitted = webhook_events_emit(events=[EventDraft(organisation_id=caller.organisation_id, kind=kind, data=data, subject=subject)], now=now)
     return emitted[0] if emitted else None
 
 
@@ -171,16 +172,16 @@ def webhook_events_emit(*, events: Sequence[EventDraft], now: datetime | None = 
     return [event for event, _ in written]
 
 
-def person_webhook_events_erase(*, organisation_id: str, subject: str, record_ids: Sequence[str] = ()) -> int:
+def person_webhook_events_erase(*, caller: Caller, subject: str, record_ids: Sequence[str] = ()) -> int:
     """Inside the erasure's transaction: every event about her, with its deliveries (waiting or
     sent) and their log; answers how many events went. Another event that names one of her
     records (a proposal resting on it, a shared record correcting it) keeps going, her record's
     id blanked in it. A delivery being sent holds its row, so this waits for it."""
-    events = WebhookEvent.objects.for_organisation(organisation_id).filter(subject=subject)
-    in_flight = WebhookDelivery.objects.for_organisation(organisation_id).filter(run__in=events, status=RUNNING)
+    events = WebhookEvent.objects.for_organisation(caller.organisation_id).filter(subject=subject)
+    in_flight = WebhookDelivery.objects.for_organisation(caller.organisation_id).filter(run__in=events, status=RUNNING)
     list(in_flight.select_for_update().values_list("pk", flat=True))
     _, deleted = events.delete()
-    _record_ids_blank(organisation_id=organisation_id, record_ids=set(record_ids))
+    _record_ids_blank(organisation_id=caller.organisation_id, record_ids=set(record_ids))
     return deleted.get(WebhookEvent._meta.label, 0)
 
 

@@ -19,10 +19,10 @@ from typing import NamedTuple
 
 from django.utils import timezone
 
+from core_memory.base.callers import Caller
 from core_memory.base.errors import ApplicationError, Conflict, PermissionDenied
 from core_memory.base.work.claims import work_erased
 from core_memory.base.work.runner import FAILED, End, WorkFailed, WorkRunner
-from core_memory.base.callers import Caller
 from core_memory.keys.models import ApiKey
 from core_memory.llm.metering import token_limit_reached
 from core_memory.llm.structured import INVALID_MODEL_OUTPUT, UnusableAnswer, structured_answer_read, structured_completion
@@ -59,6 +59,8 @@ logger = logging.getLogger(__name__)
 MAX_RECORDS_SHOWN = 1000
 EPISODE = "episode"
 LESSON = "lesson"
+# Who tells of a window's failure: extraction itself, for the window's organisation.
+EXTRACTION_ACTOR = "extraction"
 
 
 @dataclass(frozen=True)
@@ -402,7 +404,7 @@ class WindowRunner(WorkRunner):
         super().counted(unit, end)
         if end.status == FAILED:
             webhook_event_emit(
-                organisation_id=unit.organisation_id,
+                caller=Caller.system(organisation_id=unit.organisation_id, actor=EXTRACTION_ACTOR),
                 kind="extraction.window.failed",
                 subject=unit.thread.subject,
                 data={"window_id": unit.id, "index_id": unit.switch_id, "thread_id": unit.thread_id, "subject": unit.thread.subject, "error_code": end.code},
@@ -425,10 +427,10 @@ def extraction_window_run(*, window_id: str, now: datetime | None = None) -> Win
     return RUNNER.run(unit_id=window_id, now=now)
 
 
-def person_windows_erase(*, organisation_id: str, subject: str) -> int:
+def person_windows_erase(*, caller: Caller, subject: str) -> int:
     """Removes the windows of her threads (part of erasing her, core_memory.flows.erasure);
     answers how many. Call it before her records are erased: a window being written holds its
     row, so this waits for its records. A run that was waiting for one of them no longer does.
     Her threads, and the switches' cursors on them, go after (threads.services)."""
-    windows = ExtractionWindow.objects.for_organisation(organisation_id).filter(thread__subject=subject)
-    return work_erased(windows, runs=ExtractionRun.objects.for_organisation(organisation_id), now=timezone.now())
+    windows = ExtractionWindow.objects.for_organisation(caller.organisation_id).filter(thread__subject=subject)
+    return work_erased(windows, runs=ExtractionRun.objects.for_organisation(caller.organisation_id), now=timezone.now())

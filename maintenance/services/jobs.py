@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from core_memory.base.callers import Caller
 from core_memory.base.errors import ApplicationError, Conflict, NotFound
 from core_memory.base.work.claims import CANCELLED, work_erased
 from core_memory.base.work.runner import End, WorkFailed, WorkRunner, WorkStopped
@@ -154,9 +155,9 @@ def maintenance_job_run(*, job_id: str, now: datetime | None = None) -> JobOutco
     return RUNNER.run(unit_id=job_id, now=now)
 
 
-def person_jobs_erase(*, organisation_id: str, subject: str) -> int:
+def person_jobs_erase(*, caller: Caller, subject: str) -> int:
     """Removes the jobs about her records (part of erasing her, core_memory.flows.erasure);
     answers how many. A job being written holds its row, so this waits for it. A run that was
     waiting for one of them no longer does."""
-    jobs = MaintenanceJob.objects.for_organisation(organisation_id).filter(subject=subject)
-    return work_erased(jobs, runs=MaintenanceRun.objects.for_organisation(organisation_id), now=timezone.now())
+    jobs = MaintenanceJob.objects.for_organisation(caller.organisation_id).filter(subject=subject)
+    return work_erased(jobs, runs=MaintenanceRun.objects.for_organisation(caller.organisation_id), now=timezone.now())

@@ -24,6 +24,7 @@ from datetime import datetime
 from django.db.models.functions import MD5
 from django.utils import timezone
 
+from core_memory.base.callers import Caller
 from maintenance.asking import PROMOTION, PROMOTION_SCHEMA, promotion_messages, promotion_read
 from maintenance.models import MaintenanceJob, PromotionReview, Proposal, ProposalSource
 from maintenance.promotable import about_a_person, promotable
@@ -35,7 +36,7 @@ from maintenance.selectors import (
     texts_proposed,
     planned_job_payloads,
 )
-from maintenance.services.work import Asking, Prepared, chunks, job_queued, stamp
+from maintenance.services.work import ACTOR, Asking, Prepared, chunks, job_queued, stamp
 from core_memory.webhooks.services import webhook_event_emit
 from memory.models import MemoryRecord
 
@@ -61,7 +62,7 @@ def _proposal_make(*, organisation_id: str, index_id: str, records: list, reason
     )
     ProposalSource.objects.bulk_create([ProposalSource(record_id=record.id, proposal=proposal) for record in records])
     webhook_event_emit(
-        organisation_id=organisation_id,
+        caller=Caller.system(organisation_id=organisation_id, actor=ACTOR),
         kind="proposal.created",
         data={"proposal_id": proposal.id, "index_id": index_id, "type": proposal.type, "reason": reason, "record_ids": [record.id for record in records]},
     )

@@ -19,8 +19,8 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from audit.services import audit_event_record
-from core_memory.base.errors import Conflict, InvalidRequest, NotFound
 from core_memory.base.callers import Caller
+from core_memory.base.errors import Conflict, InvalidRequest, NotFound
 from maintenance.models import Proposal, ProposalSource
 from maintenance.selectors import proposals_resting_only_on
 from memory.answers import record_fields_checked
@@ -178,25 +178,25 @@ def _proposal_change(*, proposal: Proposal, changes: dict, actor: str) -> None:
     )
 
 
-def person_proposals_erase(*, organisation_id: str, subject: str) -> int:
+def person_proposals_erase(*, caller: Caller, subject: str) -> int:
     """Part of erasing her: every proposal that rests only on her records goes (applied
     ones too; the shared record an applied one wrote is nobody's and stays). A proposal that
     also rests on another person's record stays, without her record, its text taken from one
     of theirs. Answers how many proposals went. Call it before her records are erased."""
-    only_hers = set(proposals_resting_only_on(organisation_id=organisation_id, subject=subject).values_list("pk", flat=True))
-    hers = ProposalSource.objects.for_organisation(organisation_id).filter(record__subject=subject)
+    only_hers = set(proposals_resting_only_on(caller=caller, subject=subject).values_list("pk", flat=True))
+    hers = ProposalSource.objects.for_organisation(caller.organisation_id).filter(record__subject=subject)
     shared_with_others = set(hers.values_list("proposal_id", flat=True)) - only_hers
     hers.delete()
     # The text of a proposal that stays may be her words: it takes a colleague's (the same, normalised).
     remaining = {
         source.proposal_id: source.record
-        for source in ProposalSource.objects.for_organisation(organisation_id)
+        for source in ProposalSource.objects.for_organisation(caller.organisation_id)
         .filter(proposal_id__in=shared_with_others)
         .select_related("record")
         .order_by("-record_id")
     }
-    for proposal in Proposal.objects.for_organisation(organisation_id).filter(pk__in=remaining):
+    for proposal in Proposal.objects.for_organisation(caller.organisation_id).filter(pk__in=remaining):
         proposal.text = remaining[proposal.pk].text
         proposal.save(update_fields=["text"])
-    _, deleted = Proposal.objects.for_organisation(organisation_id).filter(pk__in=only_hers).delete()
+    _, deleted = Proposal.objects.for_organisation(caller.organisation_id).filter(pk__in=only_hers).delete()
     return deleted.get(Proposal._meta.label, 0)

@@ -4,11 +4,12 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Count, Q
 
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
 
 
 @transaction.atomic
-def person_records_erase(*, organisation_id: str, subject: str) -> dict[str, int]:
+def person_records_erase(*, caller: Caller, subject: str) -> dict[str, int]:
     """Hard-deletes every record of the person, with every historical version, and
     whatever rests on them alone (their contradiction links; maintenance's notes about them
     go by their foreign keys).
@@ -17,11 +18,11 @@ def person_records_erase(*, organisation_id: str, subject: str) -> dict[str, int
     every other type). Other records that pointed at hers (`replaces`/`replaced_by`) keep
     living with the pointer cleared.
     """
-    records = MemoryRecord.objects.for_organisation(organisation_id).filter(subject=subject)
+    records = MemoryRecord.objects.for_organisation(caller.organisation_id).filter(subject=subject)
     per_type = dict(records.order_by().values_list("type").annotate(count=Count("id")))
     record_ids = list(records.values_list("id", flat=True))
     records.delete()
     # After the delete, which itself adds a "-" version for each record.
-    MemoryRecord.history.filter(Q(id__in=record_ids) | Q(organisation_id=organisation_id, subject=subject)).delete()
+    MemoryRecord.history.filter(Q(id__in=record_ids) | Q(organisation_id=caller.organisation_id, subject=subject)).delete()
     counts = {kind: per_type.pop(kind, 0) for kind in ("episode", "lesson")}
     return {"records": sum(per_type.values()), "episodes": counts["episode"], "lessons": counts["lesson"]}

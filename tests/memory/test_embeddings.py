@@ -161,7 +161,7 @@ def test_erasing_a_person_removes_her_vectors_with_her_records(tenant, embedding
     record = _write(tenant, embedding_index, "Anna woont in Utrecht.", subject="anna")
     vectors(record)
 
-    person_records_erase(organisation_id=tenant.organisation.id, subject="anna")
+    person_records_erase(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), subject="anna")
 
     assert RecordEmbedding.objects.for_organisation(tenant.organisation).count() == 0
 

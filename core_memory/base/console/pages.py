@@ -9,6 +9,7 @@ from django.http import Http404
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
+from core_memory.base.callers import Caller
 from core_memory.base.console.selectors import EVERY_ORGANISATION, administered_organisation_id, console_actor
 from core_memory.base.console.times import shown_time
 
@@ -61,6 +62,11 @@ class OrganisationScopedAdmin(admin.ModelAdmin):
 
     def actor(self, request) -> str:
         return console_actor(user=request.user)
+
+    def caller(self, request, organisation_id: str, subject: str | None = None) -> Caller:
+        """The administrator asking in `organisation_id`: hers, or for a superuser the
+        organisation of the object the page is about."""
+        return Caller.console(organisation_id=organisation_id, actor=self.actor(request), subject=subject)
 
     def scope(self, queryset, request):
         """`queryset` within her organisation (every organisation for a superuser)."""

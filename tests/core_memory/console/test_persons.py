@@ -133,7 +133,7 @@ def test_erasing_her_shows_what_will_go_then_erases_through_the_flow_and_gives_a
     assert not SubjectToken.objects.filter(subject="anna").exists()
     assert MemoryRecord.objects.filter(pk=kept.pk).exists()
     event = AuditEvent.objects.get(action="person.erased")
-    assert (event.actor, event.target) == ("console:anna", person_commitment(organisation_id=event.organisation_id, subject="anna"))
+    assert (event.actor, event.target) == ("console:anna", person_commitment(caller=Caller.system(organisation_id=event.organisation_id, actor="test"), subject="anna"))
 
 
 @pytest.mark.parametrize("page", ["", "erase"])

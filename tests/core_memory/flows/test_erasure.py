@@ -53,7 +53,7 @@ def test_erasing_a_person_removes_her_records_and_their_history_only(tenant, oth
         normalised_text="x", changed_at=new.changed_at,
     )
 
-    removed = person_records_erase(organisation_id=tenant.organisation.id, subject="anna")
+    removed = person_records_erase(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), subject="anna")
 
     assert removed == {"records": 2, "episodes": 0, "lessons": 0}
     assert set(MemoryRecord.objects.values_list("id", flat=True)) == {shared.id, brams.id, elsewhere.id}
@@ -68,7 +68,7 @@ def test_a_shared_record_that_corrected_hers_loses_only_the_pointer(tenant, writ
     correction = write("Drinkt koffie")
     MemoryRecord.objects.filter(pk=correction.pk).update(replaces=annas)
 
-    person_records_erase(organisation_id=tenant.organisation.id, subject="anna")
+    person_records_erase(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), subject="anna")
 
     correction.refresh_from_db()
     assert correction.replaces_id is None
@@ -87,7 +87,7 @@ def test_erasing_a_person_removes_her_records_tokens_and_rules_only(tenant, othe
     tenant.client().patch("/v1/persons/anna", {"helper_model_may_read": False}, format="json")
     tenant.client().post("/v1/subject-tokens", {"subject": "anna"}, format="json")
 
-    answer = person_erase(organisation=tenant.organisation, subject="anna", actor=tenant.key.id)
+    answer = person_erase(caller=Caller(key=tenant.key), subject="anna")
 
     # Her rules' `person.updated` event named her: scrubbed.
     assert answer == {"subject": "anna", "erased": receipt(records=2, subject_tokens=1, audit_events_scrubbed=1)}
@@ -95,7 +95,7 @@ def test_erasing_a_person_removes_her_records_tokens_and_rules_only(tenant, othe
     assert not Person.objects.filter(organisation=tenant.organisation, subject="anna").exists()
     assert not SubjectToken.objects.exists()
     event = AuditEvent.objects.get(action="person.erased")
-    commitment = person_commitment(organisation_id=tenant.organisation.id, subject="anna")
+    commitment = person_commitment(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), subject="anna")
     assert (event.organisation_id, event.actor, event.target) == (tenant.organisation.id, tenant.key.id, commitment)
 
 
@@ -110,7 +110,7 @@ def test_delete_person_route_erases_her(tenant):
     assert response.status_code == 200
     assert response.json() == {"subject": "anna", "erased": receipt(records=1, subject_tokens=1)}
     assert list(MemoryRecord.objects.values_list("id", flat=True)) == [shared.id]
-    commitment = person_commitment(organisation_id=tenant.organisation.id, subject="anna")
+    commitment = person_commitment(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), subject="anna")
     assert AuditEvent.objects.filter(action="person.erased", target=commitment, actor=tenant.key.id).count() == 1
 
 
@@ -129,7 +129,7 @@ def test_erasing_a_person_removes_the_real_values_behind_her_threads_placeholder
     for thread in (*hers, brams):
         thread_texts_redact(thread=thread, texts=["Mail anna@example.nl of bel 06-12345678"])
 
-    answer = person_erase(organisation=tenant.organisation, subject="anna", actor=tenant.key.id)
+    answer = person_erase(caller=Caller(key=tenant.key), subject="anna")
 
     assert answer == {"subject": "anna", "erased": receipt(threads=2, thread_placeholders=2)}
     assert list(ThreadPlaceholders.objects.values_list("thread_id", flat=True)) == [brams.id]
@@ -144,7 +144,7 @@ def test_erasing_a_person_removes_her_threads_with_their_extraction_windows(tena
     bert, _ = conversation(organisation=tenant.organisation, key=tenant.key, subject="bert", messages=["Ik heet Bert."])
     extraction_switch_plan(index_id=tenant.index.id)
 
-    answer = person_erase(organisation=tenant.organisation, subject="anna", actor=tenant.key.id)
+    answer = person_erase(caller=Caller(key=tenant.key), subject="anna")
 
     assert answer["erased"] == receipt(threads=1, extraction_windows=1)
     assert list(ExtractionWindow.objects.values_list("thread_id", flat=True)) == [bert.id]
@@ -257,7 +257,7 @@ def test_after_erasure_no_model_with_a_person_column_names_her(tenant, everythin
     her_events = WebhookEvent.objects.filter(subject=ERASED).count()
     assert her_events > 0 and WebhookAttempt.objects.filter(delivery__run__subject=ERASED).exists()
 
-    answer = person_erase(organisation=tenant.organisation, subject=ERASED, actor="test")
+    answer = person_erase(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), subject=ERASED)
 
     assert answer["erased"] == receipt(
         records=7, episodes=2, lessons=1, proposals=1, threads=1, thread_placeholders=1, extraction_windows=1, maintenance_jobs=4,
@@ -270,7 +270,7 @@ def test_after_erasure_no_model_with_a_person_column_names_her(tenant, everythin
     assert not Proposal.objects.filter(pk=hers_alone.pk).exists()
     assert list(Proposal.objects.get(pk=shared.pk).sources.values_list("record__subject", flat=True)) == ["bram"]
     assert not Item.objects.exists() and not ExtractionCursor.objects.exists()
-    assert AuditEvent.objects.get(action="person.erased").target == person_commitment(organisation_id=tenant.organisation.id, subject=ERASED)
+    assert AuditEvent.objects.get(action="person.erased").target == person_commitment(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), subject=ERASED)
     assert not AuditEvent.objects.filter(target=ERASED).exists()
 
 
@@ -316,7 +316,7 @@ def test_a_turn_for_her_stored_for_a_replay_goes_with_her(tenant, fake_model):
     )
     assert again.status_code == 200
 
-    receipt_of = person_erase(organisation=tenant.organisation, subject=ZOE, actor="test")
+    receipt_of = person_erase(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), subject=ZOE)
 
     assert receipt_of["erased"]["idempotent_answers"] == 2
     assert not IdempotentRequest.objects.exists()
@@ -332,7 +332,7 @@ def test_erasure_removes_the_console_action_log_about_her_records(tenant, consol
         assert console.post(f"/console/memory/memoryrecord/{record.id}/change/", form).status_code == 302
     assert "Zoe woont in Zwolle" in console.get("/console/").content.decode()
 
-    receipt_of = person_erase(organisation=tenant.organisation, subject=ZOE, actor="test")
+    receipt_of = person_erase(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), subject=ZOE)
 
     assert receipt_of["erased"]["console_actions"] == 1
     assert list(LogEntry.objects.values_list("object_id", flat=True)) == [shared.id]
@@ -351,7 +351,7 @@ def test_erasure_scrubs_her_from_other_events_and_the_chain_still_verifies(tenan
     console.get("/console/persons/person/", {"q": "bra"})
     person_update(organisation=tenant.organisation, subject=ZOE, actor="test", helper_model_may_read=False)
 
-    receipt_of = person_erase(organisation=tenant.organisation, subject=ZOE, actor="test")
+    receipt_of = person_erase(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), subject=ZOE)
 
     reads = AuditEvent.objects.filter(action="memory.console_read").order_by("sequence")
     assert [(event.target, event.details.get("search"), event.details.get("subjects")) for event in reads] == [
@@ -362,7 +362,7 @@ def test_erasure_scrubs_her_from_other_events_and_the_chain_still_verifies(tenan
     assert receipt_of["erased"]["audit_events_scrubbed"] == 3
     assert [event.scrubbed_at is not None for event in reads] == [True, True, False]
     assert set(AuditEvent.objects.filter(action__startswith="person.").values_list("action", "target")) == {
-        ("person.updated", ""), ("person.erased", person_commitment(organisation_id=tenant.organisation.id, subject=ZOE)),
+        ("person.updated", ""), ("person.erased", person_commitment(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), subject=ZOE)),
     }
     (report,) = audit_chains_verify(organisation_id=tenant.organisation.id)
     assert report.intact and report.scrubbed == 3
@@ -473,7 +473,7 @@ def test_after_erasure_no_table_holds_anything_of_hers(tenant, everything_about_
     canaries = (ERASED, CANARY, CANARY_MAIL, *her_ids)
     holding = {table for table, text in before.items() if any(canary in text for canary in canaries)}
 
-    person_erase(organisation=tenant.organisation, subject=ERASED, actor="test")
+    person_erase(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), subject=ERASED)
 
     assert tables == KNOWN_TABLES | ({"memory_modelembedding", "memory_recordembedding"} if embedding_storage_ready() else set()), (
         "a new table: put her data in it in this test's world, then name it in KNOWN_TABLES"

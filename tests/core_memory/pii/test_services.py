@@ -88,7 +88,7 @@ def test_erasing_a_person_removes_her_threads_placeholders_only(tenant, other_te
     for each in (thread, brams, elsewhere):
         thread_texts_redact(thread=each, texts=["jan@example.nl"])
 
-    erased = person_placeholders_erase(organisation_id=tenant.organisation.id, subject="anna")
+    erased = person_placeholders_erase(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), subject="anna")
 
     assert erased == 1
     assert set(ThreadPlaceholders.objects.values_list("thread_id", flat=True)) == {brams.id, elsewhere.id}

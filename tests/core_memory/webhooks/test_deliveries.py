@@ -177,7 +177,7 @@ def test_an_erased_persons_waiting_deliveries_go_with_her_and_her_erasure_is_tol
     deliver_queued()
     receiver.start()
 
-    answer = person_erase(organisation=tenant.organisation, subject="anna", actor="test")
+    answer = person_erase(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), subject="anna")
     assert answer["erased"]["webhook_events"] == 1
     webhooks_dispatch(now=timezone.now() + timedelta(minutes=1))
     deliver_queued()

@@ -11,6 +11,7 @@ from playwright.sync_api import Page, expect
 
 from audit.models import AuditEvent
 from audit.services import person_commitment
+from core_memory.base.callers import Caller
 from core_memory.persons.models import Person
 from memory.models import MemoryRecord
 from stores.models import MemoryStore
@@ -123,7 +124,7 @@ def test_in_english_erase_a_person_after_seeing_what_will_go(signed_in: Page, wo
     expect(page.locator("#erase-receipt")).to_contain_text("Records8Episodes1Lessons1")  # episodes and lessons apart
     assert not MemoryRecord.objects.filter(subject="anna").exists()
     assert not Person.objects.filter(subject="anna").exists()
-    commitment = person_commitment(organisation_id=world.tenant.organisation.id, subject="anna")
+    commitment = person_commitment(caller=Caller.system(organisation_id=world.tenant.organisation.id, actor="test"), subject="anna")
     assert AuditEvent.objects.filter(action="person.erased", target=commitment, actor="console:anna").count() == 1
 
 
