@@ -38,11 +38,11 @@ BEAT_SCHEDULE = {
         "task": "maintenance.tasks.records_expired_end_task",
         "schedule": crontab(minute="*/15"),
     },
-    # Every 5 minutes: resume the indexes switching their embedding model that are not done (a
-    # worker died, the model's server was down); a record already embedded is not embedded again.
-    "embedding-switches-resume": {
-        "task": "memory.tasks.embedding_switches_resume_task",
-        "schedule": crontab(minute="*/5"),
+    # Every minute: plan the indexes switching their embedding model (the records still without
+    # the next model's vector, in batches) and hand out batches left behind by a dead worker.
+    "embedding-switches-dispatch": {
+        "task": "memory.tasks.memory_dispatch_task",
+        "schedule": crontab(),
     },
     "idempotency-purge": {
         "task": "core_memory.api.tasks.idempotency_purge_task",

@@ -10,6 +10,7 @@ from simple_history.models import HistoricalRecords
 
 from core_memory.base.ids import PrefixedIdField
 from core_memory.base.tenancy import TenantQuerySet
+from core_memory.base.work.models import WorkRun, WorkUnit
 from core_memory.llm.embeddings import DIMENSIONS
 from stores.configuration import TYPE_LABELS
 from stores.models import KnowledgeIndex
@@ -354,6 +355,63 @@ class ModelEmbedding(RecordVectorScope):
         verbose_name_plural = _("record embeddings by models served elsewhere")
         constraints = [models.UniqueConstraint(fields=["record", "space"], name="memory_model_embedding_once")]
         indexes = [models.Index(fields=["index", "space", "subject"], name="memory_model_embedding_scope")]
+
+
+class EmbeddingSwitchRun(WorkRun):
+    """One planning of an index's switch to its next embedding model: the batches of its records
+    still without that model's vector, and how many the batches embedded. `pending` counts the
+    batches not yet finished; the last to finish closes the run, and the switch completes when
+    no active record is left without the next model's vector."""
+
+    id = PrefixedIdField("erun")
+    index = models.ForeignKey(KnowledgeIndex, on_delete=models.CASCADE, related_name="embedding_switch_runs")
+    # The model the index is switching to.
+    model = models.CharField(_("embedding model"), max_length=100)
+    records = models.PositiveIntegerField(_("records to embed"), default=0)
+    embedded = models.PositiveIntegerField(_("records embedded"), default=0)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("embedding switch run")
+        verbose_name_plural = _("embedding switch runs")
+        indexes = [models.Index(fields=["index", "-started_at"], name="embedding_switch_run_latest")]
+
+
+class EmbeddingBatch(WorkUnit):
+    """A unit of durable work (core_memory.base.work): some records of an index embedded by the
+    model the index is switching to, in one call to that model. `record_ids` are the records it
+    was planned for; a record ended, edited or already embedded since is left out when it runs.
+    `written` (WorkUnit) counts the vectors it stored."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", _("queued")
+        RUNNING = "running", _("running")
+        DONE = "done", _("done")
+        FAILED = "failed", _("failed")
+        CANCELLED = "cancelled", _("cancelled")
+
+    id = PrefixedIdField("ebat")
+    index = models.ForeignKey(KnowledgeIndex, on_delete=models.CASCADE, related_name="embedding_batches")
+    run = models.ForeignKey(EmbeddingSwitchRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="batch_set")
+    model = models.CharField(_("embedding model"), max_length=100)
+    record_ids = models.JSONField(_("records"), default=list)
+    status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.QUEUED)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("embedding batch")
+        verbose_name_plural = _("embedding batches")
+        indexes = [
+            models.Index(fields=["index", "status"], name="embedding_batch_status"),
+            models.Index(fields=["status", "lease_until"], name="embedding_batch_stale", condition=Q(status__in=["queued", "running"])),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "done", "failed", "cancelled"]), name="embedding_batch_status_known"
+            ),
+        ]
 
 
 class SharedSetVersion(models.Model):

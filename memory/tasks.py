@@ -1,12 +1,14 @@
 """Memory's Celery tasks: a record's vector (or a batch's), after the write that made it committed, every
 vector of an index that has just switched embeddings on, and an index's switch to another
-embedding model (and the sweep that resumes those left unfinished)."""
+embedding model as durable work (core_memory.base.work.tasks: a dispatcher on beat, one task per
+batch, which only the attempt that claims the batch runs)."""
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from memory.embedding.selectors import embeddable_record_ids, embedding_indexes
 from memory.embedding.services import record_embeddings_refresh
-from memory.embedding.switching import embedding_switches_pending, index_switch_run
+from core_memory.base.work.tasks import durable_tasks
+from memory.embedding.switching import LEASE, embedding_batch_run, embedding_switches_dispatch
 
 
 class EmbeddingsMissing(Exception):
@@ -51,18 +53,11 @@ def index_embed_task(index_id: str) -> dict:
     return {"index_id": index_id, "embedded": embedded, "unchanged": unchanged, "skipped": skipped}
 
 
-@shared_task(**EMBED_OPTIONS, soft_time_limit=3300, time_limit=3600)
-def index_switch_task(index_id: str) -> dict:
-    """An index's switch to its next embedding model (memory.embedding.switching); what is left
-    unfinished the sweep resumes."""
-    return {"index_id": index_id, "switched": index_switch_run(index_id=index_id)}
+def _batch_run(*, unit_id: str):
+    return embedding_batch_run(batch_id=unit_id)
 
 
-@shared_task(acks_late=True, soft_time_limit=60, time_limit=90)
-def embedding_switches_resume_task() -> dict:
-    """Beat's sweep: every index still switching its embedding model is run again (a worker died,
-    the next model's server was down)."""
-    pending = embedding_switches_pending()
-    for index_id in pending:
-        index_switch_task.delay(index_id)
-    return {"indexes": len(pending)}
+# `memory.tasks.memory_batch_task(batch_id)` and beat's `memory.tasks.memory_dispatch_task()`.
+embedding_batch_task, embedding_switches_dispatch_task = durable_tasks(
+    app="memory", noun="batch", seconds=int(LEASE.total_seconds()), run=_batch_run, dispatch=embedding_switches_dispatch
+)

@@ -28,7 +28,7 @@ DISTRIBUTED = {
     "extraction_extractionconnector", "extraction_extractionrun", "extraction_extractionswitch", "extraction_extractionwindow",
     "keys_keytrailentry", "llm_tokenusage", "maintenance_contradictioncheck", "maintenance_episodeuse",
     "maintenance_maintenancejob", "maintenance_maintenancerun", "maintenance_maintenancestate", "maintenance_promotionreview",
-    "maintenance_proposal", "memory_historicalmemoryrecord", "memory_memoryrecord", "memory_modelembedding", "memory_recordembedding",
+    "maintenance_proposal", "memory_embeddingbatch", "memory_embeddingswitchrun", "memory_historicalmemoryrecord", "memory_memoryrecord", "memory_modelembedding", "memory_recordembedding",
     "memory_sharedsetversion", "persons_person", "pii_threadplaceholders", "stores_knowledgeindex", "threads_response",
     "threads_thread", "webhooks_webhookattempt", "webhooks_webhookdelivery", "webhooks_webhookevent", "webhooks_webhooksubscription",
 }

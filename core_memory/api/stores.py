@@ -9,7 +9,7 @@ from core_memory.base.validation import StrictSerializer
 from extraction.apis import switch_answer
 from extraction.selectors import switch_find
 from memory.embedding.switching import index_switch_progress
-from memory.tasks import index_embed_task, index_switch_task
+from memory.tasks import embedding_switches_dispatch_task, index_embed_task
 from stores.configuration import StoreSectionsSerializer
 from stores.selectors import index_get_available, index_list_available, store_get
 from stores.services import index_create, index_delete, index_update, store_update
@@ -157,8 +157,8 @@ class IndexDetailApi(CoreApi):
             # only the backfill, which `manage.py embed_records` repeats.
             transaction.on_commit(lambda: index_embed_task.delay(index.id), robust=True)
         if index.embedding_model_next:
-            # A broker that is down delays it to beat's sweep, which resumes every unfinished switch.
-            transaction.on_commit(lambda: index_switch_task.delay(index.id), robust=True)
+            # Planned at once rather than at beat's next minute; a broker that is down delays it to that.
+            transaction.on_commit(embedding_switches_dispatch_task.delay, robust=True)
         return Response(IndexOutputSerializer(index).data)
 
     def delete(self, request, index_id: str):

@@ -50,7 +50,7 @@ def record_vector_forget(*, index: KnowledgeIndex, record_ids: Sequence[str]) ->
         ModelEmbedding.objects.for_organisation(index.organisation_id).filter(record_id__in=list(record_ids)).delete()
 
 
-def _embeddable(record_ids: Sequence[str]) -> QuerySet[MemoryRecord]:
+def records_embeddable(record_ids: Sequence[str]) -> QuerySet[MemoryRecord]:
     # A task names only record ids, across organisations: each record brings its own scope.
     return (
         MemoryRecord.objects.unscoped()
@@ -89,7 +89,7 @@ def record_embeddings_refresh(*, record_ids: Sequence[str], model_ids: Sequence[
 def _embeddings_refresh(*, record_ids: Sequence[str], model_ids: Sequence[str] | None) -> EmbeddingOutcome:
     if not record_ids or not embedding_storage_ready():
         return EmbeddingOutcome(skipped=len(record_ids))
-    records = list(_embeddable(record_ids))
+    records = list(records_embeddable(record_ids))
     by_model: dict[str, list[MemoryRecord]] = {}
     for record in records:
         for model_id in index_model_ids(record.index):
@@ -110,7 +110,19 @@ def _stored_digests(model: EmbeddingModel, record_ids: list[str]) -> dict[str, s
     return dict(stored.values_list("record_id", "text_digest"))
 
 
-def _refreshed_by(model: EmbeddingModel, records: list[MemoryRecord]) -> EmbeddingOutcome:
+@dataclass(frozen=True)
+class VectorsDue:
+    """Of some records, those whose vector by `model` is missing or not of their current text:
+    `passages` to embed (one per record of `stale`) and the digest each vector is stored with."""
+
+    model: EmbeddingModel
+    stale: list[MemoryRecord]
+    passages: list[str]
+    digests: dict[str, str]
+    unchanged: int
+
+
+def vectors_due(model: EmbeddingModel, records: list[MemoryRecord]) -> VectorsDue:
     passages = {
         record.id: record_passage(
             text=record.text, type=record.type, created_at=record.created_at, zone=record.organisation.timezone
@@ -120,23 +132,40 @@ def _refreshed_by(model: EmbeddingModel, records: list[MemoryRecord]) -> Embeddi
     digests = {record_id: passage_digest(model_id=model.fingerprint, passage=passage) for record_id, passage in passages.items()}
     stored = _stored_digests(model, list(passages))
     stale = [record for record in records if stored.get(record.id) != digests[record.id]]
-    unchanged = len(records) - len(stale)
-    if not stale:
-        return EmbeddingOutcome(unchanged=unchanged)
+    return VectorsDue(
+        model=model, stale=stale, passages=[passages[record.id] for record in stale], digests=digests, unchanged=len(records) - len(stale)
+    )
+
+
+def vectors_embed(due: VectorsDue):
+    """The vectors of `due`'s passages, outside any transaction; raises ProviderError when a
+    model served elsewhere fails. Its space's graph is made first (memory.embedding.storage)."""
+    vectors = passages_embed_by(due.model, due.passages).vectors
+    if not due.model.in_process:
+        space_graph_ensure(space=due.model.space, dimensions=due.model.dimensions)
+    return vectors
+
+
+def _refreshed_by(model: EmbeddingModel, records: list[MemoryRecord]) -> EmbeddingOutcome:
+    due = vectors_due(model, records)
+    if not due.stale:
+        return EmbeddingOutcome(unchanged=due.unchanged)
     try:
-        vectors = passages_embed_by(model, [passages[record.id] for record in stale]).vectors
+        vectors = vectors_embed(due)
     except ProviderError as error:
         # The write stands; its vector is made by a later run (the task's retry, embed_records).
-        logger.warning("embedding.model.failed", extra={"model": model.id, "code": error.code, "records": len(stale)})
-        return EmbeddingOutcome(unchanged=unchanged, failed=len(stale))
-    if not model.in_process:
-        space_graph_ensure(space=model.space, dimensions=model.dimensions)
-    written = _vectors_store(model=model, records=stale, vectors=vectors, digests=digests)
-    return EmbeddingOutcome(embedded=written, unchanged=unchanged, skipped=len(stale) - written)
+        logger.warning("embedding.model.failed", extra={"model": model.id, "code": error.code, "records": len(due.stale)})
+        return EmbeddingOutcome(unchanged=due.unchanged, failed=len(due.stale))
+    with transaction.atomic(durable=True):
+        written = vectors_store(due, vectors)
+    return EmbeddingOutcome(embedded=written, unchanged=due.unchanged, skipped=len(due.stale) - written)
 
 
-@transaction.atomic(durable=True)
-def _vectors_store(*, model: EmbeddingModel, records: list[MemoryRecord], vectors, digests: dict[str, str]) -> int:
+def vectors_store(due: VectorsDue, vectors) -> int:
+    """Inside the caller's transaction: `due`'s vectors, stored for the records still active with
+    the text that was embedded (locked, so an end or an edit waits or is waited for); answers
+    how many were stored."""
+    model, records, digests = due.model, due.stale, due.digests
     texts = {record.id: record.text for record in records}
     current = dict(
         MemoryRecord.objects.unscoped()

