@@ -24,7 +24,8 @@ from maintenance.models import (
     Proposal,
     ProposalSource,
 )
-from memory.embedding.storage import index_embeds
+from memory.embedding.selectors import cosine_for_model
+from memory.embedding.storage import index_embedding_model, index_embeds
 from memory.models import MemoryRecord
 from stores.models import KnowledgeIndex, MemoryStore
 
@@ -136,30 +137,42 @@ CROSS JOIN LATERAL (
       AND candidate.index_id = changed.index_id
       AND {{same_person}}
       AND candidate.type = changed.type
-      AND candidate.{id} <> changed.{id}
+      AND candidate.{id} <> changed.{id}{space}
       AND {close}
     ORDER BY {closest}, candidate.{id}
     LIMIT %(per_record)s
 ) AS other
-WHERE changed.organisation_id = %(organisation_id)s AND changed.{id} = ANY(%(record_ids)s)
+WHERE changed.organisation_id = %(organisation_id)s AND changed.{id} = ANY(%(record_ids)s){changed_space}
 """
+
+
+def _by_meaning(*, table: str, in_space: bool) -> str:
+    # `+ 0` keeps the ordering off the HNSW index, whose approximate scan would drop most of a
+    # person's rows after filtering: her scope is scanned exactly, as search does.
+    return _CANDIDATES_SQL.format(
+        id="record_id",
+        table=table,
+        space="\n      AND candidate.space = %(space)s" if in_space else "",
+        changed_space=" AND changed.space = %(space)s" if in_space else "",
+        close="(candidate.vector <#> changed.vector) <= -%(threshold)s",
+        closest="(candidate.vector <#> changed.vector) + 0",
+    )
+
+
 _CLOSENESS = {
     # Textually (pg_trgm), among active records.
     "text": _CANDIDATES_SQL.format(
         id="id",
         table="memory_memoryrecord",
+        space="",
+        changed_space="",
         close="candidate.status = 'active' AND similarity(candidate.text, changed.text) >= %(threshold)s",
         closest="similarity(candidate.text, changed.text) DESC",
     ),
-    # In meaning, over the vectors of an index that embeds (only active records have one).
-    # `+ 0` keeps the ordering off the HNSW index, whose approximate scan would drop most of a
-    # person's rows after filtering: her scope is scanned exactly, as search does.
-    "meaning": _CANDIDATES_SQL.format(
-        id="record_id",
-        table="memory_recordembedding",
-        close="(candidate.vector <#> changed.vector) <= -%(threshold)s",
-        closest="(candidate.vector <#> changed.vector) + 0",
-    ),
+    # In meaning, over the vectors of an index that embeds (only active records have one), by
+    # the model inside Core; and by a model served elsewhere, its space's vectors only.
+    "meaning": _by_meaning(table="memory_recordembedding", in_space=False),
+    "meaning_served": _by_meaning(table="memory_modelembedding", in_space=True),
 }
 
 
@@ -176,15 +189,21 @@ def contradiction_candidates(
     if not record_ids:
         return []
     same_person = "candidate.subject IS NULL AND changed.subject IS NULL" if shared else "candidate.subject = changed.subject"
-    queries = [(_CLOSENESS["text"], SIMILARITY_THRESHOLD, CANDIDATES_PER_RECORD)]
+    queries = [(_CLOSENESS["text"], SIMILARITY_THRESHOLD, CANDIDATES_PER_RECORD, None)]
     if index is not None and index_embeds(index):
-        queries.append((_CLOSENESS["meaning"], MEANING_THRESHOLD, CANDIDATES_BY_MEANING_PER_RECORD))
+        # The vectors of the model the index's searches compare (its former one while it switches).
+        model = index_embedding_model(index)
+        sql = _CLOSENESS["meaning"] if model.in_process else _CLOSENESS["meaning_served"]
+        queries.append((sql, cosine_for_model(model, MEANING_THRESHOLD), CANDIDATES_BY_MEANING_PER_RECORD, model.space))
     pairs: list[tuple[str, str]] = []
     with connection.cursor() as cursor:
-        for sql, threshold, per_record in queries:
+        for sql, threshold, per_record, space in queries:
             cursor.execute(
                 sql.format(same_person=same_person),
-                {"threshold": threshold, "per_record": per_record, "organisation_id": organisation_id, "record_ids": list(record_ids)},
+                {
+                    "threshold": threshold, "per_record": per_record, "organisation_id": organisation_id,
+                    "record_ids": list(record_ids), "space": space,
+                },
             )
             pairs += [(first, second) for first, second in cursor.fetchall()]
     return pairs

@@ -41,8 +41,9 @@ from core_memory.base.work.dispatch import Dispatch, Dispatcher
 from core_memory.base.work.runner import End, WorkFailed, WorkRunner, WorkStopped
 from core_memory.llm.embedding_models import EmbeddingModel, embedding_model_for
 from core_memory.llm.protocol import ProviderError
+from memory.embedding.selectors import model_vectors
 from memory.embedding.services import VectorsDue, records_embeddable, vectors_due, vectors_embed, vectors_store
-from memory.models import EmbeddingBatch, EmbeddingSwitchRun, MemoryRecord, ModelEmbedding, RecordEmbedding
+from memory.models import EmbeddingBatch, EmbeddingSwitchRun, MemoryRecord
 from stores.models import KnowledgeIndex
 
 logger = logging.getLogger(__name__)
@@ -64,12 +65,6 @@ class SwitchProgress:
     records: int
 
 
-def _vectors_of(model: EmbeddingModel, index: KnowledgeIndex):
-    if model.in_process:
-        return RecordEmbedding.objects.for_organisation(index.organisation_id).filter(index_id=index.pk)
-    return ModelEmbedding.objects.for_organisation(index.organisation_id).filter(index_id=index.pk, space=model.space)
-
-
 def _active_records(index: KnowledgeIndex):
     return MemoryRecord.objects.for_organisation(index.organisation_id).filter(index_id=index.pk, status=MemoryRecord.Status.ACTIVE)
 
@@ -80,13 +75,13 @@ def index_switch_progress(*, index: KnowledgeIndex) -> SwitchProgress | None:
         return None
     model = embedding_model_for(index.embedding_model_next)
     records = _active_records(index).count()
-    embedded = _vectors_of(model, index).filter(record__status=MemoryRecord.Status.ACTIVE).count() if model else 0
+    embedded = model_vectors(index=index, model=model).filter(record__status=MemoryRecord.Status.ACTIVE).count() if model else 0
     return SwitchProgress(model=index.embedding_model_next, embedded=embedded, records=records)
 
 
 def _missing(index: KnowledgeIndex, model: EmbeddingModel) -> QuerySet[MemoryRecord]:
     """The index's active records without a vector by `model`."""
-    return _active_records(index).filter(~Exists(_vectors_of(model, index).filter(record_id=OuterRef("pk"))))
+    return _active_records(index).filter(~Exists(model_vectors(index=index, model=model).filter(record_id=OuterRef("pk"))))
 
 
 @dataclass(frozen=True)
@@ -292,7 +287,7 @@ def index_switch_complete(*, index_id: str, model_id: str) -> bool:
     index.embedding_model, index.embedding_model_next = model_id, None
     index.save(update_fields=["embedding_model", "embedding_model_next"])
     if former is not None and former.space != model.space:
-        _vectors_of(former, index).delete()
+        model_vectors(index=index, model=former).delete()
     audit_event_record(
         organisation_id=index.organisation_id, actor=ACTOR, action="index.embedding_model_switched", target=index.pk,
         details={"from": previous, "to": model_id},

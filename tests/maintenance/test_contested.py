@@ -13,9 +13,11 @@ from core_memory.llm.models import TokenUsage
 from core_memory.persons.services import person_update
 from maintenance.models import ContradictionCheck, MaintenanceJob
 from memory.injection.walk import injection_block_build
+from memory.embedding.services import record_embeddings_refresh
 from memory.models import MemoryRecord
 from memory.services.changes import record_delete, record_update
 from memory.services.writes import RecordDraft, record_write
+from tests.fake_retrieval_models import FakeEmbeddingServer, hashed_vector
 from tests.maintenance.builders import CONTRADICTIONS, asked, contradictions, sections, shown, touched
 from tests.memory.injection.builders import injecting_key
 from tests.memory.tools.builders import call, search_name, tool_key
@@ -215,6 +217,30 @@ def test_a_contradiction_in_other_words_is_found_by_meaning_where_the_index_embe
     assert shown(request)["pairs"] == [sorted([coffee.id, espresso.id])]
     assert summary["contested"] == 1
     assert (contradicting(coffee), contradicting(espresso)) == ([espresso.id], [coffee.id])
+
+
+def _coffee_vectors(texts: list[str]) -> list[list[float]]:
+    """A served model that reads coffee and espresso as one meaning."""
+    return [hashed_vector("coffee" if "koffie" in text or "espresso" in text else text, 64) for text in texts]
+
+
+def test_an_index_on_a_served_embedding_model_finds_a_contradiction_by_that_models_meaning(tenant, write, fake_model, run_store, settings, quick_retries):
+    """R-9.2 for an index whose vectors are a model served elsewhere's (CORE_EMBEDDING_MODELS), with the model inside Core off."""
+    with FakeEmbeddingServer(dimensions=64, embedder=_coffee_vectors) as server:
+        settings.CORE_EMBEDDING_MODELS = [server.config("ext-embed")]
+        settings.CORE_EMBEDDINGS = "off"
+        tenant.index.embeddings, tenant.index.embedding_model = True, "ext-embed"
+        tenant.index.save(update_fields=["embeddings", "embedding_model"])
+        coffee, espresso = write("Drinkt geen koffie", subject="anna"), write("Begint elke ochtend met een espresso", subject="anna")
+        write("Drinkt geen koffie", subject="bram")
+        record_embeddings_refresh(record_ids=list(MemoryRecord.objects.values_list("id", flat=True)))
+        fake_model.answer(contradictions((coffee.id, espresso.id)), format_name=CONTRADICTIONS)
+
+        summary = run_store()
+
+    (request,) = asked(fake_model, CONTRADICTIONS)
+    assert shown(request)["pairs"] == [sorted([coffee.id, espresso.id])]
+    assert summary["contested"] == 1
 
 
 def test_without_embeddings_a_contradiction_in_other_words_is_not_a_candidate(coffee_and_espresso, fake_model, run_store, settings):

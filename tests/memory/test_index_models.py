@@ -405,6 +405,19 @@ def test_the_search_route_answers_its_trace(tenant, reranked_index, fake_rerank,
     assert down.json()["data"][0]["text"] == "Lisa werkt bij een bank."
 
 
+def test_a_lesson_in_other_words_is_found_near_by_the_served_models_vectors(tenant, external_index, meaning_server, settings):
+    """Background work's near-duplicate check reads the vectors of the index's own model, served elsewhere."""
+    settings.CORE_EMBEDDINGS = "off"
+    lesson = make_record(external_index, "Vraag Lisa naar haar fiddle.", type="lesson", subject="anna")
+    record_embeddings_refresh(record_ids=[lesson.id])
+
+    assert lesson_near_duplicate(index=external_index, subject="anna", text="Vraag Lisa naar haar viool.") == lesson
+    assert lesson_near_duplicate(index=external_index, subject="anna", text="Vraag Lisa naar haar bank.") is None
+    assert lesson_near_duplicate(index=external_index, subject="bram", text="Vraag Lisa naar haar viool.") is None
+    meaning_server.fail(503, times=3)
+    assert lesson_near_duplicate(index=external_index, subject="anna", text="Vraag Lisa naar haar viool.") is None
+
+
 def test_with_the_model_inside_core_off_an_index_on_a_served_model_writes_lessons_and_embed_records_catches_up(tenant, external_index, meaning_server, settings):
     """Issue 27 item 4: embed_records makes the vectors a model that was down could not."""
     settings.CORE_EMBEDDINGS = "off"
