@@ -7,10 +7,12 @@ page and no "View site" link (the service has no public site to view).
 from __future__ import annotations
 
 from django.contrib import admin
+from django.urls import path
 from django.utils.translation import gettext_lazy as _
 
 from audit.console import console_read_audit
 from core_memory.base.console.selectors import EVERY_ORGANISATION, administered_organisation_id, console_actor
+from core_memory.console.search import search_view
 from core_memory.console.selectors import dashboard_figures, platform_dashboard_figures
 
 
@@ -20,8 +22,16 @@ class ConsoleSite(admin.AdminSite):
     index_title = _("Console")
     site_url = None  # "View site" led to a bare 404: there is no public site
     index_template = "admin/console_index.html"
-    # The home page lists every section; the side menu would take a quarter of a 1024 px window.
-    enable_nav_sidebar = False
+    # The console's own side menu (admin/console_nav.html): every section and the search box. Beside
+    # the page from 1680 px, a row above it below that (console.css), so 1024 and 1400 px keep their full width.
+    enable_nav_sidebar = True
+
+    def get_urls(self):
+        return [path("search/", self.admin_view(self.search_view), name="search"), *super().get_urls()]
+
+    def search_view(self, request):
+        """The search box's answer (core_memory.console.search)."""
+        return search_view(self, request)
 
     def index(self, request, extra_context=None):
         """The app list and the dashboard; a read, so audited."""

@@ -4,7 +4,10 @@ A thread's page shows its items in order and, for each response, its memory trac
 counts and what the response kept of the injection walk (`Response.memory_detail`) — which
 records went into which section, which were skipped for the budget or the organisation's
 share, how many `limit` left out — and which tools ran and what they returned, every record
-linked. Reading it is audited like any console read. Threads are shown, never
+linked. It reads as a conversation: the injected records are listed in full for the first response
+that injected, and each later one shows only what changed from the one before (records added, records
+no longer injected). Every time on it, those inside tool arguments and results included, is in the
+organisation's zone. Reading it is audited like any console read. Threads are shown, never
 changed here; whoever may read her organisation's records may read its threads.
 """
 from __future__ import annotations
@@ -74,10 +77,17 @@ class ResponseTrace:
     tools: list[ToolRun]
     items: list[Item]
     then: dict = field(default_factory=dict)  # record id → what the record was when the response ran
+    # Read as a conversation: after the first response that injected, a response shows only what
+    # changed from the one before it — the records it added (by section) and those no longer injected.
+    previous_id: str | None = None  # the response compared with; None: the whole set is shown
+    added: list[tuple[str, list[str]]] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)
+    kept: int = 0
 
     def record_ids(self) -> list[str]:
         return [
             *(record_id for _section, ids in self.injected for record_id in ids),
+            *self.gone,
             *(record_id for record_id, _section, _reason in self.dropped),
             *(record_id for tool in self.tools for record_id in tool.record_ids),
         ]
@@ -220,7 +230,7 @@ class ThreadAdmin(ReadOnlyScopedAdmin):
             if item.call_id and item.call_id in gone:
                 item.content_text = "—"
             else:
-                item.content_text = _pretty(_parsed(item.content)) if item.kind != Item.Kind.MESSAGE else _pretty(item.content)
+                item.content_text = _pretty(_in_zone(_parsed(item.content))) if item.kind != Item.Kind.MESSAGE else _pretty(item.content)
         responses = list(thread_responses(thread=thread))
         traces = self.traces(thread=thread, responses=responses, items=items, gone=gone)
         record_ids = [record_id for trace in traces for record_id in trace.record_ids()]
@@ -284,6 +294,7 @@ class ThreadAdmin(ReadOnlyScopedAdmin):
                 by_response.setdefault(item.response_id, []).append(item)
         keys = actor_labels(organisation_id=thread.organisation_id, actors=[response.key_id for response in responses])
         traces = []
+        previous = None  # the last response that injected: (its id, its (record id, section) pairs)
         for response in responses:
             detail = response.memory_detail or {}
             injected: dict[str, list[str]] = {}
@@ -305,7 +316,23 @@ class ThreadAdmin(ReadOnlyScopedAdmin):
                     items=own_items,
                 )
             )
+            if "injected" in detail:
+                if previous is not None:
+                    self.compare(traces[-1], previous=previous)
+                previous = (response.id, [(record_id, section_label(section)) for record_id, section in detail["injected"]])
         return traces
+
+    @staticmethod
+    def compare(trace: ResponseTrace, *, previous: tuple[str, list[tuple[str, str]]]) -> None:
+        """`trace` as what changed from the `previous` response that injected (its id, its
+        (record id, section) pairs): the records added, by section, and those no longer injected."""
+        previous_id, previous_records = previous
+        before = {record_id for record_id, _section in previous_records}
+        now = {record_id for _section, ids in trace.injected for record_id in ids}
+        trace.previous_id = previous_id
+        trace.added = [(section, added) for section, ids in trace.injected if (added := [record_id for record_id in ids if record_id not in before])]
+        trace.gone = [record_id for record_id, _section in previous_records if record_id not in now]
+        trace.kept = len(now & before)
 
     @staticmethod
     def tool_runs(items: list[Item], *, gone: set[str] = frozenset()) -> list[ToolRun]:

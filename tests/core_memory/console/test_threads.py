@@ -2,11 +2,15 @@
 why the assistant knew what it knew — scoped and audited (R-10.2, R-12.1)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.contrib.admin.utils import quote
+from django.utils import timezone
 
 from audit.models import AuditEvent
 from core_memory.base.callers import Caller
+from core_memory.threads.models import Item, Response
 from core_memory.threads.services import thread_create
 from memory.models import MemoryRecord
 from tests.core_memory.console.world import build_world, contest, response_of
@@ -135,3 +139,48 @@ def test_the_trace_shows_each_record_as_the_response_saw_it_with_todays_state_be
     line = line[: line.index("</li>")]
     assert "then-contested" not in line
     assert '<span class="badge-then">vandaag</span> <span class="badge-contested">betwist</span>' in line
+
+
+def test_the_thread_reads_as_a_conversation_the_injected_set_once_then_what_changed(console, tenant, write):
+    """Issue 32: the first response that injected lists its records; each later one only the records
+    added and those no longer injected since the one before (and says when nothing changed)."""
+    koffie, thee, jazz, delft = (write(text, subject="anna") for text in ("Anna drinkt koffie", "Anna drinkt thee", "Anna houdt van jazz", "Anna woont in Delft"))
+    thread = thread_create(caller=Caller(key=tenant.key, subject="anna"))
+
+    def turn(*injected):
+        detail = {"injected": [[record.id, section] for record, section in injected], "dropped": []}
+        return Response.objects.create(organisation_id=tenant.organisation.id, thread=thread, key_id=tenant.key.id, model="fake-chat", memory_detail=detail)
+
+    first = turn((koffie, "about_this_person"), (thee, "about_this_person"), (delft, "about_this_person"))
+    second = turn((koffie, "about_this_person"), (delft, "about_this_person"), (jazz, "behaviour"))
+    third = turn((koffie, "about_this_person"), (delft, "about_this_person"), (jazz, "behaviour"))
+
+    response = console.get(thread_url(thread.id))
+
+    traces = response.context["traces"]
+    assert traces[0].previous_id is None and [ids for _section, ids in traces[0].injected] == [[koffie.id, thee.id, delft.id]]
+    assert (traces[1].previous_id, traces[1].added, traces[1].gone, traces[1].kept) == (first.id, [("gedrag", [jazz.id])], [thee.id], 2)
+    assert (traces[2].previous_id, traces[2].added, traces[2].gone, traces[2].kept) == (second.id, [], [], 3)
+    page = response.content.decode()
+    assert page.count(f'href="{record_url(delft)}"') == 1  # shown once, on the first response
+    assert "Nu geïnjecteerd, niet in het vorige antwoord" in page and "Niet meer geïnjecteerd" in page
+    assert "3 records geïnjecteerd zoals in het vorige antwoord" in page and "niets veranderd" in page
+    assert third.id in page
+
+
+def test_tool_results_on_the_thread_page_are_in_the_organisations_zone(console, tenant):
+    tenant.organisation.timezone = "Europe/Amsterdam"
+    tenant.organisation.save(update_fields=["timezone"])
+    thread = thread_create(caller=Caller(key=tenant.key, subject="anna"))
+    turn = Response.objects.create(organisation_id=tenant.organisation.id, thread=thread, key_id=tenant.key.id, model="fake-chat")
+    moment = {"created_at": "2026-07-01T10:00:00Z"}
+    for position, (kind, content) in enumerate([(Item.Kind.TOOL_CALL, json.dumps(moment)), (Item.Kind.TOOL_RESULT, json.dumps(moment))]):
+        Item.objects.create(
+            thread=thread, position=position + 1, role=Item.Role.TOOL, kind=kind, name="lookup", call_id="call_1", content=content,
+            response_id=turn.id, created_at=timezone.now(),
+        )
+
+    page = console.get(thread_url(thread.id)).content.decode()
+
+    assert "2026-07-01T12:00:00+02:00" in page
+    assert "2026-07-01T10:00:00Z" not in page and "10:00:00+00:00" not in page

@@ -146,6 +146,20 @@ def switch_changes_checked(index_id: str) -> Callable[[Page, str], Response | No
     return visit
 
 
+def settings_changes_checked(organisation_id: str) -> Callable[[Page, str], Response | None]:
+    """The page that shows what the organisation's settings would become (a POST; set only once confirmed)."""
+
+    def visit(page: Page, base: str) -> Response | None:
+        page.goto(f"{base}/console/organisations/organisation/{quote(organisation_id)}/change/")
+        page.locator("#id_audit_retention_days").fill("400")
+        with page.expect_navigation() as navigation:
+            page.locator("#organisation_form [name=_save]").click()
+        page.locator("input[name=confirmed][value='1']").wait_for(state="attached")  # the confirmation, not the form again
+        return navigation.value
+
+    return visit
+
+
 def pages_of(world) -> dict[str, str | Callable[[Page, str], Response | None]]:
     """One page of each kind, by a short name (the screenshot's): an address, or how a browser
     reaches a page that answers a form."""
@@ -156,6 +170,7 @@ def pages_of(world) -> dict[str, str | Callable[[Page, str], Response | None]]:
         "home": "/console/",
         "organisations": "/console/organisations/organisation/",
         "organisation": f"/console/organisations/organisation/{quote(organisation)}/change/",
+        "organisation-confirm": settings_changes_checked(organisation),
         "keys": "/console/keys/apikey/",
         "key": f"/console/keys/apikey/{quote(world.key.id)}/change/",
         "stores": "/console/stores/memorystore/",
@@ -178,6 +193,8 @@ def pages_of(world) -> dict[str, str | Callable[[Page, str], Response | None]]:
         "proposals": "/console/maintenance/proposal/",
         "proposal": f"/console/maintenance/proposal/{quote(world.proposal.pk)}/change/",
         "audit": "/console/audit/auditevent/",
+        # The search box's answer: a person and the records holding her name, grouped by kind.
+        "search": "/console/search/?q=anna",
         # An unknown object is the console's own 404, in its language (issue 32).
         "missing-record": "/console/memory/memoryrecord/mem_00000000000000000000000000/change/",
         "missing-person": f"/console/persons/person/{organisation}/nobody-at-all/",
@@ -219,6 +236,8 @@ def test_every_console_page_fits_and_speaks_one_language_at_both_widths(world, l
                     problems[where] = [f"status {response and response.status}"]
                     continue
                 found = page.evaluate(LOOK, language)
+                if page.locator("#console-nav #console-search-q").count() != 1:
+                    found.append("no side menu with the search box")
                 if page.evaluate("document.documentElement.lang") != language:
                     found.append(f"in {page.evaluate('document.documentElement.lang')}")
                 if found:
