@@ -106,6 +106,29 @@ def test_each_hit_raises_its_retrieval_count(tenant, corpus):
     assert corpus["coffee"].history.count() == 1  # a retrieval is not a new version
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_hits_are_counted_in_one_statement_whose_commit_alone_does_not_wait_for_the_disk(tenant, corpus):
+    """R-5.10; docs/decisions.md "Commits": the count commits on its own, its wait for the log
+    flush off for that commit only."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from core_memory.base.callers import Caller
+    from memory.services.retrievals import records_retrieved
+
+    coffee = corpus["coffee"]
+    with CaptureQueriesContext(connection) as statements:
+        records_retrieved(caller=Caller(key=tenant.key, subject="jan"), records=[coffee])
+
+    assert [statement["sql"].split()[0] for statement in statements] == ["UPDATE"]
+    assert "set_config('synchronous_commit', 'off', true)" in statements[0]["sql"]
+    assert coffee.retrieval_count == 1
+    assert MemoryRecord.objects.get(pk=coffee.pk).retrieval_count == 1
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
+
+
 def test_equal_relevance_ties_go_to_the_higher_effective_confidence_then_retrievals(tenant, write):
     """Decision 5: ties by effective confidence, retrieval count, id."""
     low = write("Acme factuur", confidence=0.5)
@@ -187,7 +210,7 @@ def test_search_takes_the_same_number_of_queries_for_any_limit(tenant, write, dj
         write(f"Acme factuur nummer {number}", subject="anna" if number % 2 else None)
     client = tenant.client()
     _search(client, tenant.index, query="acme facturen", limit=1)  # the index and the words, read once per process
-    # The credential, the candidates with their scores, and the retrieval counts (inside a savepoint here).
-    with django_assert_num_queries(5):
+    # The credential, the candidates with their scores, and the retrieval counts (one statement).
+    with django_assert_num_queries(3):
         hits = _search(client, tenant.index, query="acme facturen", limit=limit)
     assert len(hits) == limit
