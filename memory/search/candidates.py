@@ -14,10 +14,14 @@ from memory.search.text import terms_query
 from stores.models import KnowledgeIndex
 
 
-def shared_bounded(*, key: ApiKey, index: KnowledgeIndex, terms: list[str], filters: dict, depth: int) -> Bounded | None:
+def shared_bounded(
+    *, key: ApiKey, index: KnowledgeIndex, terms: list[str], filters: dict, depth: int, ranked_whole: int | None = None
+) -> Bounded | None:
     if not terms:
         return None
-    return bounded_candidates(organisation_id=key.organisation_id, index_id=index.pk, terms=terms, depth=depth, **filters)
+    return bounded_candidates(
+        organisation_id=key.organisation_id, index_id=index.pk, terms=terms, depth=depth, ranked_whole=ranked_whole, **filters
+    )
 
 
 def shared_version(*, key: ApiKey, index: KnowledgeIndex) -> RawSQL:

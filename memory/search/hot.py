@@ -7,6 +7,10 @@ of this search's time through the API, more than PostgreSQL took to answer it. H
 the ORM's statement as it compiles for this case — the same conditions, the same ranking,
 the same columns — so the answer is the same, which tests/memory/search/test_hot.py checks
 against the ORM's on every filter.
+
+With the shared set's bounded candidates (memory.search.shared) its shared part ranks only
+those few, by primary key, while the shared set is still at their version, and every shared
+match when it changed since: the ORM's statement for that case (memory.search.candidates).
 """
 from __future__ import annotations
 
@@ -17,7 +21,9 @@ from django.db import connections, router
 
 from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
+from memory.search.candidates import bounded_exact
 from memory.search.ranking import Candidate
+from memory.search.shared import Bounded
 from stores.models import KnowledgeIndex
 
 # A candidate's row: the record's columns (but the two a search never shows), then its scores.
@@ -37,11 +43,21 @@ _PART = """(SELECT part.id FROM memory_memoryrecord part
     ORDER BY ts_rank_cd(part.search_vector, to_tsquery('simple'::regconfig, %(query)s), 32) DESC, 1 ASC
     LIMIT %(depth)s)"""
 
+# The shared set's version as the statement reads it (memory.models.SharedSetVersion).
+_VERSION = """COALESCE((SELECT version FROM memory_sharedsetversion
+    WHERE index_id = %(index)s AND organisation_id = %(organisation)s), 0)"""
+
+# The shared part when bounded: the few by primary key at their version; at another, every match.
+_FEW = """(SELECT part.id FROM memory_memoryrecord part
+    WHERE part.organisation_id = %(organisation)s AND part.id = ANY(%(few)s) AND {version} = %(version)s
+    ORDER BY ts_rank_cd(part.search_vector, to_tsquery('simple'::regconfig, %(query)s), 32) DESC, 1 ASC
+    LIMIT %(depth)s)"""
+
 _STATEMENT = """SELECT {columns}, record.confidence AS effective_confidence,
     CASE WHEN record.search_vector @@ to_tsquery('simple'::regconfig, %(query)s)
          THEN ts_rank_cd(record.search_vector, to_tsquery('simple'::regconfig, %(query)s), 32)
          ELSE 0.0 END AS text_score,
-    NULL AS similarity
+    NULL AS similarity{version}
 FROM memory_memoryrecord record
 WHERE record.organisation_id = %(organisation)s AND record.index_id = %(index)s AND NOT (record.status = 'deleted')
   AND (record.subject = %(subject)s OR record.subject IS NULL)
@@ -61,20 +77,25 @@ def _narrowing(alias: str, *, types: Sequence[str] | None, after: datetime | Non
     return conditions
 
 
-_statements: dict[tuple[bool, bool, bool], str] = {}
+_statements: dict[tuple, str] = {}
 
 
-def _statement(columns: Sequence[str], *, types, after, before) -> str:
-    shape = (bool(types), after is not None, before is not None)
+def _statement(columns: Sequence[str], *, types, after, before, bounded: bool) -> str:
+    shape = (tuple(columns), bool(types), after is not None, before is not None, bounded)
     statement = _statements.get(shape)
     if statement is None:
         narrowing = {alias: _narrowing(alias, types=types, after=after, before=before) for alias in ("part", "record")}
         part = _PART.replace("{narrowing}", narrowing["part"])
+        shared = part.replace("{person}", "part.subject IS NULL")
+        if bounded:
+            changed = shared.replace("\n    ORDER BY", f"\n      AND NOT ({_VERSION} = %(version)s)\n    ORDER BY")
+            shared = f"{_FEW.replace('{version}', _VERSION)} UNION ALL {changed}"
         statement = _statements[shape] = _STATEMENT.format(
             columns=", ".join(f'record."{name}"' for name in columns),
+            version=f", {_VERSION} AS shared_version" if bounded else "",
             narrowing=narrowing["record"],
             own=part.replace("{person}", "part.subject = %(subject)s"),
-            shared=part.replace("{person}", "part.subject IS NULL"),
+            shared=shared,
         )
     return statement
 
@@ -90,18 +111,28 @@ def person_text_rows(
     types: Sequence[str] | None,
     after: datetime | None,
     before: datetime | None,
-) -> list[tuple]:
+    bounded: Bounded | None = None,
+) -> list[tuple] | None:
     """The candidates' rows of the caller's person's search (her records and the shared ones)
     for the OR of `terms`: `columns` of the record, then its effective confidence (its
-    confidence: no decay), its full-text score and its similarity (none)."""
+    confidence: no decay), its full-text score and its similarity (none). With `bounded` (the
+    shared set's few that can be among the best), None when they turned out not to hold the best
+    (memory.search.shared.bounded_settled): the search asks again without them."""
     parameters = {
         "organisation": caller.organisation_id, "index": index.pk, "subject": caller.subject, "now": now, "depth": depth,
         "query": " | ".join(terms), "types": list(types or []), "after": after, "before": before,
     }
+    if bounded is not None:
+        parameters.update(few=bounded.ids, version=bounded.version)
     connection = connections[router.db_for_read(MemoryRecord)]
     with connection.cursor() as cursor:
-        cursor.execute(_statement(columns, types=types, after=after, before=before), parameters)
+        cursor.execute(_statement(columns, types=types, after=after, before=before, bounded=bounded is not None), parameters)
         rows = cursor.fetchall()
+    if bounded is not None:
+        place_id, place_score = columns.index("id"), len(columns) + 1
+        if not bounded_exact(bounded, [(row[place_id], row[place_score], row[-1]) for row in rows]):
+            return None
+        rows = [row[:-1] for row in rows]
     # The fields' own reading from the database, as the ORM applies it (JSON is read as text).
     fields = [MemoryRecord._meta.get_field(name) for name in columns]
     converters = [(place, field.from_db_value) for place, field in enumerate(fields) if hasattr(field, "from_db_value")]

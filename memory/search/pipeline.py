@@ -46,6 +46,9 @@ SEARCH_DEPTH = 50
 # A person's full-text search without decay reads its candidates by memory.search.hot's
 # statement, written once, rather than the ORM's built anew (the same statement; tests compare).
 HOT_STATEMENT = True
+# Bounding the shared set's matches costs the written statement next to nothing: it bounds them
+# from this many on (the ORM's statement from memory.search.shared.RANKED_WHOLE on).
+HOT_RANKED_WHOLE = SEARCH_DEPTH
 
 
 def record_search(
@@ -124,10 +127,18 @@ def _search(
         return []
     depth = max(SEARCH_DEPTH, limit)
     two_parts = subject is not None and shared  # hers and the shared ones apart (search_parts)
-    bounded = shared_bounded(key=key, index=index, terms=terms, filters=narrowing, depth=depth) if bound and two_parts else None
-    if HOT_STATEMENT and two_parts and not embeds and bounded is None and not index.conversation and not key_half_lives(key=key):
+    hot = HOT_STATEMENT and two_parts and not embeds and not index.conversation and not key_half_lives(key=key)
+    bounded = (
+        shared_bounded(key=key, index=index, terms=terms, filters=narrowing, depth=depth, ranked_whole=HOT_RANKED_WHOLE if hot else None)
+        if bound and two_parts else None
+    )
+    if hot:
         with span("search.candidates_read"):
-            rows = person_text_rows(columns=FIELDS, caller=caller, index=index, terms=terms, depth=depth, now=now, **narrowing)
+            rows = person_text_rows(
+                columns=FIELDS, caller=caller, index=index, terms=terms, depth=depth, now=now, bounded=bounded, **narrowing
+            )
+        if rows is None:
+            return None
         return _ranked(caller=caller, index=index, query=query, limit=limit, now=now, deadline=deadline, trace=trace, **rows_ranked(rows))
     records = search_filtered(records_in_scope(caller=caller, index=index, all_subjects=all_subjects, shared=shared), now=now, **narrowing)
     parts = search_parts(caller=caller, index=index, shared=shared, filters=narrowing, now=now) or [records]

@@ -191,10 +191,11 @@ def bounded_candidates(
     after: datetime | None,
     before: datetime | None,
     depth: int,
+    ranked_whole: int | None = None,
 ) -> Bounded | None:
     """The shared records that can be among the best `depth` by full text for the OR of `terms`,
     or None when the search had better rank the shared set whole: it cannot be read as kept, or
-    it holds no more than RANKED_WHOLE matches."""
+    it holds no more than `ranked_whole` matches (RANKED_WHOLE unless told)."""
     shared = _shared_with(organisation_id=organisation_id, index_id=index_id, terms=terms)
     if shared is None:
         return None
@@ -214,7 +215,7 @@ def bounded_candidates(
     if before is not None:
         matched &= shared.created_array < _microseconds(before)
     found = np.flatnonzero(matched)
-    if len(found) <= RANKED_WHOLE:
+    if len(found) <= (RANKED_WHOLE if ranked_whole is None else ranked_whole):
         return None
     if len(found) <= depth:
         return Bounded(index_id, shared.version, [shared.ids[number] for number in found], None, depth)

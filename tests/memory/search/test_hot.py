@@ -8,6 +8,7 @@ from django.utils import timezone
 from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
 from memory.search import SearchFilters, pipeline, record_search
+from memory.search import shared as shared_module
 from stores.selectors import index_find_available
 
 pytestmark = pytest.mark.django_db
@@ -78,3 +79,22 @@ def test_the_records_no_search_may_find_stay_unfound_by_the_written_statement(te
     found = {text for _id, _score, _conf, _count, text, _meta, _at in _answer(tenant, "Acme facturen", SearchFilters(limit=50))}
     assert found and not {"Acme facturen verwijderd", "Acme facturen verlopen", f"{store[0].text}"} & found
     assert all(MemoryRecord.objects.unscoped().get(text=text).subject in (None, "anna") for text in found)
+
+
+@pytest.mark.parametrize("filters", FILTERS)
+def test_with_the_shared_sets_bounded_candidates_it_answers_as_the_orms_statement_does(tenant, store, monkeypatch, filters):
+    """R-12.5: the shared part bounded (memory.search.shared) in either statement: the same hits and scores."""
+    monkeypatch.setattr(shared_module, "RANKED_WHOLE", 0)
+    monkeypatch.setattr(pipeline, "HOT_RANKED_WHOLE", 0)
+    bounded = []
+    real = pipeline.person_text_rows
+    monkeypatch.setattr(pipeline, "person_text_rows", lambda **arguments: bounded.append(arguments["bounded"]) or real(**arguments))
+    for question in QUESTIONS:
+        shared_module.forget()
+        hot = _answer(tenant, question, filters)
+        monkeypatch.setattr(pipeline, "HOT_STATEMENT", False)
+        built = _answer(tenant, question, filters)
+        monkeypatch.setattr(pipeline, "HOT_STATEMENT", True)
+        assert hot == built, question
+    assert any(found is not None and found.ids for found in bounded)
+    shared_module.forget()
