@@ -34,6 +34,13 @@ _ID, _CREATED, _RETRIEVALS, _TEXT, _TYPE, _SUBJECT = (
     FIELDS.index(name) for name in ("id", "created_at", "retrieval_count", "text", "type", "subject")
 )
 _EFFECTIVE, _TEXT_SCORE, _SIMILARITY = len(FIELDS), len(FIELDS) + 1, len(FIELDS) + 2
+# The fields' own reading from the database, as the ORM applies it (JSON is read as text): for the
+# hits only, none of them is ranked on (every candidate's: ~200 JSON texts read a search at 10k, for ~10 shown).
+_CONVERTERS = [
+    (place, field.from_db_value)
+    for place, field in enumerate(MemoryRecord._meta.get_field(name) for name in FIELDS)
+    if hasattr(field, "from_db_value")
+]
 
 # One part of the scope (hers, or the shared ones): its best `depth` ids by full text.
 _PART = """(SELECT part.id FROM memory_memoryrecord part
@@ -114,7 +121,8 @@ def person_text_rows(
     bounded: Bounded | None = None,
 ) -> list[tuple] | None:
     """The candidates' rows of the caller's person's search (her records and the shared ones)
-    for the OR of `terms`: `columns` of the record, then its effective confidence (its
+    for the OR of `terms`, as the database answers them (JSON as text: `rows_ranked` reads the
+    fields of the hits alone as the ORM does): `columns` of the record, then its effective confidence (its
     confidence: no decay), its full-text score and its similarity (none). With `bounded` (the
     shared set's few that can be among the best), None when they turned out not to hold the best
     (memory.search.shared.bounded_settled): the search asks again without them."""
@@ -133,15 +141,6 @@ def person_text_rows(
         if not bounded_exact(bounded, [(row[place_id], row[place_score], row[-1]) for row in rows]):
             return None
         rows = [row[:-1] for row in rows]
-    # The fields' own reading from the database, as the ORM applies it (JSON is read as text).
-    fields = [MemoryRecord._meta.get_field(name) for name in columns]
-    converters = [(place, field.from_db_value) for place, field in enumerate(fields) if hasattr(field, "from_db_value")]
-    if converters:
-        rows = [list(row) for row in rows]
-        for row in rows:
-            for place, convert in converters:
-                row[place] = convert(row[place], None, connection)
-        rows = [tuple(row) for row in rows]
     return rows
 
 
@@ -160,7 +159,11 @@ def rows_ranked(rows: list[tuple]) -> dict:
 
     def hit(record_id: str) -> MemoryRecord:
         row = by_id[record_id]
-        record = MemoryRecord.from_db(router.db_for_read(MemoryRecord), FIELDS, row[: len(FIELDS)])
+        alias = router.db_for_read(MemoryRecord)
+        values = list(row[: len(FIELDS)])
+        for place, convert in _CONVERTERS:
+            values[place] = convert(values[place], None, connections[alias])
+        record = MemoryRecord.from_db(alias, FIELDS, values)
         record.effective_confidence, record.text_score, record.similarity = row[_EFFECTIVE], row[_TEXT_SCORE], row[_SIMILARITY]
         return record
 
