@@ -1,16 +1,19 @@
 """Issue 32: an administrator's jobs done in the console, in a real browser — no API call needed:
 the organisation's own settings changed after a page that shows what changes, extraction turned on
-for a store that has no switch (its keys picked by name), a contested pair decided side by side, the audit log
+for a store that has no switch (its keys picked by name), a contested pair decided side by side, a
+proposal changed before it is applied, two rejected at once, duplicates merged, the audit log
 narrowed to several actions without her own reads, and at 1024 px a list's first row in view
 with its filters folded above it."""
 from __future__ import annotations
 
+from django.contrib.admin.utils import quote
 from playwright.sync_api import Page, expect
 
 from audit.models import AuditEvent
 from core_memory.organisations.models import Organisation
 from extraction.models import ExtractionSwitch
 from memory.models import MemoryRecord
+from tests.core_memory.console.world import propose
 from tests.factories import make_index
 
 
@@ -97,3 +100,46 @@ def test_decide_a_contested_pair_side_by_side_as_not_a_contradiction(signed_in: 
     expect(page.locator(".messagelist")).to_contain_text("gelden niet meer als elkaar tegensprekend")
     assert not MemoryRecord.objects.get(pk=world.coffee.pk).contested
     assert AuditEvent.objects.filter(action="memory.contradiction_dismissed", actor="console:anna").exists()
+
+
+def test_change_a_proposal_before_applying_it_reject_two_at_once_and_merge_duplicates(signed_in: Page, world, write):
+    page = signed_in
+    base = page.url.rstrip("/")
+    # A proposal changed before it is applied: what changes shown first.
+    page.goto(f"{base}/maintenance/proposal/{quote(world.proposal.pk)}/change/")
+    page.locator("#id_text").fill("Declaraties gaan vóór de 25e naar Financiën.")
+    page.get_by_role("button", name="Wijzigingen bekijken").click()
+    expect(page.locator("#proposal-changes ins")).to_have_text("Declaraties gaan vóór de 25e naar Financiën.")
+    page.get_by_role("button", name="Ja, zo toepassen").click()
+    expect(page.locator(".messagelist")).to_contain_text("toegepast zoals u het wijzigde")
+    world.proposal.refresh_from_db()
+    assert MemoryRecord.objects.get(pk=world.proposal.applied_record_id).text == "Declaraties gaan vóór de 25e naar Financiën."
+
+    # Two proposals rejected in one decision from the queue.
+    pending = [propose(world.tenant.index, [write(text, subject="bram"), write(text, subject="carla")]) for text in ("Lunch om twaalf uur", "Parkeren in de garage")]
+    page.goto(f"{base}/maintenance/proposal/")
+    for proposal in pending:
+        page.locator(f"#result_list input.action-select[value='{proposal.pk}']").check()
+    page.locator("select[name=action]").first.select_option(label="De geselecteerde voorstellen afwijzen")
+    page.locator("button[name=index]").first.click()
+    expect(page.locator("#bulk-proposals tbody tr")).to_have_count(2)
+    page.get_by_role("button", name="Ja, afwijzen").click()
+    expect(page.locator(".messagelist")).to_contain_text("2 voorstellen afgewezen")
+    assert AuditEvent.objects.filter(action="proposal.rejected", target__in=[proposal.pk for proposal in pending]).count() == 2
+
+    # Two duplicates merged: the second kept, in words of its own.
+    twin = write("Anna woont nu in Utrecht", subject="anna")
+    page.goto(f"{base}/memory/memoryrecord/")
+    for record in (world.moved, twin):
+        page.locator(f"#result_list input.action-select[value='{record.id}']").check()
+    page.locator("select[name=action]").first.select_option(label="De geselecteerde records samenvoegen (dubbele)")
+    page.locator("button[name=index]").first.click()
+    page.locator("#merge-records tr", has_text="Anna woont in Utrecht").get_by_role("radio").check()
+    page.locator("#merge-text").fill("Anna woont sinds kort in Utrecht")
+    page.get_by_role("button", name="Het samenvoegen controleren").click()
+    expect(page.locator("#merge-ended")).to_contain_text("Anna woont nu in Utrecht")
+    page.get_by_role("button", name="Ja, samenvoegen").click()
+    expect(page.locator(".field-text")).to_contain_text("Anna woont sinds kort in Utrecht")
+    twin.refresh_from_db()
+    assert (twin.status, twin.replaced_by_id) == ("ended", world.moved.id)
+    assert AuditEvent.objects.filter(action="memory.merged", target=twin.id, actor="console:anna").exists()

@@ -117,22 +117,6 @@ LOOK = """(language) => {
 }"""
 
 
-def records_chosen_for(action: str) -> Callable[[Page, str], Response | None]:
-    """The page between choosing records in the list and `action` on them (a POST of the list's
-    action form; nothing is exported or deleted before it is confirmed)."""
-
-    def visit(page: Page, base: str) -> Response | None:
-        page.goto(f"{base}/console/memory/memoryrecord/")
-        page.locator("#result_list input.action-select").first.check()
-        page.locator("select[name=action]").first.select_option(action)
-        with page.expect_navigation() as navigation:
-            page.locator("button[name=index]").first.click()
-        page.locator("input[name=post][value=yes]").wait_for(state="attached")  # the confirmation, not the list again
-        return navigation.value
-
-    return visit
-
-
 def switch_changes_checked(index_id: str) -> Callable[[Page, str], Response | None]:
     """The page that shows what the switch's form would change (a POST; set only once confirmed)."""
 
@@ -155,6 +139,40 @@ def settings_changes_checked(organisation_id: str) -> Callable[[Page, str], Resp
         with page.expect_navigation() as navigation:
             page.locator("#organisation_form [name=_save]").click()
         page.locator("input[name=confirmed][value='1']").wait_for(state="attached")  # the confirmation, not the form again
+        return navigation.value
+
+    return visit
+
+
+def chosen_for(listing: str, action: str, ids: list[str], then: Callable[[Page], None] | None = None) -> Callable[[Page, str], Response | None]:
+    """The page after choosing the rows `ids` of a list and `action` on them — and, with `then`, the
+    page its form leads to (the merge's what-will-happen); nothing is done before it is confirmed."""
+
+    def visit(page: Page, base: str) -> Response | None:
+        page.goto(f"{base}{listing}")
+        for each in ids:
+            page.locator(f"#result_list input.action-select[value='{each}']").check()
+        page.locator("select[name=action]").first.select_option(action)
+        with page.expect_navigation() as navigation:
+            page.locator("button[name=index]").first.click()
+        if then is not None:
+            with page.expect_navigation() as navigation:
+                then(page)
+        page.locator("input[name=post]").wait_for(state="attached")  # the action's page, not the list again
+        return navigation.value
+
+    return visit
+
+
+def proposal_changes_checked(proposal_id: str) -> Callable[[Page, str], Response | None]:
+    """The page that shows what an edit of a proposal changes before it is applied (a POST)."""
+
+    def visit(page: Page, base: str) -> Response | None:
+        page.goto(f"{base}/console/maintenance/proposal/{quote(proposal_id)}/change/")
+        page.locator("#id_text").fill("Declaraties gaan vóór de 25e naar Financiën.")
+        with page.expect_navigation() as navigation:
+            page.locator("#proposal-change-form [type=submit]").click()
+        page.locator("input[name=confirmed][value='1']").wait_for(state="attached")
         return navigation.value
 
     return visit
@@ -188,10 +206,17 @@ def pages_of(world) -> dict[str, str | Callable[[Page, str], Response | None]]:
         "switches": "/console/extraction/extractionswitch/",
         "switch": f"/console/extraction/extractionswitch/{quote(index)}/change/",
         "switch-confirm": switch_changes_checked(index),
-        "records-export-confirm": records_chosen_for("export_records"),
-        "records-delete-confirm": records_chosen_for("delete_records"),
+        "records-export-confirm": chosen_for("/console/memory/memoryrecord/", "export_records", [world.moved.id]),
+        "records-delete-confirm": chosen_for("/console/memory/memoryrecord/", "delete_records", [world.moved.id]),
         "proposals": "/console/maintenance/proposal/",
         "proposal": f"/console/maintenance/proposal/{quote(world.proposal.pk)}/change/",
+        "proposal-change-confirm": proposal_changes_checked(world.proposal.pk),
+        "proposals-decide-confirm": chosen_for("/console/maintenance/proposal/", "apply_proposals", [world.proposal.pk]),
+        "records-merge": chosen_for("/console/memory/memoryrecord/", "merge_records", [world.coffee.id, world.tea.id]),
+        "records-merge-confirm": chosen_for(
+            "/console/memory/memoryrecord/", "merge_records", [world.coffee.id, world.tea.id],
+            then=lambda page: page.locator("#merge-form [type=submit]").click(),
+        ),
         "audit": "/console/audit/auditevent/",
         # The search box's answer: a person and the records holding her name, grouped by kind.
         "search": "/console/search/?q=anna",
@@ -201,7 +226,7 @@ def pages_of(world) -> dict[str, str | Callable[[Page, str], Response | None]]:
     }
 
 
-@pytest.mark.timeout(900)  # 96 pages with their screenshots; about a minute on an idle machine
+@pytest.mark.timeout(900)  # 132 pages with their screenshots; about a minute and a half on an idle machine
 def test_every_console_page_fits_and_speaks_one_language_at_both_widths(world, live_server, page: Page, untranslated):  # noqa: F811
     """Issue 24: no overflow, clipped column or letter-by-letter header at 1400 or 1024 px, no
     console error or CSP violation, and in Dutch no string the catalogue lacks. One world for both
