@@ -144,38 +144,45 @@ def settings_changes_checked(organisation_id: str) -> Callable[[Page, str], Resp
     return visit
 
 
-def chosen_for(listing: str, action: str, ids: list[str], then: Callable[[Page], None] | None = None) -> Callable[[Page, str], Response | None]:
-    """The page after choosing the rows `ids` of a list and `action` on them — and, with `then`, the
-    page its form leads to (the merge's what-will-happen); nothing is done before it is confirmed."""
+# The form a page's own button would send, sent from the page in view (its CSRF token with it): the
+# walk looks at the page that answers, without loading the list or form that leads there each time.
+POST_FROM_PAGE = """([address, fields]) => {
+  const form = document.createElement('form');
+  form.method = 'post';
+  form.action = address;
+  const token = document.querySelector('[name=csrfmiddlewaretoken]').value;
+  for (const [name, value] of [['csrfmiddlewaretoken', token], ...fields]) {
+    const input = document.createElement('input');
+    input.type = 'hidden';
+    input.name = name;
+    input.value = value;
+    form.append(input);
+  }
+  document.body.append(form);
+  form.submit();
+}"""
+
+
+def posted(address: str, fields: list[tuple[str, str]], *, answer: str) -> Callable[[Page, str], Response | None]:
+    """The page that answers `fields` posted to `address` (an action on chosen rows, a form checked):
+    nothing is done before it is confirmed. `answer` is found on that page, not on the one sent from."""
 
     def visit(page: Page, base: str) -> Response | None:
-        page.goto(f"{base}{listing}")
-        for each in ids:
-            page.locator(f"#result_list input.action-select[value='{each}']").check()
-        page.locator("select[name=action]").first.select_option(action)
+        if page.locator("[name=csrfmiddlewaretoken]").count() == 0:
+            page.goto(f"{base}/console/")
         with page.expect_navigation() as navigation:
-            page.locator("button[name=index]").first.click()
-        if then is not None:
-            with page.expect_navigation() as navigation:
-                then(page)
-        page.locator("input[name=post]").wait_for(state="attached")  # the action's page, not the list again
+            page.evaluate(POST_FROM_PAGE, [f"{base}{address}", fields])
+        page.locator(answer).first.wait_for(state="attached")
         return navigation.value
 
     return visit
 
 
-def proposal_changes_checked(proposal_id: str) -> Callable[[Page, str], Response | None]:
-    """The page that shows what an edit of a proposal changes before it is applied (a POST)."""
-
-    def visit(page: Page, base: str) -> Response | None:
-        page.goto(f"{base}/console/maintenance/proposal/{quote(proposal_id)}/change/")
-        page.locator("#id_text").fill("Declaraties gaan vóór de 25e naar Financiën.")
-        with page.expect_navigation() as navigation:
-            page.locator("#proposal-change-form [type=submit]").click()
-        page.locator("input[name=confirmed][value='1']").wait_for(state="attached")
-        return navigation.value
-
-    return visit
+def chosen_for(listing: str, action: str, ids: list[str], *extra: tuple[str, str]) -> Callable[[Page, str], Response | None]:
+    """The page after choosing the rows `ids` of a list and `action` on them (with `extra` fields: the
+    merge's choice, to reach what it will do)."""
+    fields = [("action", action), *(("_selected_action", each) for each in ids), *extra]
+    return posted(listing, fields, answer="input[name=post]")
 
 
 def pages_of(world) -> dict[str, str | Callable[[Page, str], Response | None]]:
@@ -184,6 +191,7 @@ def pages_of(world) -> dict[str, str | Callable[[Page, str], Response | None]]:
     organisation = world.tenant.organisation.id
     index = world.tenant.index.id
     record = quote(world.moved.id)
+    records = "/console/memory/memoryrecord/"
     return {
         "home": "/console/",
         "organisations": "/console/organisations/organisation/",
@@ -206,16 +214,19 @@ def pages_of(world) -> dict[str, str | Callable[[Page, str], Response | None]]:
         "switches": "/console/extraction/extractionswitch/",
         "switch": f"/console/extraction/extractionswitch/{quote(index)}/change/",
         "switch-confirm": switch_changes_checked(index),
-        "records-export-confirm": chosen_for("/console/memory/memoryrecord/", "export_records", [world.moved.id]),
-        "records-delete-confirm": chosen_for("/console/memory/memoryrecord/", "delete_records", [world.moved.id]),
+        "records-export-confirm": chosen_for(records, "export_records", [world.moved.id]),
+        "records-delete-confirm": chosen_for(records, "delete_records", [world.moved.id]),
         "proposals": "/console/maintenance/proposal/",
         "proposal": f"/console/maintenance/proposal/{quote(world.proposal.pk)}/change/",
-        "proposal-change-confirm": proposal_changes_checked(world.proposal.pk),
+        "proposal-change-confirm": posted(
+            f"/console/maintenance/proposal/{quote(world.proposal.pk)}/apply-changed/",
+            [("text", "Declaraties gaan vóór de 25e naar Financiën."), ("type", "fact"), ("confidence", "1")],
+            answer="input[name=confirmed][value='1']",
+        ),
         "proposals-decide-confirm": chosen_for("/console/maintenance/proposal/", "apply_proposals", [world.proposal.pk]),
-        "records-merge": chosen_for("/console/memory/memoryrecord/", "merge_records", [world.coffee.id, world.tea.id]),
+        "records-merge": chosen_for(records, "merge_records", [world.coffee.id, world.tea.id]),
         "records-merge-confirm": chosen_for(
-            "/console/memory/memoryrecord/", "merge_records", [world.coffee.id, world.tea.id],
-            then=lambda page: page.locator("#merge-form [type=submit]").click(),
+            records, "merge_records", [world.coffee.id, world.tea.id], ("post", "check"), ("kept", world.coffee.id), ("text", "Anna drinkt koffie")
         ),
         "audit": "/console/audit/auditevent/",
         # The search box's answer: a person and the records holding her name, grouped by kind.
