@@ -63,6 +63,8 @@ class InjectionResult:
     # {"injected": [[record id, section], …], "dropped": [[record id, section, "budget"|"share"], …],
     #  "dropped_by_count": {section: n}}: what the console shows of the walk (module docstring).
     detail: dict = field(default_factory=lambda: {"injected": [], "dropped": [], "dropped_by_count": {}})
+    # The tokens of each chat model call the topic's searches made (a chat reranker), to be metered.
+    chat_calls: list = field(default_factory=list)
 
     @property
     def record_ids(self) -> list[str]:
@@ -304,7 +306,7 @@ def injection_block_build(*, caller: Caller, agent_version, topic: str, now: dat
         # The topic's searches asked a model served elsewhere: which, and how it went.
         trace["search"] = block.search.as_dict()
     detail = {"injected": block.injected, "dropped": block.dropped, "dropped_by_count": dropped_by_section}
-    return InjectionResult(text=text, trace=trace, records=list(block.records), detail=detail)
+    return InjectionResult(text=text, trace=trace, records=list(block.records), detail=detail, chat_calls=block.search.chat_calls)
 
 
 def _candidates_of(*, caller: Caller, index: KnowledgeIndex, settings: BlockSettings, now: datetime) -> QuerySet:

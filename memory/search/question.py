@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from django.conf import settings
@@ -18,7 +18,7 @@ from django.conf import settings
 from core_memory.base.callers import Caller
 from core_memory.llm.configuration import IN_PROCESS_EMBEDDING_MODEL
 from core_memory.llm.embedding_models import EmbeddingModel, query_embed_by, query_embed_begin_by
-from core_memory.llm.protocol import ProviderError
+from core_memory.llm.protocol import ProviderError, TokenCount
 from core_memory.pii.placeholders import RedactionError
 from core_memory.pii.services import texts_redact_alone
 from memory.search.ranking import SIMILARITY_CEILING, SIMILARITY_FLOOR
@@ -34,12 +34,14 @@ class SearchTrace:
     """What a search did with the index's models: `embedding_model` whose vectors it compared
     (None: none), `vectors` (`used`, `none` for an index without them, or `full_text_only` with
     `vectors_error` the model's failure), and `rerank` (memory.search.reranking) when the index
-    names a rerank model."""
+    names a rerank model. `chat_calls`: the tokens of each call to a chat model it made (a chat
+    model reranking), which who retrieves meters (memory.retrieval): a search itself stays a read."""
 
     embedding_model: str | None = None
     vectors: str = "none"
     vectors_error: str | None = None
     rerank: dict | None = None
+    chat_calls: list[TokenCount] = field(default_factory=list)
 
     def told_of_models(self) -> bool:
         """The search asked a model served elsewhere, or meant to and could not."""

@@ -17,6 +17,8 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from core_memory.base.callers import Caller
+from core_memory.llm.configuration import rerank_models_parse
+from core_memory.llm.models import TokenUsage
 from memory.embedding.selectors import lesson_near_duplicate
 from memory.embedding.services import record_embeddings_refresh
 from memory.embedding.storage import space_graph_name
@@ -389,6 +391,30 @@ def test_a_slow_rerank_server_is_given_up_within_the_searchs_time(tenant, rerank
     assert trace.rerank["ran"] is False and trace.rerank["error"] == "model_timeout"
     assert trace.rerank["milliseconds"] < 1500
     assert len(found) == 3 and plain_index.rerank_model == "ext-rerank"
+
+
+def test_a_chat_rerankers_tokens_are_metered_and_it_is_not_asked_past_the_monthly_limit(tenant, fake_model, settings):
+    """Issue 27 item 3: a chat model reranking is metered like every chat call (R-13's monthly token count)."""
+    settings.CORE_RERANK_MODELS = rerank_models_parse(
+        json.dumps([{"id": "llm-rerank", "protocol": "chat", "chat_model": "fake-chat"}]), chat_model_ids=["fake-chat"]
+    )
+    index = resolved_for(tenant.key, make_index(tenant.organisation, name="chat-rerank", rerank_model="llm-rerank"))
+    _written(tenant, index, texts=["Lisa speelt viool.", "Lisa speelt viool in het orkest.", "Lisa werkt bij een bank."])
+    fake_model.reply(json.dumps({"order": [1, 0]}), usage=(40, 4))
+    client = tenant.client(subject="anna")
+
+    body = client.post("/v1/memory/search", {"index_id": index.id, "query": "Lisa speelt viool"}, format="json").json()
+
+    assert body["trace"]["rerank"]["ran"] is True
+    usage = TokenUsage.objects.get(organisation=tenant.organisation)
+    assert (usage.calls, usage.input_tokens, usage.output_tokens, usage.total_tokens) == (1, 40, 4, 44)
+
+    tenant.organisation.monthly_token_limit = 44
+    tenant.organisation.save(update_fields=["monthly_token_limit"])
+    body = client.post("/v1/memory/search", {"index_id": index.id, "query": "Lisa speelt viool"}, format="json").json()
+
+    assert (body["trace"]["rerank"]["ran"], body["trace"]["rerank"]["error"]) == (False, "token_limit_reached")
+    assert len(fake_model.requests) == 1 and TokenUsage.objects.get(organisation=tenant.organisation).calls == 1
 
 
 def test_the_search_route_answers_its_trace(tenant, reranked_index, fake_rerank, meaning_server):
