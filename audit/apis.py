@@ -35,7 +35,7 @@ class AuditEventListApi(CoreApi):
         """
         filters = query_parameters_read(request.query_params, self.FilterSerializer)
         return paginated_response(
-            queryset=audit_event_list(organisation_id=self.organisation.id, filters=filters),
+            queryset=audit_event_list(caller=self.principal, filters=filters),
             request=request,
             view=self,
             serializer_class=self.OutputSerializer,

@@ -164,10 +164,10 @@ def switches_due(*, now: datetime) -> list[str]:
     )
 
 
-def switches_naming_agent(*, organisation_id: str, agent_id: str) -> list[str]:
+def switches_naming_agent(*, caller: Caller, agent_id: str) -> list[str]:
     """Index ids of the organisation's switches whose `filters.agent_ids` name the agent (deleting an agent they name is refused)."""
     return list(
-        ExtractionSwitch.objects.for_organisation(organisation_id)
+        ExtractionSwitch.objects.for_organisation(caller.organisation_id)
         .filter(filter_agent_ids__contains=[agent_id])
         .order_by("index_id")
         .values_list("index_id", flat=True)
@@ -184,9 +184,9 @@ def person_windows_counted(*, caller: Caller, subject: str) -> int:
     return ExtractionWindow.objects.for_organisation(caller.organisation_id).filter(thread__subject=subject).count()
 
 
-def switches_of_organisation(*, organisation_id: str) -> list[ExtractionSwitch]:
+def switches_of_organisation(*, caller: Caller) -> list[ExtractionSwitch]:
     """Every switch of the organisation, with its index, by index name."""
-    return _switches_listed(ExtractionSwitch.objects.for_organisation(organisation_id))
+    return _switches_listed(ExtractionSwitch.objects.for_organisation(caller.organisation_id))
 
 
 def platform_switches() -> list[ExtractionSwitch]:

@@ -74,7 +74,7 @@ class ProposalAdmin(ReadOnlyScopedAdmin):
     def get_queryset(self, request):
         organisation_id = self.organisation_id(request)
         if organisation_id:
-            return proposal_list_for_organisation(organisation_id=organisation_id)
+            return proposal_list_for_organisation(caller=self.caller(request, organisation_id))
         return super().get_queryset(request).live().select_related("index").prefetch_related("sources__record")
 
     def get_urls(self):

@@ -87,20 +87,20 @@ def stores_existing(*, index_ids: Sequence[str]) -> list[str]:
     )
 
 
-def persons_closed_to_helper(*, organisation_id: str, subjects: Iterable[str]) -> set[str]:
+def persons_closed_to_helper(*, caller: Caller, subjects: Iterable[str]) -> set[str]:
     """Those of `subjects` whose rules forbid the helper model to read them: nothing of theirs is sent to it."""
     subjects = {subject for subject in subjects if subject is not None}
     if not subjects:
         return set()
     return set(
-        Person.objects.for_organisation(organisation_id)
+        Person.objects.for_organisation(caller.organisation_id)
         .filter(subject__in=subjects, helper_model_may_read=False)
         .values_list("subject", flat=True)
     )
 
 
-def person_may_be_read(*, organisation_id: str, subject: str | None) -> bool:
-    return subject is None or not persons_closed_to_helper(organisation_id=organisation_id, subjects=[subject])
+def person_may_be_read(*, caller: Caller, subject: str | None) -> bool:
+    return subject is None or not persons_closed_to_helper(caller=caller, subjects=[subject])
 
 
 @dataclass(frozen=True)
@@ -115,10 +115,10 @@ class ChangedRecord:
     updated_at: datetime
 
 
-def records_changed(*, organisation_id: str, index_id: str, since: datetime | None) -> list[ChangedRecord]:
+def records_changed(*, caller: Caller, index_id: str, since: datetime | None) -> list[ChangedRecord]:
     """The store's active records changed after `since` (all of them when None): what a run
     reads, so the work grows with what changed, not with the store."""
-    records = MemoryRecord.objects.for_organisation(organisation_id).filter(index_id=index_id, status=MemoryRecord.Status.ACTIVE)
+    records = MemoryRecord.objects.for_organisation(caller.organisation_id).filter(index_id=index_id, status=MemoryRecord.Status.ACTIVE)
     if since is not None:
         records = records.filter(updated_at__gt=since)
     fields = ("id", "subject", "type", "text", "normalised_text", "confidence", "contested", "updated_at")
@@ -177,7 +177,7 @@ _CLOSENESS = {
 
 
 def contradiction_candidates(
-    *, organisation_id: str, index: KnowledgeIndex | None, record_ids: Sequence[str], shared: bool
+    *, caller: Caller, index: KnowledgeIndex | None, record_ids: Sequence[str], shared: bool
 ) -> list[tuple[str, str]]:
     """Pairs (changed record, candidate) worth asking about: for each changed record,
     the few active records of the same person — or, with `shared`, of the shared set — and
@@ -201,7 +201,7 @@ def contradiction_candidates(
             cursor.execute(
                 sql.format(same_person=same_person),
                 {
-                    "threshold": threshold, "per_record": per_record, "organisation_id": organisation_id,
+                    "threshold": threshold, "per_record": per_record, "organisation_id": caller.organisation_id,
                     "record_ids": list(record_ids), "space": space,
                 },
             )
@@ -209,17 +209,17 @@ def contradiction_candidates(
     return pairs
 
 
-def records_stamps(*, organisation_id: str, record_ids: Iterable[str]) -> dict[str, tuple[str | None, datetime]]:
+def records_stamps(*, caller: Caller, record_ids: Iterable[str]) -> dict[str, tuple[str | None, datetime]]:
     """Active records' person and `updated_at`, by id."""
     rows = (
-        MemoryRecord.objects.for_organisation(organisation_id)
+        MemoryRecord.objects.for_organisation(caller.organisation_id)
         .filter(pk__in=set(record_ids), status=MemoryRecord.Status.ACTIVE)
         .values_list("id", "subject", "updated_at")
     )
     return {record_id: (subject, updated_at) for record_id, subject, updated_at in rows}
 
 
-def pairs_settled(*, organisation_id: str, pairs: Iterable[tuple[str, str]], stamps: dict) -> set[tuple[str, str]]:
+def pairs_settled(*, caller: Caller, pairs: Iterable[tuple[str, str]], stamps: dict) -> set[tuple[str, str]]:
     """Of `pairs` (each in id order), those needing no question: already linked as contradicting,
     or judged after both records last changed."""
     pairs = set(pairs)
@@ -233,7 +233,7 @@ def pairs_settled(*, organisation_id: str, pairs: Iterable[tuple[str, str]], sta
         )
     )
     checks = (
-        ContradictionCheck.objects.for_organisation(organisation_id)
+        ContradictionCheck.objects.for_organisation(caller.organisation_id)
         .filter(first_id__in=ids, second_id__in=ids)
         .values_list("first_id", "second_id", "checked_at")
     )
@@ -244,23 +244,23 @@ def pairs_settled(*, organisation_id: str, pairs: Iterable[tuple[str, str]], sta
     return settled
 
 
-def planned_job_payloads(*, index_id: str, organisation_id: str, kind: str, since: datetime | None) -> list[dict]:
+def planned_job_payloads(*, index_id: str, caller: Caller, kind: str, since: datetime | None) -> list[dict]:
     """What the store's jobs of `kind` not yet done, or planned after `since`, are about: a run
     plans nothing again for records that stand as they stood when such a job was planned (the
     payload keeps their `updated_at`), whatever became of the job. A job that failed for a
     lasting reason waits for its records to change."""
     planned = Q(status__in=UNFINISHED) if since is None else Q(status__in=UNFINISHED) | Q(created_at__gt=since)
     return list(
-        MaintenanceJob.objects.for_organisation(organisation_id).filter(planned, index_id=index_id, kind=kind).values_list("payload", flat=True)
+        MaintenanceJob.objects.for_organisation(caller.organisation_id).filter(planned, index_id=index_id, kind=kind).values_list("payload", flat=True)
     )
 
 
-def episodes_unused(*, organisation_id: str, index_id: str, subjects: Iterable[str]) -> list[tuple[str, str, str | None, datetime]]:
+def episodes_unused(*, caller: Caller, index_id: str, subjects: Iterable[str]) -> list[tuple[str, str, str | None, datetime]]:
     """(id, person, result, updated_at) of the persons' active episodes no store lesson used yet
     (an episode teaches one lesson only), oldest first."""
-    used = EpisodeUse.objects.for_organisation(organisation_id).filter(episode_id=OuterRef("pk"))
+    used = EpisodeUse.objects.for_organisation(caller.organisation_id).filter(episode_id=OuterRef("pk"))
     return list(
-        MemoryRecord.objects.for_organisation(organisation_id)
+        MemoryRecord.objects.for_organisation(caller.organisation_id)
         .filter(index_id=index_id, subject__in=set(subjects), type="episode", status=MemoryRecord.Status.ACTIVE)
         .filter(~Exists(used))
         .order_by("created_at", "id")
@@ -268,21 +268,21 @@ def episodes_unused(*, organisation_id: str, index_id: str, subjects: Iterable[s
     )
 
 
-def records_proposed(*, organisation_id: str, record_ids: Iterable[str]) -> set[str]:
+def records_proposed(*, caller: Caller, record_ids: Iterable[str]) -> set[str]:
     """Which of the records a proposal already rests on: a record is never proposed twice."""
     return set(
-        ProposalSource.objects.for_organisation(organisation_id).filter(record_id__in=set(record_ids)).values_list("record_id", flat=True)
+        ProposalSource.objects.for_organisation(caller.organisation_id).filter(record_id__in=set(record_ids)).values_list("record_id", flat=True)
     )
 
 
-def texts_proposed(*, organisation_id: str, index_id: str, texts: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+def texts_proposed(*, caller: Caller, index_id: str, texts: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
     """Of (type, normalised text), those a proposal of the store already rests on: the fact was
     proposed once, whoever else comes to hold it."""
     texts = set(texts)
     if not texts:
         return set()
     rows = (
-        ProposalSource.objects.for_organisation(organisation_id)
+        ProposalSource.objects.for_organisation(caller.organisation_id)
         .filter(
             proposal__index_id=index_id,
             record__type__in={type_name for type_name, _ in texts},
@@ -293,19 +293,19 @@ def texts_proposed(*, organisation_id: str, index_id: str, texts: Iterable[tuple
     return set(rows) & texts
 
 
-def reviews_current(*, organisation_id: str, stamps: dict[str, datetime]) -> set[str]:
+def reviews_current(*, caller: Caller, stamps: dict[str, datetime]) -> set[str]:
     """Of the records (id → updated_at), those the analysis model judged since they last changed."""
-    reviews = PromotionReview.objects.for_organisation(organisation_id).filter(record_id__in=stamps).values_list("record_id", "reviewed_at")
+    reviews = PromotionReview.objects.for_organisation(caller.organisation_id).filter(record_id__in=stamps).values_list("record_id", "reviewed_at")
     return {record_id for record_id, reviewed_at in reviews if reviewed_at >= stamps[record_id]}
 
 
-def shared_texts(*, organisation_id: str, index_id: str, texts: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+def shared_texts(*, caller: Caller, index_id: str, texts: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
     """Of (type, normalised text), those an active shared record of the store already says."""
     texts = set(texts)
     if not texts:
         return set()
     rows = (
-        MemoryRecord.objects.for_organisation(organisation_id)
+        MemoryRecord.objects.for_organisation(caller.organisation_id)
         .filter(
             index_id=index_id,
             subject__isnull=True,
@@ -347,10 +347,10 @@ def proposal_get_available(*, caller: Caller, proposal_id: str) -> Proposal:
 
 
 def proposal_list_for_organisation(
-    *, organisation_id: str, status: str | None = None, index_id: str | None = None
+    *, caller: Caller, status: str | None = None, index_id: str | None = None
 ) -> QuerySet[Proposal]:
     """The console's queue: proposals of the organisation's live indexes, newest first."""
-    proposals = Proposal.objects.for_organisation(organisation_id).live()
+    proposals = Proposal.objects.for_organisation(caller.organisation_id).live()
     if status is not None:
         proposals = proposals.filter(status=status)
     if index_id is not None:
@@ -358,8 +358,8 @@ def proposal_list_for_organisation(
     return _proposals_shown(proposals.select_related("index")).order_by("-id")
 
 
-def proposal_get_for_organisation(*, organisation_id: str, proposal_id: str) -> Proposal:
-    proposal = proposal_list_for_organisation(organisation_id=organisation_id).filter(pk=proposal_id).first()
+def proposal_get_for_organisation(*, caller: Caller, proposal_id: str) -> Proposal:
+    proposal = proposal_list_for_organisation(caller=caller).filter(pk=proposal_id).first()
     if proposal is None:
         raise NotFound("No such proposal.")
     return proposal
@@ -378,10 +378,10 @@ def person_jobs_counted(*, caller: Caller, subject: str) -> int:
     return MaintenanceJob.objects.for_organisation(caller.organisation_id).filter(subject=subject).count()
 
 
-def person_proposals(*, organisation_id: str, subject: str) -> QuerySet[Proposal]:
+def person_proposals(*, caller: Caller, subject: str) -> QuerySet[Proposal]:
     """The proposals resting on her records (any of them), for her export."""
-    resting = ProposalSource.objects.for_organisation(organisation_id).filter(record__subject=subject).values("proposal_id")
-    return _proposals_shown(Proposal.objects.for_organisation(organisation_id).filter(pk__in=resting)).order_by("id")
+    resting = ProposalSource.objects.for_organisation(caller.organisation_id).filter(record__subject=subject).values("proposal_id")
+    return _proposals_shown(Proposal.objects.for_organisation(caller.organisation_id).filter(pk__in=resting)).order_by("id")
 
 
 # --- a store's maintenance, as the console shows it ---

@@ -118,11 +118,11 @@ def change_reason_parts(reason: str | None) -> tuple[str, str | None]:
     return what, actor or None
 
 
-def records_counted(*, organisation_id: str) -> list[dict]:
+def records_counted(*, caller: Caller) -> list[dict]:
     """The organisation's active records of live indexes counted per index and type, with how
     many are contested: `[{"index_id", "index_name", "type", "records", "contested"}]`, by index
     name then type."""
-    return _records_counted(MemoryRecord.objects.for_organisation(organisation_id))
+    return _records_counted(MemoryRecord.objects.for_organisation(caller.organisation_id))
 
 
 def platform_records_counted() -> list[dict]:
@@ -139,10 +139,10 @@ def _records_counted(records) -> list[dict]:
     )
 
 
-def records_created_per_week(*, organisation_id: str, since: datetime, zone) -> list[tuple[datetime, int]]:
+def records_created_per_week(*, caller: Caller, since: datetime, zone) -> list[tuple[datetime, int]]:
     """The organisation's records created since `since`, counted per week (Monday, in `zone`),
     oldest first; weeks without a record are absent."""
-    return _records_created_per_week(MemoryRecord.objects.for_organisation(organisation_id), since=since, zone=zone)
+    return _records_created_per_week(MemoryRecord.objects.for_organisation(caller.organisation_id), since=since, zone=zone)
 
 
 def platform_records_created_per_week(*, since: datetime, zone) -> list[tuple[datetime, int]]:

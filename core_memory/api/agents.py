@@ -100,7 +100,7 @@ class AgentDetailApi(CoreApi):
         extraction switch names in `filters.agent_ids` cannot be deleted (409 naming that store).
         """
         agent = agent_get_available(organisation=self.organisation, agent_ref=agent_id)
-        agent_delete(agent=agent, actor=self.principal.actor)
+        agent_delete(caller=self.principal, agent=agent)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -37,7 +37,8 @@ from core_memory.base.api.throttling import (
     hold_set,
     rate_limit_headers,
 )
-from core_memory.base.console.selectors import administered_organisation_id
+from core_memory.base.callers import Caller
+from core_memory.base.console.selectors import administered_organisation_id, console_actor
 from core_memory.console.selectors import administrator_rate_limit, organisation_zone
 
 logger = logging.getLogger(__name__)
@@ -174,6 +175,6 @@ class ConsoleTimezoneMiddleware:
         # Her organisation's zone; UTC for a superuser, who sees every organisation (None), or a
         # user who administers nothing ("").
         organisation_id = request._console_organisation_id
-        zone = organisation_zone(organisation_id=organisation_id) if organisation_id else zoneinfo.ZoneInfo("UTC")
+        zone = organisation_zone(caller=Caller.console(organisation_id=organisation_id, actor=console_actor(user=request.user))) if organisation_id else zoneinfo.ZoneInfo("UTC")
         with timezone.override(zone):
             return self.get_response(request)

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from audit.console import CONSOLE_READ
 from audit.selectors import audit_events_counted, platform_audit_events_counted
+from core_memory.base.callers import Caller
 from core_memory.base.console.selectors import administered_organisation_id
 from core_memory.llm.metering import usage_month
 from core_memory.llm.models import TokenUsage
@@ -141,9 +142,9 @@ class DashboardFigures:
         }
 
 
-def organisation_zone(*, organisation_id: str) -> zoneinfo.ZoneInfo:
+def organisation_zone(*, caller: Caller) -> zoneinfo.ZoneInfo:
     """The organisation's time zone (UTC when it names none Python knows)."""
-    zone_name = Organisation.objects.filter(pk=organisation_id).values_list("timezone", flat=True).first() or "UTC"
+    zone_name = Organisation.objects.filter(pk=caller.organisation_id).values_list("timezone", flat=True).first() or "UTC"
     try:
         return zoneinfo.ZoneInfo(zone_name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
@@ -154,24 +155,24 @@ def _local_midnight(zone: zoneinfo.ZoneInfo) -> datetime:
     return timezone.localtime(timezone.now(), zone).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def dashboard_figures(*, organisation_id: str, viewer: str = "") -> DashboardFigures:
+def dashboard_figures(*, caller: Caller) -> DashboardFigures:
     """The organisation's records per index and type, contested records, the console reads
-    audited today (but the `viewer`'s own: her browsing is no news to her), how each extraction
+    audited today (but the caller's own: her browsing is no news to her), how each extraction
     switch is doing, the records created per week, the proposals waiting for a decision and the
     tokens used this month."""
-    zone = organisation_zone(organisation_id=organisation_id)
+    zone = organisation_zone(caller=caller)
     today_from = _local_midnight(zone)
     first_week = _first_week(today_from)
     figures = _figures(
-        counted=records_counted(organisation_id=organisation_id),
-        switches=switches_of_organisation(organisation_id=organisation_id),
-        created=records_created_per_week(organisation_id=organisation_id, since=first_week, zone=zone),
-        reads_today=audit_events_counted(organisation_id=organisation_id, action=CONSOLE_READ, since=today_from, excluding_actor=viewer),
+        counted=records_counted(caller=caller),
+        switches=switches_of_organisation(caller=caller),
+        created=records_created_per_week(caller=caller, since=first_week, zone=zone),
+        reads_today=audit_events_counted(caller=caller, action=CONSOLE_READ, since=today_from, excluding_actor=caller.actor),
         today_from=today_from,
     )
-    figures.pending_proposals = proposal_list_for_organisation(organisation_id=organisation_id, status=Proposal.Status.PENDING).count()
-    figures.tokens_used = TokenUsage.objects.for_organisation(organisation_id).month_total(month=usage_month())
-    figures.token_limit = Organisation.objects.filter(pk=organisation_id).values_list("monthly_token_limit", flat=True).first()
+    figures.pending_proposals = proposal_list_for_organisation(caller=caller, status=Proposal.Status.PENDING).count()
+    figures.tokens_used = TokenUsage.objects.for_organisation(caller.organisation_id).month_total(month=usage_month())
+    figures.token_limit = Organisation.objects.filter(pk=caller.organisation_id).values_list("monthly_token_limit", flat=True).first()
     return figures
 
 

@@ -11,6 +11,7 @@ from django.urls import path
 from django.utils.translation import gettext_lazy as _
 
 from audit.console import console_read_audit
+from core_memory.base.callers import Caller
 from core_memory.base.console.selectors import EVERY_ORGANISATION, administered_organisation_id, console_actor
 from core_memory.console.search import search_view
 from core_memory.console.selectors import dashboard_figures, platform_dashboard_figures
@@ -41,7 +42,7 @@ class ConsoleSite(admin.AdminSite):
         if organisation_id is EVERY_ORGANISATION:
             figures = platform_dashboard_figures()
         elif organisation_id:
-            figures = dashboard_figures(organisation_id=organisation_id, viewer=viewer)
+            figures = dashboard_figures(caller=Caller.console(organisation_id=organisation_id, actor=viewer))
         if figures is not None:
             console_read_audit(
                 actor=viewer,

@@ -6,23 +6,24 @@ from django.db import transaction
 
 from core_memory.agents.models import Agent
 from core_memory.agents.services import agent_delete_within
+from core_memory.base.callers import Caller
 from core_memory.base.errors import Conflict
 from extraction.selectors import switches_naming_agent
 
 
 @transaction.atomic(durable=True)
-def agent_delete(*, agent: Agent, actor: str) -> None:
+def agent_delete(*, caller: Caller, agent: Agent) -> None:
     """Marks the agent deleted, unless a switch names it. The agent's row is locked before the
     switches are read, and a switch that names it locks it too while it is saved, so neither
     can slip past the other."""
-    locked = Agent.objects.for_organisation(agent.organisation_id).live().select_for_update().filter(pk=agent.pk).first()
+    locked = Agent.objects.for_organisation(caller.organisation_id).live().select_for_update().filter(pk=agent.pk).first()
     if locked is None:
         return
-    stores = switches_naming_agent(organisation_id=agent.organisation_id, agent_id=agent.pk)
+    stores = switches_naming_agent(caller=caller, agent_id=agent.pk)
     if stores:
         raise Conflict(
             f"The extraction switch of store {stores[0]} names this agent in filters.agent_ids; "
             "take it out of the switch's filters first.",
             param=None,
         )
-    agent_delete_within(agent=locked, actor=actor)
+    agent_delete_within(agent=locked, actor=caller.actor)

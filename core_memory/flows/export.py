@@ -137,7 +137,7 @@ def _proposals(*, caller: Caller) -> list[dict]:
             "created_at": _time(proposal.created_at),
             "decided_at": _time(proposal.decided_at),
         }
-        for proposal in person_proposals(organisation_id=caller.organisation_id, subject=caller.subject)
+        for proposal in person_proposals(caller=caller, subject=caller.subject)
         if readable is None or proposal.index_id in readable
     ]
 

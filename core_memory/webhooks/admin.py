@@ -93,7 +93,7 @@ class WebhookSubscriptionAdmin(OrganisationScopedAdmin):
 
     def changelist_view(self, request, extra_context=None):
         organisation_id = self.organisation_id(request)
-        paused = webhooks_paused_counted(caller=self.caller(request, organisation_id)) if isinstance(organisation_id, str) else 0
+        paused = webhooks_paused_counted(caller=self.caller(request, organisation_id)) if organisation_id else 0
         if paused:
             messages.warning(request, ngettext(
                 "%(count)d webhook is paused: its deliveries kept failing. Its events wait until you set it active again.",

@@ -17,7 +17,9 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from core_memory.base.callers import Caller
 from maintenance.asking import CONTRADICTIONS, CONTRADICTIONS_SCHEMA, contradictions_messages, contradictions_read
+from maintenance.callers import maintenance_caller
 from maintenance.models import ContradictionCheck, MaintenanceJob
 from maintenance.selectors import (
     ChangedRecord,
@@ -26,7 +28,7 @@ from maintenance.selectors import (
     records_stamps,
     planned_job_payloads,
 )
-from maintenance.services.work import ACTOR, Asking, Prepared, chunks, job_queued, stamp
+from maintenance.services.work import Asking, Prepared, chunks, job_queued, stamp
 from memory.models import MemoryRecord
 from memory.selectors import EVENT_TYPES
 from memory.services.contradictions import records_contradiction_mark_within
@@ -38,35 +40,35 @@ MAX_PAIRS_PER_JOB = 40
 
 
 def contradiction_jobs_plan(
-    *, organisation_id: str, index: KnowledgeIndex, changed: list[ChangedRecord], closed: set[str], since: datetime | None, clock: datetime
+    *, caller: Caller, index: KnowledgeIndex, changed: list[ChangedRecord], closed: set[str], since: datetime | None, clock: datetime
 ) -> list[MaintenanceJob]:
     """The jobs for the pairs worth asking about among `changed` (records of persons in
     `closed`, whose rules forbid the helper model, are never sent); `index` is the store's."""
     index_id = index.pk
     readable = [record for record in changed if record.type not in EVENT_TYPES and record.subject not in closed]
     candidates = contradiction_candidates(
-        organisation_id=organisation_id, index=index, record_ids=[record.id for record in readable if record.subject is not None], shared=False
+        caller=caller, index=index, record_ids=[record.id for record in readable if record.subject is not None], shared=False
     ) + contradiction_candidates(
-        organisation_id=organisation_id, index=index, record_ids=[record.id for record in readable if record.subject is None], shared=True
+        caller=caller, index=index, record_ids=[record.id for record in readable if record.subject is None], shared=True
     )
     pairs = {tuple(sorted(pair)) for pair in candidates}
-    stamps = records_stamps(organisation_id=organisation_id, record_ids={record_id for pair in pairs for record_id in pair})
+    stamps = records_stamps(caller=caller, record_ids={record_id for pair in pairs for record_id in pair})
     pairs = {pair for pair in pairs if pair[0] in stamps and pair[1] in stamps}
     # A pair a job was planned for while both records stood as they stand now.
     planned = {
         tuple(pair)
-        for payload in planned_job_payloads(index_id=index_id, organisation_id=organisation_id, kind=KIND, since=since)
+        for payload in planned_job_payloads(index_id=index_id, caller=caller, kind=KIND, since=since)
         for pair in payload["pairs"]
         if all(record_id in stamps and payload["records"][record_id] == stamp(stamps[record_id][1]) for record_id in pair)
     }
-    pairs -= planned | pairs_settled(organisation_id=organisation_id, pairs=pairs, stamps=stamps)
+    pairs -= planned | pairs_settled(caller=caller, pairs=pairs, stamps=stamps)
 
     per_person: dict[str | None, list[tuple[str, str]]] = defaultdict(list)
     for pair in sorted(pairs):
         per_person[stamps[pair[0]][0]].append(pair)
     return [
         job_queued(
-            organisation_id=organisation_id,
+            caller=caller,
             index_id=index_id,
             kind=KIND,
             subject=subject,
@@ -128,5 +130,5 @@ def contradictions_write(*, job: MaintenanceJob, prepared: Prepared, answer: lis
         update_fields=["contradicts", "checked_at"],
     )
     return records_contradiction_mark_within(
-        organisation_id=job.organisation_id, pairs=sorted(found & judged), actor=ACTOR
+        caller=maintenance_caller(job.organisation_id), pairs=sorted(found & judged)
     )

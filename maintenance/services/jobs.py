@@ -24,6 +24,7 @@ from core_memory.base.work.runner import End, WorkFailed, WorkRunner, WorkStoppe
 from core_memory.llm.metering import token_limit_reached
 from core_memory.llm.registry import helper_model_get
 from core_memory.llm.structured import INVALID_MODEL_OUTPUT, UnusableAnswer, structured_answer_read, structured_completion
+from maintenance.callers import maintenance_caller
 from maintenance.models import MaintenanceJob, MaintenanceRun
 from maintenance.selectors import Analyses, person_may_be_read, store_analyses
 from maintenance.services.contested import contradictions_prepare, contradictions_write
@@ -79,7 +80,7 @@ class JobRunner(WorkRunner):
         on = {Kind.CONTRADICTIONS: owner.contested, Kind.STORE_LESSON: owner.lessons, Kind.PROMOTION: owner.promotion}
         if not on[unit.kind]:
             raise WorkStopped(CANCELLED, "analysis_off")
-        if not person_may_be_read(organisation_id=unit.organisation_id, subject=unit.subject):
+        if not person_may_be_read(caller=maintenance_caller(unit.organisation_id), subject=unit.subject):
             raise WorkStopped(CANCELLED, "helper_model_may_not_read")
         if unit.kind == Kind.CONTRADICTIONS:
             return contradictions_prepare(job=unit)

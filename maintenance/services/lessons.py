@@ -15,13 +15,15 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from core_memory.base.callers import Caller
 from core_memory.base.work.runner import WorkFailed
 from core_memory.pii.placeholders import RedactionError
 from maintenance.asking import STORE_LESSON, STORE_LESSON_SCHEMA, store_lesson_messages, store_lesson_read
+from maintenance.callers import maintenance_caller
 from maintenance.models import EpisodeUse, MaintenanceJob
 from maintenance.pseudonyms import texts_pseudonymise
 from maintenance.selectors import ChangedRecord, episodes_unused, planned_job_payloads
-from maintenance.services.work import ACTOR, Asking, Prepared, job_queued, stamp
+from maintenance.services.work import Asking, Prepared, job_queued, stamp
 from memory.embedding.selectors import lesson_near_duplicate
 from memory.models import MemoryRecord
 from memory.services.writes import RecordDraft, record_write_by_core_within
@@ -37,7 +39,7 @@ MAX_EPISODES_PER_LESSON = 20
 
 
 def lesson_jobs_plan(
-    *, organisation_id: str, index_id: str, changed: list[ChangedRecord], closed: set[str], since: datetime | None, min_episodes: int, clock: datetime
+    *, caller: Caller, index_id: str, changed: list[ChangedRecord], closed: set[str], since: datetime | None, min_episodes: int, clock: datetime
 ) -> list[MaintenanceJob]:
     """One job for each person and way her unused episodes went, when there are enough of them."""
     subjects = {record.subject for record in changed if record.type == EPISODE and record.subject is not None} - closed
@@ -45,11 +47,11 @@ def lesson_jobs_plan(
         return []
     planned = {
         (episode_id, episode_stamp)
-        for payload in planned_job_payloads(index_id=index_id, organisation_id=organisation_id, kind=KIND, since=since)
+        for payload in planned_job_payloads(index_id=index_id, caller=caller, kind=KIND, since=since)
         for episode_id, episode_stamp in payload["episodes"].items()
     }
     groups: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
-    for episode_id, subject, result, updated_at in episodes_unused(organisation_id=organisation_id, index_id=index_id, subjects=subjects):
+    for episode_id, subject, result, updated_at in episodes_unused(caller=caller, index_id=index_id, subjects=subjects):
         if result in RESULTS and (episode_id, stamp(updated_at)) not in planned:
             groups[(subject, result)][episode_id] = stamp(updated_at)
     jobs = []
@@ -58,7 +60,7 @@ def lesson_jobs_plan(
             continue
         chosen = dict(list(episodes.items())[:MAX_EPISODES_PER_LESSON])
         payload = {"result": result, "episodes": chosen}
-        jobs.append(job_queued(organisation_id=organisation_id, index_id=index_id, kind=KIND, subject=subject, payload=payload, clock=clock))
+        jobs.append(job_queued(caller=caller, index_id=index_id, kind=KIND, subject=subject, payload=payload, clock=clock))
     return jobs
 
 
@@ -126,10 +128,9 @@ def store_lesson_write(*, job: MaintenanceJob, prepared: Prepared, answer: str, 
     # Hers in nearly the same words (where the index embeds, as for session lessons): that one is confirmed.
     near = lesson_near_duplicate(index=index, subject=job.subject, text=answer) if index is not None else None
     result = record_write_by_core_within(
-        organisation_id=job.organisation_id,
+        caller=maintenance_caller(job.organisation_id),
         index_id=job.index_id,
         subject=job.subject,
-        actor=ACTOR,
         now=now,
         draft=RecordDraft(
             type=LESSON,

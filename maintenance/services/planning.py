@@ -21,10 +21,12 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from core_memory.base.callers import Caller
 from core_memory.base.work.claims import work_resumed
 from core_memory.base.work.dispatch import Dispatch, Dispatcher
 from core_memory.llm.metering import token_limit_reached
 from core_memory.llm.registry import helper_model_get
+from maintenance.callers import maintenance_caller
 from maintenance.models import MaintenanceJob, MaintenanceRun, MaintenanceState
 from maintenance.selectors import Analyses, ChangedRecord, persons_closed_to_helper, records_changed, store_analyses, stores_due
 from maintenance.services.contested import contradiction_jobs_plan
@@ -82,14 +84,14 @@ class _Changes:
         return self.changed if since is None else [record for record in self.changed if record.updated_at > since]
 
 
-def _changes_read(*, state: MaintenanceState, analyses: Analyses, helper: bool, organisation_id: str) -> _Changes:
+def _changes_read(*, state: MaintenanceState, analyses: Analyses, helper: bool, caller: Caller) -> _Changes:
     # An analysis that is off forgets how far it read: switched on again, it reads the whole
     # store once, as it did the first time.
     reading = {"contested": helper, "lessons": analyses.lessons and helper, "promotion": analyses.promotion}
     sinces = {name: _since(getattr(state, f"{name}_through")) if on else None for name, on in reading.items()}
     read_from = [sinces[name] for name, on in reading.items() if on]
     earliest = None if any(since is None for since in read_from) else min(read_from, default=None)
-    changed = records_changed(organisation_id=organisation_id, index_id=state.index_id, since=earliest) if read_from else []
+    changed = records_changed(caller=caller, index_id=state.index_id, since=earliest) if read_from else []
     return _Changes(reading=reading, sinces=sinces, changed=changed)
 
 
@@ -98,9 +100,9 @@ def _jobs_planned(
 ) -> tuple[int, list[MaintenanceJob]]:
     """Inside the run's planning transaction: each analysis's jobs, and the several-persons
     proposals (made here). Returns (proposals made, jobs)."""
-    organisation_id, index_id = store.index.organisation_id, store.index_id
-    closed = persons_closed_to_helper(organisation_id=organisation_id, subjects={record.subject for record in changes.changed})
-    common = {"organisation_id": organisation_id, "closed": closed, "clock": clock}
+    caller, index_id = maintenance_caller(store.index.organisation_id), store.index_id
+    closed = persons_closed_to_helper(caller=caller, subjects={record.subject for record in changes.changed})
+    common = {"caller": caller, "closed": closed, "clock": clock}
     jobs: list[MaintenanceJob] = []
     proposals = 0
     if changes.reading["contested"]:
@@ -146,7 +148,7 @@ def maintenance_store_plan(*, index_id: str, now: datetime | None = None, force:
         return StorePlan(index_id=index_id, state="off")
     state.next_run_at = now + timedelta(minutes=settings.CORE_MAINTENANCE_MINUTES)
     helper = helper_model_get(organisation=organisation) is not None
-    changes = _changes_read(state=state, analyses=analyses, helper=helper, organisation_id=organisation.id)
+    changes = _changes_read(state=state, analyses=analyses, helper=helper, caller=maintenance_caller(organisation.id))
     run = MaintenanceRun.objects.create(organisation=organisation, index_id=index_id, started_at=now, changed=len(changes.changed))
     # Jobs parked at the limit, and those failed for a passing reason, go again first: what they
     # are about is then planned, and not planned twice.

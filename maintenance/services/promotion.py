@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from core_memory.base.callers import Caller
 from maintenance.asking import PROMOTION, PROMOTION_SCHEMA, promotion_messages, promotion_read
+from maintenance.callers import maintenance_caller
 from maintenance.models import MaintenanceJob, PromotionReview, Proposal, ProposalSource
 from maintenance.promotable import about_a_person, promotable
 from maintenance.selectors import (
@@ -36,7 +37,7 @@ from maintenance.selectors import (
     texts_proposed,
     planned_job_payloads,
 )
-from maintenance.services.work import ACTOR, Asking, Prepared, chunks, job_queued, stamp
+from maintenance.services.work import Asking, Prepared, chunks, job_queued, stamp
 from core_memory.webhooks.services import webhook_event_emit
 from memory.models import MemoryRecord
 
@@ -48,11 +49,11 @@ def _digest(normalised_text: str) -> str:
     return hashlib.md5(normalised_text.encode(), usedforsecurity=False).hexdigest()
 
 
-def _proposal_make(*, organisation_id: str, index_id: str, records: list, reason: str, now: datetime) -> Proposal:
+def _proposal_make(*, caller: Caller, index_id: str, records: list, reason: str, now: datetime) -> Proposal:
     """A proposal resting on `records` (rows with id, type, text and confidence), its text the first one's."""
     first = records[0]
     proposal = Proposal.objects.create(
-        organisation_id=organisation_id,
+        organisation_id=caller.organisation_id,
         index_id=index_id,
         type=first.type,
         text=first.text,
@@ -62,18 +63,18 @@ def _proposal_make(*, organisation_id: str, index_id: str, records: list, reason
     )
     ProposalSource.objects.bulk_create([ProposalSource(record_id=record.id, proposal=proposal) for record in records])
     webhook_event_emit(
-        caller=Caller.system(organisation_id=organisation_id, actor=ACTOR),
+        caller=caller,
         kind="proposal.created",
         data={"proposal_id": proposal.id, "index_id": index_id, "type": proposal.type, "reason": reason, "record_ids": [record.id for record in records]},
     )
     return proposal
 
 
-def _holders(*, organisation_id: str, index_id: str, candidates: list[ChangedRecord]) -> dict[tuple[str, str], list[ChangedRecord]]:
+def _holders(*, caller: Caller, index_id: str, candidates: list[ChangedRecord]) -> dict[tuple[str, str], list[ChangedRecord]]:
     """Every active personal record of the store with the type and normalised text of a
     candidate, grouped by them (one query, by the digest index `memory_personal_same_text`)."""
     rows = (
-        MemoryRecord.objects.for_organisation(organisation_id)
+        MemoryRecord.objects.for_organisation(caller.organisation_id)
         .annotate(digest=MD5("normalised_text"))
         .filter(
             index_id=index_id,
@@ -92,7 +93,7 @@ def _holders(*, organisation_id: str, index_id: str, candidates: list[ChangedRec
     return groups
 
 
-def _candidates(*, organisation_id: str, index_id: str, changed: list[ChangedRecord]) -> list[ChangedRecord]:
+def _candidates(*, caller: Caller, index_id: str, changed: list[ChangedRecord]) -> list[ChangedRecord]:
     """The changed personal records that may be shared at all, and that no shared record or
     earlier proposal of the store says already."""
     candidates = [
@@ -102,18 +103,18 @@ def _candidates(*, organisation_id: str, index_id: str, changed: list[ChangedRec
         and promotable(type_name=record.type, text=record.text, contested=record.contested, subjects=[record.subject])
     ]
     texts = {(record.type, record.normalised_text) for record in candidates}
-    settled = shared_texts(organisation_id=organisation_id, index_id=index_id, texts=texts) | texts_proposed(
-        organisation_id=organisation_id, index_id=index_id, texts=texts
+    settled = shared_texts(caller=caller, index_id=index_id, texts=texts) | texts_proposed(
+        caller=caller, index_id=index_id, texts=texts
     )
     return [record for record in candidates if (record.type, record.normalised_text) not in settled]
 
 
-def _several_persons_proposed(*, organisation_id: str, index_id: str, candidates: list[ChangedRecord], now: datetime) -> tuple[int, list[ChangedRecord]]:
+def _several_persons_proposed(*, caller: Caller, index_id: str, candidates: list[ChangedRecord], now: datetime) -> tuple[int, list[ChangedRecord]]:
     """Proposals for the facts two or more persons hold in the same way, each resting on all
     their records. Returns (proposals made, the candidates left for the model to judge)."""
     made = 0
     in_proposals: set[str] = set()
-    holders = _holders(organisation_id=organisation_id, index_id=index_id, candidates=candidates)
+    holders = _holders(caller=caller, index_id=index_id, candidates=candidates)
     # A text that names any of the persons who hold it is about a person, whoever holds it.
     about_a_holder = {
         text_key for text_key, group in holders.items() if about_a_person(group[0].text, subjects={record.subject for record in group})
@@ -127,7 +128,7 @@ def _several_persons_proposed(*, organisation_id: str, index_id: str, candidates
         ]
         if len({record.subject for record in sources}) >= 2:
             _proposal_make(
-                organisation_id=organisation_id, index_id=index_id, records=sources, reason=Proposal.Reason.SEVERAL_PERSONS, now=now
+                caller=caller, index_id=index_id, records=sources, reason=Proposal.Reason.SEVERAL_PERSONS, now=now
             )
             made += 1
             in_proposals.update(record.id for record in sources)
@@ -135,19 +136,19 @@ def _several_persons_proposed(*, organisation_id: str, index_id: str, candidates
 
 
 def promotion_plan(
-    *, organisation_id: str, index_id: str, changed: list[ChangedRecord], closed: set[str], since: datetime | None, clock: datetime, now: datetime
+    *, caller: Caller, index_id: str, changed: list[ChangedRecord], closed: set[str], since: datetime | None, clock: datetime, now: datetime
 ) -> tuple[int, list[MaintenanceJob]]:
     """Inside the run's planning transaction: the several-persons proposals (made here) and the
     jobs that ask the analysis model about the rest. Returns (proposals made, jobs)."""
-    candidates = _candidates(organisation_id=organisation_id, index_id=index_id, changed=changed)
+    candidates = _candidates(caller=caller, index_id=index_id, changed=changed)
     if not candidates:
         return 0, []
-    made, rest = _several_persons_proposed(organisation_id=organisation_id, index_id=index_id, candidates=candidates, now=now)
+    made, rest = _several_persons_proposed(caller=caller, index_id=index_id, candidates=candidates, now=now)
     rest = [record for record in rest if record.subject not in closed]
-    judged = reviews_current(organisation_id=organisation_id, stamps={record.id: record.updated_at for record in rest})
+    judged = reviews_current(caller=caller, stamps={record.id: record.updated_at for record in rest})
     planned = {
         (record_id, record_stamp)
-        for payload in planned_job_payloads(index_id=index_id, organisation_id=organisation_id, kind=KIND, since=since)
+        for payload in planned_job_payloads(index_id=index_id, caller=caller, kind=KIND, since=since)
         for record_id, record_stamp in payload["records"].items()
     }
     per_person: dict[str, list[ChangedRecord]] = defaultdict(list)
@@ -156,7 +157,7 @@ def promotion_plan(
             per_person[record.subject].append(record)
     jobs = [
         job_queued(
-            organisation_id=organisation_id,
+            caller=caller,
             index_id=index_id,
             kind=KIND,
             subject=subject,
@@ -177,7 +178,7 @@ def _current(*, job: MaintenanceJob, lock: bool = False) -> list[MemoryRecord]:
     if lock:
         records = records.select_for_update()
     records = list(records.order_by("pk"))
-    proposed = records_proposed(organisation_id=job.organisation_id, record_ids=[record.pk for record in records])
+    proposed = records_proposed(caller=maintenance_caller(job.organisation_id), record_ids=[record.pk for record in records])
     return [
         record
         for record in records
@@ -221,16 +222,13 @@ def promotion_write(*, job: MaintenanceJob, prepared: Prepared, answer: list[str
     )
     chosen = [record for record in current if record.pk in general]
     texts = {(record.type, record.normalised_text) for record in chosen}
-    settled = shared_texts(organisation_id=job.organisation_id, index_id=job.index_id, texts=texts) | texts_proposed(
-        organisation_id=job.organisation_id, index_id=job.index_id, texts=texts
-    )
+    caller = maintenance_caller(job.organisation_id)
+    settled = shared_texts(caller=caller, index_id=job.index_id, texts=texts) | texts_proposed(caller=caller, index_id=job.index_id, texts=texts)
     made = 0
     for record in chosen:
         if (record.type, record.normalised_text) in settled:
             continue
         settled.add((record.type, record.normalised_text))
-        _proposal_make(
-            organisation_id=job.organisation_id, index_id=job.index_id, records=[record], reason=Proposal.Reason.GENERAL_KNOWLEDGE, now=now
-        )
+        _proposal_make(caller=caller, index_id=job.index_id, records=[record], reason=Proposal.Reason.GENERAL_KNOWLEDGE, now=now)
         made += 1
     return made

@@ -37,13 +37,13 @@ def proposal_apply(*, caller: Caller, proposal_id: str, now: datetime | None = N
     """`POST /v1/memory/proposals/{id}/apply` by a key's caller: a proposal of an index available
     to its key (404 otherwise), which the key's policy lets it write (403 and `memory.write_denied`)."""
     _caller_may_decide(caller=caller, proposal_id=proposal_id)
-    return _proposal_decide(proposals=Proposal.objects.for_key(caller.key), proposal_id=proposal_id, actor=caller.actor, apply=True, now=now)
+    return _proposal_decide(proposals=Proposal.objects.for_key(caller.key), proposal_id=proposal_id, caller=caller, apply=True, now=now)
 
 
 def proposal_reject(*, caller: Caller, proposal_id: str, now: datetime | None = None) -> Proposal:
     """`POST /v1/memory/proposals/{id}/reject` by a key's caller, with the rights of `proposal_apply`."""
     _caller_may_decide(caller=caller, proposal_id=proposal_id)
-    return _proposal_decide(proposals=Proposal.objects.for_key(caller.key), proposal_id=proposal_id, actor=caller.actor, apply=False, now=now)
+    return _proposal_decide(proposals=Proposal.objects.for_key(caller.key), proposal_id=proposal_id, caller=caller, apply=False, now=now)
 
 
 def proposal_apply_by_administrator(
@@ -52,13 +52,13 @@ def proposal_apply_by_administrator(
     """A console administrator (`Caller.console`) applies a proposal of her organisation; with
     `changes` (its `type`, `text`, `confidence`) as she edited them first (`proposal_changes`)."""
     return _proposal_decide(
-        proposals=_organisations_proposals(caller), proposal_id=proposal_id, actor=caller.actor, apply=True, now=now, changes=changes
+        proposals=_organisations_proposals(caller), proposal_id=proposal_id, caller=caller, apply=True, now=now, changes=changes
     )
 
 
 def proposal_reject_by_administrator(*, caller: Caller, proposal_id: str, now: datetime | None = None) -> Proposal:
     """A console administrator (`Caller.console`) rejects a proposal of her organisation."""
-    return _proposal_decide(proposals=_organisations_proposals(caller), proposal_id=proposal_id, actor=caller.actor, apply=False, now=now)
+    return _proposal_decide(proposals=_organisations_proposals(caller), proposal_id=proposal_id, caller=caller, apply=False, now=now)
 
 
 @transaction.atomic(durable=True)
@@ -69,7 +69,7 @@ def proposals_decide_by_administrator(*, caller: Caller, proposal_ids: Sequence[
     proposals = _organisations_proposals(caller)
     # In a fixed order, so that two decisions on overlapping proposals lock them the same way round.
     return [
-        _proposal_decide_within(proposals=proposals, proposal_id=proposal_id, actor=caller.actor, apply=apply, now=now)
+        _proposal_decide_within(proposals=proposals, proposal_id=proposal_id, caller=caller, apply=apply, now=now)
         for proposal_id in sorted(set(proposal_ids))
     ]
 
@@ -113,13 +113,13 @@ def _caller_may_decide(*, caller: Caller, proposal_id: str) -> None:
 
 @transaction.atomic(durable=True)
 def _proposal_decide(
-    *, proposals: QuerySet[Proposal], proposal_id: str, actor: str, apply: bool, now: datetime | None, changes: dict | None = None
+    *, proposals: QuerySet[Proposal], proposal_id: str, caller: Caller, apply: bool, now: datetime | None, changes: dict | None = None
 ) -> Proposal:
-    return _proposal_decide_within(proposals=proposals, proposal_id=proposal_id, actor=actor, apply=apply, now=now, changes=changes)
+    return _proposal_decide_within(proposals=proposals, proposal_id=proposal_id, caller=caller, apply=apply, now=now, changes=changes)
 
 
 def _proposal_decide_within(
-    *, proposals: QuerySet[Proposal], proposal_id: str, actor: str, apply: bool, now: datetime | None, changes: dict | None = None
+    *, proposals: QuerySet[Proposal], proposal_id: str, caller: Caller, apply: bool, now: datetime | None, changes: dict | None = None
 ) -> Proposal:
     proposal = proposals.select_for_update(of=("self",)).select_related("index").filter(pk=proposal_id).first()
     if proposal is None:
@@ -127,16 +127,15 @@ def _proposal_decide_within(
     if proposal.status != Proposal.Status.PENDING:
         raise Conflict(gettext("This proposal was already %(status)s.") % {"status": proposal.get_status_display()})
     if changes:
-        _proposal_change(proposal=proposal, changes=changes, actor=actor)
+        _proposal_change(proposal=proposal, changes=changes, actor=caller.actor)
     now = now or timezone.now()
     details: dict = {"index_id": proposal.index_id}
     if apply:
         store = MemoryStore.objects.for_organisation(proposal.organisation_id).get(index_id=proposal.index_id)
         result = record_write_by_core_within(
-            organisation_id=proposal.organisation_id,
+            caller=caller,
             index_id=proposal.index_id,
             subject=None,
-            actor=actor,
             now=now,
             draft=RecordDraft(
                 type=proposal.type,
@@ -149,12 +148,12 @@ def _proposal_decide_within(
         proposal.applied_record = result.record
         details |= {"memory_id": result.record.pk, "write": result.status}
     proposal.status = Proposal.Status.APPLIED if apply else Proposal.Status.REJECTED
-    proposal.decided_by = actor[:200]
+    proposal.decided_by = caller.actor[:200]
     proposal.decided_at = now
     proposal.save(update_fields=["status", "applied_record", "decided_by", "decided_at"])
     audit_event_record(
         organisation_id=proposal.organisation_id,
-        actor=actor,
+        actor=caller.actor,
         action="proposal.applied" if apply else "proposal.rejected",
         target=proposal.pk,
         details=details,

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
+from core_memory.base.callers import Caller
 from core_memory.pii.placeholders import Placeholders
 from maintenance.models import MaintenanceJob
 
-ACTOR = "maintenance"
 T = TypeVar("T")
 
 
@@ -47,6 +47,6 @@ def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
-def job_queued(*, organisation_id: str, index_id: str, kind: str, subject: str | None, payload: dict, clock: datetime) -> MaintenanceJob:
+def job_queued(*, caller: Caller, index_id: str, kind: str, subject: str | None, payload: dict, clock: datetime) -> MaintenanceJob:
     """A new job (saved with its run's others), about `subject`'s records (None: the shared ones)."""
-    return MaintenanceJob(organisation_id=organisation_id, index_id=index_id, kind=kind, subject=subject, payload=payload, queued_at=clock)
+    return MaintenanceJob(organisation_id=caller.organisation_id, index_id=index_id, kind=kind, subject=subject, payload=payload, queued_at=clock)

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from django.db import transaction
 
 from audit.services import audit_event_record
-from core_memory.base.errors import InvalidRequest, NotFound
 from core_memory.base.callers import Caller
+from core_memory.base.errors import InvalidRequest, NotFound
 from memory.models import MemoryRecord
 from memory.services.rules import change_reason, record_event_emit
 
@@ -31,7 +31,7 @@ def contradictions_clear(*, record: MemoryRecord, actor: str) -> None:
             partner.save(update_fields=["contested"])
 
 
-def records_contradiction_mark_within(*, organisation_id: str, pairs: Sequence[tuple[str, str]], actor: str) -> int:
+def records_contradiction_mark_within(*, caller: Caller, pairs: Sequence[tuple[str, str]]) -> int:
     """Maintenance found each pair to contradict each other: both records are marked
     `contested` and linked to each other, inside the caller's transaction. A pair of which a
     record is no longer active, or of two records already linked, is left alone. Returns the
@@ -44,7 +44,7 @@ def records_contradiction_mark_within(*, organisation_id: str, pairs: Sequence[t
     # In id order, as every locker of several records does, so two of them never deadlock.
     records = {
         record.pk: record
-        for record in MemoryRecord.objects.for_organisation(organisation_id)
+        for record in MemoryRecord.objects.for_organisation(caller.organisation_id)
         .select_for_update()
         .filter(pk__in=record_ids, status=MemoryRecord.Status.ACTIVE)
         .order_by("pk")
@@ -65,7 +65,7 @@ def records_contradiction_mark_within(*, organisation_id: str, pairs: Sequence[t
         for record in (first, second):
             if not record.contested:
                 record.contested = True
-                record._change_reason = change_reason(what="contested", actor=actor)
+                record._change_reason = change_reason(what="contested", actor=caller.actor)
                 record.save(update_fields=["contested"])
                 partner = second if record is first else first
                 record_event_emit(record=record, kind="record.contested", change="contested", contradicts=partner.id)

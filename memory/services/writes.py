@@ -11,9 +11,9 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core_memory.base.callers import Caller
 from core_memory.base.errors import Conflict, ImproperlyScoped, NotFound
 from core_memory.base.storable import metadata_check
-from core_memory.base.callers import Caller
 from memory.embedding.services import record_vector_forget
 from memory.models import MemoryRecord
 from memory.selectors import EVENT_TYPES
@@ -131,7 +131,7 @@ def record_write_authorised(
 
 
 def record_write_by_core_within(
-    *, organisation_id: str, index_id: str, subject: str | None, draft: RecordDraft, actor: str, now: datetime | None = None
+    *, caller: Caller, index_id: str, subject: str | None, draft: RecordDraft, now: datetime | None = None
 ) -> RecordWriteResult:
     """A record Core writes on no key's behalf — maintenance's store lessons, a
     proposal applied by an administrator — with the rules of `record_write_within`
@@ -140,10 +140,10 @@ def record_write_by_core_within(
     whoever asked (a key's write right, an administrator's organisation)."""
     if draft.source in (MemoryRecord.Source.API, MemoryRecord.Source.TOOL):
         raise ImproperlyScoped("API and tool writes go through a key (record_write)")
-    index = KnowledgeIndex.objects.for_organisation(organisation_id).live().filter(pk=index_id).first()
+    index = KnowledgeIndex.objects.for_organisation(caller.organisation_id).live().filter(pk=index_id).first()
     if index is None:
         raise NotFound("No such index.", param="index_id")
-    return _record_write_checked(index=index, subject=subject, draft=draft, actor=actor, now=now)
+    return _record_write_checked(index=index, subject=subject, draft=draft, actor=caller.actor, now=now)
 
 
 def _record_write_checked(

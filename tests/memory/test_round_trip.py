@@ -44,16 +44,15 @@ def _organisation_with_everything(tenant):
     utrecht = write("Woont in Utrecht.", type="fact", subject="anna", replaces=ended.id,
                     provenance={"thread_id": "thr_1", "item_ids": ["itm_1", "itm_2"], "response_id": "resp_1"})
     amsterdam = write("Woont in Amsterdam.", type="fact", subject="anna")
-    records_contradiction_mark_within(organisation_id=tenant.organisation.id, pairs=[(utrecht.id, amsterdam.id)], actor="maintenance")
+    records_contradiction_mark_within(caller=Caller.system(organisation_id=tenant.organisation.id, actor="maintenance"), pairs=[(utrecht.id, amsterdam.id)])
     promise = write("Belt vrijdag terug.", type="commitment", subject="anna", due_at=LONG_AGO + timedelta(days=3),
                     structured={"who": "Piet", "what": "terugbellen"})
     record_update(caller=Caller(key=tenant.key, subject=None, actor="test"), record_id=promise.id, changes={"done": True})
     write("Spreekt Nederlands.", type="behaviour", subject="bram", index=second)
     record_write_by_core_within(
-                                organisation_id=tenant.organisation.id,
+                                caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"),
                                 index_id=tenant.index.id,
                                 subject="anna",
-                                actor="test",
                                 draft=RecordDraft(
                                     type="episode",
                                     text="Anna vroeg om haar facturen.",
@@ -61,10 +60,9 @@ def _organisation_with_everything(tenant):
                                 ),
                             )
     record_write_by_core_within(
-                                organisation_id=tenant.organisation.id,
+                                caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"),
                                 index_id=tenant.index.id,
                                 subject=None,
-                                actor="test",
                                 draft=RecordDraft(
                                     type="lesson",
                                     text="Vraag eerst het klantnummer.",

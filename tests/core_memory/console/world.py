@@ -42,7 +42,7 @@ class World:
 def contest(first: MemoryRecord, second: MemoryRecord) -> None:
     """Maintenance marks a contradiction (R-9.2): both contested, pointing at each other, each with a version."""
     with transaction.atomic():
-        records_contradiction_mark_within(organisation_id=first.organisation_id, pairs=[(first.pk, second.pk)], actor="maintenance")
+        records_contradiction_mark_within(caller=Caller.system(organisation_id=first.organisation_id, actor="maintenance"), pairs=[(first.pk, second.pk)])
 
 
 def propose(index, records: list[MemoryRecord]) -> Proposal:

@@ -76,7 +76,7 @@ def test_a_patch_a_confirmation_and_a_contradiction_are_told(tenant, receiver, w
     client = tenant.client(subject="anna")
     assert client.patch(f"/v1/memory/{first.id}", {"confidence": 0.5}, format="json").status_code == 200
     write("lives in delft.", subject="anna")
-    records_contradiction_mark_within(organisation_id=tenant.organisation.id, pairs=[(first.id, second.id)], actor="maintenance")
+    records_contradiction_mark_within(caller=Caller.system(organisation_id=tenant.organisation.id, actor="maintenance"), pairs=[(first.id, second.id)])
 
     deliver_queued()
 
