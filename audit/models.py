@@ -2,6 +2,7 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from audit.labels import action_label
 from core_memory.base.ids import PrefixedIdField
 from core_memory.base.tenancy import TenantQuerySet
 
@@ -53,7 +54,8 @@ class AuditEvent(models.Model):
         constraints = [models.UniqueConstraint(fields=["organisation", "sequence"], name="audit_one_event_per_link")]
 
     def __str__(self) -> str:
-        return f"{self.action} {self.target}"
+        # As people read it (the console's title of an event), the action by its label.
+        return f"{action_label(self.action)} {self.target}".strip()
 
 
 class AuditChainHead(models.Model):

@@ -178,8 +178,9 @@ class AuditEventAdmin(ReadOnlyScopedAdmin):
 
     @admin.display(description=_("action"))
     def action_name(self, event: AuditEvent) -> str:
+        """The label, and the action's identifier the API filters by, marked as such."""
         label = action_label(event.action)
-        return label if label == event.action else f"{label} ({event.action})"
+        return label if label == event.action else format_html('{} (<code class="identifier">{}</code>)', label, event.action)
 
     def get_fields(self, request, obj=None):
         """The target as a link while its object exists and she may see it (which depends on her

@@ -274,11 +274,16 @@ class PersonAdmin(OrganisationScopedAdmin):
             target=subject,
             details={"counts": preview},
         )
+        # As the API's erasure of a person never named (a 200 that erases nothing), no 404: the page
+        # says plainly that Core holds nothing about her, and offers nothing to confirm.
+        held = any(value for name, value in preview.items() if name != "subject")
         context = self.page_context(
             request,
-            title=_("Erase person %(subject)s?") % {"subject": subject},
+            title=(_("Erase person %(subject)s?") if held else _("Nothing to erase about %(subject)s")) % {"subject": subject},
             subject=subject,
             urls=urls,
+            held=held,
+            persons_url=reverse(f"{self.admin_site.name}:persons_person_changelist"),
             preview=preview,
             records_per_type=[(type_label(name), count) for name, count in preview["records_per_type"].items()],
             records_total=sum(preview["records_per_type"].values()),

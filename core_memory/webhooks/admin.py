@@ -17,11 +17,37 @@ from core_memory.webhooks.selectors import webhooks_paused_counted
 from core_memory.webhooks.services import webhook_subscription_create, webhook_subscription_delete, webhook_subscription_update
 
 EDITABLE_FIELDS = ("url", "events", "description", "status")
+# What each event kind and each failed attempt's code means, as the console says it (the API's names
+# are for programs).
+EVENT_LABELS = {
+    "record.created": _("a record was made"),
+    "record.updated": _("a record was changed"),
+    "record.deleted": _("a record was deleted"),
+    "record.contested": _("a record was contested"),
+    "proposal.created": _("a proposal was made"),
+    "extraction.window.failed": _("an extraction window failed"),
+    "person.erased": _("a person was erased"),
+}
+ATTEMPT_ERRORS = {
+    "timeout": _("no answer in time"),
+    "connection_error": _("could not be reached"),
+    "address_refused": _("address refused"),
+}
+
+
+def event_label(kind: str) -> str:
+    return str(EVENT_LABELS.get(kind, kind))
+
+
+def attempt_error_label(code: str) -> str:
+    if code.startswith("http_") and code[5:].isdigit():
+        return _("answered %(status)s") % {"status": code[5:]}
+    return str(ATTEMPT_ERRORS.get(code, code))
 
 
 class WebhookSubscriptionForm(forms.ModelForm):
     events = forms.MultipleChoiceField(
-        label=_("events"), choices=[(kind, kind) for kind in EVENT_KINDS], widget=forms.CheckboxSelectMultiple
+        label=_("events"), choices=[(kind, EVENT_LABELS.get(kind, kind)) for kind in EVENT_KINDS], widget=forms.CheckboxSelectMultiple
     )
 
     class Meta:
@@ -63,12 +89,13 @@ class DeliveryInline(admin.TabularInline):
 
     @admin.display(description=_("event"))
     def event(self, delivery: WebhookDelivery) -> str:
-        return f"{delivery.run.kind} ({delivery.run_id})"
+        return f"{event_label(delivery.run.kind)} ({delivery.run_id})"
 
     @admin.display(description=_("attempts"))
     def attempt_log(self, delivery: WebhookDelivery):
         lines = [
-            (attempt.number, shown_time(attempt.at), attempt.status_code or "—", attempt.duration_ms, attempt.error_code or _("delivered"))
+            (attempt.number, shown_time(attempt.at), attempt.status_code or "—", attempt.duration_ms,
+             attempt_error_label(attempt.error_code) if attempt.error_code else _("delivered"))
             for attempt in delivery.log.all()
         ]
         return format_html_join("", "<div>{}. {} · {} · {} ms · {}</div>", lines) or "—"
@@ -77,11 +104,15 @@ class DeliveryInline(admin.TabularInline):
 @admin.register(WebhookSubscription)
 class WebhookSubscriptionAdmin(OrganisationScopedAdmin):
     form = WebhookSubscriptionForm
-    list_display = ("url", "events", "status", "paused_reason", "created")
+    list_display = ("url", "events_shown", "status", "paused_reason", "created")
     list_filter = ("status",)
     search_fields = ("url", "description", "id")
     readonly_fields = ("id", "paused_reason", "paused_at", "created", "updated")
     inlines = (DeliveryInline,)
+
+    @admin.display(description=_("events"))
+    def events_shown(self, subscription: WebhookSubscription) -> str:
+        return ", ".join(event_label(kind) for kind in subscription.events or [])
 
     def get_fields(self, request, obj=None):
         fields = ["url", "events", "description"]

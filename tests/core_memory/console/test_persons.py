@@ -212,3 +212,18 @@ def test_another_organisations_person_cannot_be_exported(console, other_tenant):
 
     assert console.get(person_url(other_tenant, "dirk", "export")).status_code == 404
     assert AuditEvent.objects.count() == events
+
+
+def test_the_erase_page_of_a_person_never_named_says_there_is_nothing_to_erase(console, tenant, write):
+    """As the API's erasure of a person never named (a 200 that erases nothing): a plain statement,
+    no counts of zero and nothing to confirm; someone known still gets the counts."""
+    write("Anna drinkt koffie", subject="anna")
+
+    unknown = console.get(person_url(tenant, "nobody-at-all", "erase"))
+    known = console.get(person_url(tenant, "anna", "erase")).content.decode()
+
+    assert unknown.status_code == 200
+    page = unknown.content.decode()
+    assert "Core bewaart niets over nobody-at-all" in page and "Niets te wissen over nobody-at-all" in page
+    assert 'id="erase-counts"' not in page and 'type="submit" value="Ja' not in page
+    assert 'id="erase-counts"' in known and 'id="erase-nothing"' not in known

@@ -52,7 +52,7 @@ def test_a_paused_webhook_is_flagged_and_shows_every_attempt_and_resumes_from_th
     listed = console.get(PAGES).content.decode()
     assert "1 webhook is gepauzeerd" in listed and "failed 8 times (last: http_500)" in listed  # the console speaks Dutch
     page = console.get(f"{PAGES}{subscription['id']}/change/").content.decode()
-    assert page.count("http_500") >= MAX_ATTEMPTS and "8. " in page
+    assert page.count("antwoordde 500") >= MAX_ATTEMPTS and "8. " in page  # each failed attempt, in words
 
     receiver.status = 204
     form = {"url": receiver.url, "events": ["record.created"], "description": "", "status": "active",

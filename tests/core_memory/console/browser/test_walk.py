@@ -15,6 +15,8 @@ import pytest
 from django.contrib.admin.utils import quote
 from playwright.sync_api import Page, Response
 
+from audit.models import AuditEvent
+from core_memory.webhooks.models import WebhookSubscription
 from tests.core_memory.console.test_translations import untranslated  # noqa: F401 — a fixture
 from tests.factories import CONSOLE_PASSWORD
 
@@ -192,6 +194,8 @@ def pages_of(world) -> dict[str, str | Callable[[Page, str], Response | None]]:
     index = world.tenant.index.id
     record = quote(world.moved.id)
     records = "/console/memory/memoryrecord/"
+    webhook = WebhookSubscription.objects.for_organisation(organisation).get()
+    event = AuditEvent.objects.for_organisation(organisation).order_by("id").first()
     return {
         "home": "/console/",
         "organisations": "/console/organisations/organisation/",
@@ -229,6 +233,9 @@ def pages_of(world) -> dict[str, str | Callable[[Page, str], Response | None]]:
             records, "merge_records", [world.coffee.id, world.tea.id], ("post", "check"), ("kept", world.coffee.id), ("text", "Anna drinkt koffie")
         ),
         "audit": "/console/audit/auditevent/",
+        "audit-event": f"/console/audit/auditevent/{quote(event.id)}/change/",
+        "webhooks": "/console/webhooks/webhooksubscription/",
+        "webhook": f"/console/webhooks/webhooksubscription/{quote(webhook.id)}/change/",
         # The search box's answer: a person and the records holding her name, grouped by kind.
         "search": "/console/search/?q=anna",
         # An unknown object is the console's own 404, in its language (issue 32).
