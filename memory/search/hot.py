@@ -18,6 +18,9 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import connections, router
+from psycopg.postgres import types as postgres_types
+from psycopg.pq import Format
+from psycopg.types.string import TextLoader
 
 from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
@@ -41,6 +44,17 @@ _CONVERTERS = [
     for place, field in enumerate(MemoryRecord._meta.get_field(name) for name in FIELDS)
     if hasattr(field, "from_db_value")
 ]
+# The moments are read as text and made datetimes by the connection's own reading of them: the
+# creation of every candidate (the ranking's recency), the others of the hits only (~200 of a
+# search's ~300 at 10k were never shown).
+_MOMENTS = [place for place, name in enumerate(FIELDS) if MemoryRecord._meta.get_field(name).get_internal_type() == "DateTimeField"]
+_TIMESTAMPTZ = postgres_types["timestamptz"].oid
+
+
+def _moment_reader(connection):
+    """The connection's reading of a moment's text (in its time zone, as the ORM gets it)."""
+    load = connection.connection.adapters.get_loader(_TIMESTAMPTZ, Format.TEXT)(_TIMESTAMPTZ, connection.connection).load
+    return lambda text: None if text is None else load(text.encode())
 
 # One part of the scope (hers, or the shared ones): its best `depth` ids by full text.
 _PART = """(SELECT part.id FROM memory_memoryrecord part
@@ -121,8 +135,9 @@ def person_text_rows(
     bounded: Bounded | None = None,
 ) -> list[tuple] | None:
     """The candidates' rows of the caller's person's search (her records and the shared ones)
-    for the OR of `terms`, as the database answers them (JSON as text: `rows_ranked` reads the
-    fields of the hits alone as the ORM does): `columns` of the record, then its effective confidence (its
+    for the OR of `terms`, as the database answers them (JSON and moments but the creation as
+    text: `rows_ranked` reads the fields of the hits alone as the ORM does): `columns` of the
+    record, then its effective confidence (its
     confidence: no decay), its full-text score and its similarity (none). With `bounded` (the
     shared set's few that can be among the best), None when they turned out not to hold the best
     (memory.search.shared.bounded_settled): the search asks again without them."""
@@ -134,8 +149,12 @@ def person_text_rows(
         parameters.update(few=bounded.ids, version=bounded.version)
     connection = connections[router.db_for_read(MemoryRecord)]
     with connection.cursor() as cursor:
+        cursor.cursor.adapters.register_loader("timestamptz", TextLoader)
         cursor.execute(_statement(columns, types=types, after=after, before=before, bounded=bounded is not None), parameters)
         rows = cursor.fetchall()
+    if "created_at" in columns:
+        place, moment = columns.index("created_at"), _moment_reader(connection)
+        rows = [(*row[:place], moment(row[place]), *row[place + 1:]) for row in rows]
     if bounded is not None:
         place_id, place_score = columns.index("id"), len(columns) + 1
         if not bounded_exact(bounded, [(row[place_id], row[place_score], row[-1]) for row in rows]):
@@ -163,6 +182,10 @@ def rows_ranked(rows: list[tuple]) -> dict:
         values = list(row[: len(FIELDS)])
         for place, convert in _CONVERTERS:
             values[place] = convert(values[place], None, connections[alias])
+        moment = _moment_reader(connections[alias])
+        for place in _MOMENTS:
+            if place != _CREATED:
+                values[place] = moment(values[place])
         record = MemoryRecord.from_db(alias, FIELDS, values)
         record.effective_confidence, record.text_score, record.similarity = row[_EFFECTIVE], row[_TEXT_SCORE], row[_SIMILARITY]
         return record

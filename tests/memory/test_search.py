@@ -162,10 +162,12 @@ def test_a_word_that_is_a_stop_word_only_in_the_other_language_counts(tenant, wr
 
 
 
-def test_a_search_hit_is_the_record_as_every_record_route_answers_it_plus_its_score(tenant, write):
+@pytest.mark.parametrize("person", [None, "anna"], ids=["the key", "her person"])
+def test_a_search_hit_is_the_record_as_every_record_route_answers_it_plus_its_score(tenant, write, person):
     """R-5.6: a hit is the record shape — every field as the record's own route answers it, here
     with each optional field set (a person, metadata, a due date, an expiry, structured fields,
-    the record it replaced, a confirmation, provenance) — plus `score`."""
+    the record it replaced, a confirmation, provenance) — plus `score`; asked as her person, the
+    search's own statement (memory.search.hot) reads it."""
     old = write("Acme factuur per post", type="commitment", subject="anna")
     record = write(
         "Acme factuur per e-mail", type="commitment", subject="anna", metadata={"bron": "mail", "n": 2}, structured={"kanaal": "e-mail"},
@@ -173,7 +175,7 @@ def test_a_search_hit_is_the_record_as_every_record_route_answers_it_plus_its_sc
     )
     write("Acme factuur per e-mail", type="commitment", subject="anna")  # confirms it
     MemoryRecord.objects.filter(pk=record.pk).update(thread_id="thr_1", item_ids=["itm_1", "itm_2"], response_id="resp_1")
-    client = tenant.client()
+    client = tenant.client(subject=person) if person else tenant.client()
 
     hit = _search(client, tenant.index, query="factuur e-mail")[0]
     shown = client.get(f"/v1/memory/{record.id}", format="json").json()
