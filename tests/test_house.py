@@ -181,3 +181,105 @@ def test_who_asks_travels_as_one_caller_more_and_more():
     assert len(apart) <= CALLER_AND_ACTOR_APART, "The caller carries its actor (`caller.actor`):\n" + "\n".join(apart)
     # Lower the counts when they fall: a ratchet.
     assert (len(loose), len(either), len(apart)) == (LOOSE_ORGANISATION_OR_KEY, ORGANISATION_OR_EVERY, CALLER_AND_ACTOR_APART)
+
+
+# The request paths: the API's views, the MCP server and the OpenAI-compatible surface; and the
+# console's pages. None of them may reach a platform function (one named `platform_…`, which works
+# across organisations) but the console superuser's pages about every organisation (her home
+# page's dashboard, the person list and the search), which ask for it by name when she administers no one
+# organisation.
+API_PATHS = ("core_memory/api/", "core_memory/base/api/", "core_memory/mcp/", "core_memory/openai_compat/")
+CONSOLE_PATHS = ("core_memory/console/", "core_memory/base/console/")
+SUPERUSER_PAGES = {
+    "core_memory/console/site.py:ConsoleSite.index",
+    "core_memory/console/persons.py:PersonAdmin.changelist_view",
+    "core_memory/console/search.py:search_view",
+}
+
+
+def _call_graph():
+    """Every production function by its name, and the names each one calls or hands over. A name
+    called as `self.name(…)` is a method's; any other use of a name (called, `module.name(…)`, a
+    callback) is a module's function. A superset of what Python resolves at run time, of the kind
+    the domain is written in (services and selectors are module functions)."""
+    functions: dict[tuple[str, str], list[str]] = {}
+    calls: dict[str, set[tuple[str, str]]] = {}
+
+    def visit(node, module: str, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, module, f"{prefix}{child.name}.")
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                where = f"{module}:{prefix}{child.name}"
+                functions.setdefault(("method" if prefix else "function", child.name), []).append(where)
+                called = {id(node.func) for node in ast.walk(child) if isinstance(node, ast.Call)}
+                names = calls.setdefault(where, set())
+                for inner in ast.walk(child):
+                    if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load):
+                        names.add(("function", inner.id))
+                    elif isinstance(inner, ast.Attribute) and isinstance(inner.ctx, ast.Load):
+                        own = isinstance(inner.value, ast.Name) and inner.value.id in ("self", "cls")
+                        if not own:
+                            names.add(("function", inner.attr))
+                        elif id(inner) in called:
+                            names.add(("method", inner.attr))
+                    elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and getattr(inner.func.value, "func", None) is not None:
+                        if getattr(inner.func.value.func, "id", None) == "super":
+                            names.add(("method", inner.func.attr))
+                visit(child, module, f"{prefix}{child.name}.")
+
+    for path in production_files():
+        if path.suffix == ".py":
+            visit(ast.parse(path.read_text(encoding="utf-8")), path.relative_to(PROJECT).as_posix(), "")
+    return functions, calls
+
+
+def _reached(functions, calls, *, entries, stops=frozenset()) -> dict[str, str | None]:
+    """Each function reachable from `entries` (not through `stops`), with the one that reaches it."""
+    reached: dict[str, str | None] = dict.fromkeys(entries)
+    waiting = list(entries)
+    while waiting:
+        where = waiting.pop()
+        for name in calls.get(where, ()):
+            for target in functions.get(name, ()):
+                if target not in reached and target not in stops:
+                    reached[target] = where
+                    waiting.append(target)
+    return reached
+
+
+def _chains_to_platform(reached: dict[str, str | None]) -> list[str]:
+    chains = []
+    for where in reached:
+        if where.split(":")[1].split(".")[-1].startswith("platform_"):
+            chain = [where]
+            while reached[chain[-1]] is not None:
+                chain.append(reached[chain[-1]])
+            chains.append(" <- ".join(chain))
+    return sorted(chains)
+
+
+def test_no_request_path_reaches_a_platform_function():
+    """A function that works across organisations is named `platform_…`; no route of the API, the
+    MCP server, the OpenAI-compatible surface or the console reaches one (through any chain of
+    calls), but the console superuser's every-organisation pages, named above."""
+    functions, calls = _call_graph()
+    platform = {where for where in calls if where.split(":")[1].split(".")[-1].startswith("platform_")}
+    requests = [
+        where for where in calls if (where.startswith(API_PATHS) or where.split(":")[0].endswith("/apis.py")) and where not in platform
+    ]
+    console = [
+        where
+        for where in calls
+        if (where.startswith(CONSOLE_PATHS) or "/admin" in where.split(":")[0]) and where not in SUPERUSER_PAGES | platform
+    ]
+    # The graph sees what it should: a request reaches erasing a person, and the console's pages theirs.
+    assert "core_memory/flows/erasure.py:person_erase" in _reached(functions, calls, entries=requests)
+    assert "core_memory/flows/erasure.py:person_erasure_preview" in _reached(functions, calls, entries=console, stops=SUPERUSER_PAGES)
+    assert all(where in calls for where in SUPERUSER_PAGES), "A superuser's page moved: name it again here"
+
+    through_requests = _chains_to_platform(_reached(functions, calls, entries=requests))
+    through_console = _chains_to_platform(_reached(functions, calls, entries=console, stops=SUPERUSER_PAGES))
+
+    assert not through_requests, "A request reaches work across organisations:\n" + "\n".join(through_requests)
+    assert not through_console, "A console page reaches work across organisations:\n" + "\n".join(through_console)
