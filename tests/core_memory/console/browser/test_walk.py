@@ -119,7 +119,7 @@ LOOK = """(language) => {
 }"""
 # The side menu stands beside the page only in a wide window: a few pages are walked there too.
 MENU_BESIDE_WIDTH = 1700
-MENU_BESIDE_PAGES = ("home", "records", "record", "thread", "search", "audit")
+MENU_BESIDE_PAGES = ("records", "search")  # the widest list, and the search box's answer
 # How many lines the header's parts (name, user's links, language switch) stand on.
 HEADER_LINES = """() => {
   const parts = [...document.querySelectorAll('#header > *')].filter(part => part.getClientRects().length)
