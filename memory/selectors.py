@@ -55,12 +55,12 @@ def store_known_types(*, index: KnowledgeIndex) -> list[str]:
     return list(known) if known else list(DEFAULT_TYPES)
 
 
-def organisation_default_half_lives(*, organisation_id: str) -> dict[str, float]:
+def organisation_default_half_lives(*, caller: Caller) -> dict[str, float]:
     """The console's default reading of effective confidence: per type, the
     shortest half-life any usable key of the organisation sets — the record as the most
     forgetful of her assistants reads it. Empty when no key sets one (no decay)."""
     shortest: dict[str, float] = {}
-    for key in ApiKey.objects.for_organisation(organisation_id).usable().only("memory"):
+    for key in ApiKey.objects.for_organisation(caller.organisation_id).usable().only("memory"):
         for type_name, half_life in key_half_lives(key=key).items():
             shortest[type_name] = min(half_life, shortest.get(type_name, half_life))
     return dict(sorted(shortest.items()))
@@ -161,12 +161,12 @@ def _records_created_per_week(records, *, since: datetime, zone) -> list[tuple[d
     )
 
 
-def person_record_figures(*, organisation_id: str, subjects: list[str]) -> dict[str, dict]:
+def person_record_figures(*, caller: Caller, subjects: list[str]) -> dict[str, dict]:
     """For each person: her not-deleted records per type (active ones) and when one last changed:
     `{subject: {"types": {type: n}, "last_changed_at": datetime}}`. One query for the page of persons."""
     figures: dict[str, dict] = {subject: {"types": {}, "last_changed_at": None} for subject in subjects}
     rows = (
-        MemoryRecord.objects.for_organisation(organisation_id)
+        MemoryRecord.objects.for_organisation(caller.organisation_id)
         .filter(subject__in=subjects)
         .exclude(status=MemoryRecord.Status.DELETED)
         .values("subject", "type")
@@ -184,17 +184,17 @@ def person_record_figures(*, organisation_id: str, subjects: list[str]) -> dict[
     return figures
 
 
-def records_by_id(*, organisation_id: str, record_ids) -> dict[str, MemoryRecord]:
+def records_by_id(*, caller: Caller, record_ids) -> dict[str, MemoryRecord]:
     """The organisation's records among `record_ids` (any status), by id; ids of records since
     erased, or of another organisation, are simply absent. One query."""
     ids = list(dict.fromkeys(record_ids))
     if not ids:
         return {}
-    records = MemoryRecord.objects.for_organisation(organisation_id).filter(id__in=ids).select_related("index")
+    records = MemoryRecord.objects.for_organisation(caller.organisation_id).filter(id__in=ids).select_related("index")
     return {record.id: record for record in records}
 
 
-def records_as_of(*, organisation_id: str, record_ids, at: datetime) -> dict:
+def records_as_of(*, caller: Caller, record_ids, at: datetime) -> dict:
     """Each record among `record_ids` as its newest stored version at `at` said it was (text,
     status, contested), by id — what a turn at `at` saw; a record made after `at`, erased, or of
     another organisation is absent. One query."""
@@ -202,18 +202,18 @@ def records_as_of(*, organisation_id: str, record_ids, at: datetime) -> dict:
     if not ids:
         return {}
     versions = (
-        MemoryRecord.history.filter(organisation_id=organisation_id, id__in=ids, history_date__lte=at)
+        MemoryRecord.history.filter(organisation_id=caller.organisation_id, id__in=ids, history_date__lte=at)
         .order_by("id", "-history_date", "-history_id")
         .distinct("id")
     )
     return {version.id: version for version in versions}
 
 
-def record_subjects(*, organisation_id: str, search: str = ""):
+def record_subjects(*, caller: Caller, search: str = ""):
     """(organisation id, subject) of every person of the organisation who has a not-deleted
     record; a values queryset to combine with the other tables that name persons
     (core_memory.flows.persons)."""
-    return _record_subjects(MemoryRecord.objects.for_organisation(organisation_id), search=search)
+    return _record_subjects(MemoryRecord.objects.for_organisation(caller.organisation_id), search=search)
 
 
 def platform_record_subjects(*, search: str = ""):
@@ -234,14 +234,14 @@ PERSON_SECTIONS = ("commitments", "behaviour", "about_this_person", "lessons", "
 
 
 def person_records_in_sections(
-    *, organisation_id: str, subject: str, half_life_days: dict[str, float], limit: int, now: datetime | None = None
+    *, caller: Caller, subject: str, half_life_days: dict[str, float], limit: int, now: datetime | None = None
 ) -> dict[str, list[MemoryRecord]]:
     """Her active records in live indexes, section by section in the order injection ranks them
     (commitments soonest due first; behaviour newest first; the rest by effective
     confidence, retrieval count, id; episodes newest first), at most `limit + 1` per section so a
     caller can tell there are more. One query per section."""
     mine = (
-        MemoryRecord.objects.for_organisation(organisation_id)
+        MemoryRecord.objects.for_organisation(caller.organisation_id)
         .filter(unexpired(now or timezone.now()), subject=subject, status=MemoryRecord.Status.ACTIVE, index__deleted_at__isnull=True)
         .select_related("index")
         .annotate(effective_confidence=effective_confidence_expression(half_life_days=half_life_days, now=now))

@@ -124,9 +124,9 @@ class PersonAdmin(OrganisationScopedAdmin):
         organisation_id = self.organisation_id(request)
         page = {"search": search, "offset": (page_number - 1) * PERSONS_PER_PAGE, "limit": PERSONS_PER_PAGE}
         if organisation_id is EVERY_ORGANISATION:
-            persons, has_more = platform_persons_page(**page)
+            persons, has_more = platform_persons_page(actor=self.actor(request), **page)
         else:
-            persons, has_more = persons_page(organisation_id=organisation_id, **page)
+            persons, has_more = persons_page(caller=self.caller(request, organisation_id), **page)
         rows = [
             {
                 "person": person,
@@ -162,12 +162,13 @@ class PersonAdmin(OrganisationScopedAdmin):
         subject = unquote(subject)
         if not person_known(caller=Caller.console(organisation_id=organisation.id, actor=self.actor(request), subject=subject)):
             raise Http404(_("No such person."))
-        half_lives = organisation_default_half_lives(organisation_id=organisation.id)
+        administrator = self.caller(request, organisation.id)
+        half_lives = organisation_default_half_lives(caller=administrator)
         sections = person_records_in_sections(
-            organisation_id=organisation.id, subject=subject, half_life_days=half_lives, limit=RECORDS_PER_SECTION
+            caller=administrator, subject=subject, half_life_days=half_lives, limit=RECORDS_PER_SECTION
         )
-        threads = person_threads(organisation_id=organisation.id, subject=subject, limit=THREADS_SHOWN)
-        rules = person_rules(organisation_id=organisation.id, subjects=[subject]).get(subject)
+        threads = person_threads(caller=administrator, subject=subject, limit=THREADS_SHOWN)
+        rules = person_rules(caller=administrator, subjects=[subject]).get(subject)
         shown = [record for records in sections.values() for record in records[:RECORDS_PER_SECTION]]
         records_url = reverse(f"{self.admin_site.name}:memory_memoryrecord_changelist")
         context = self.page_context(

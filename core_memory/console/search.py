@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from audit.console import console_read_audit
+from core_memory.base.callers import Caller
 from core_memory.base.console.pages import person_url, thread_url
 from core_memory.base.console.selectors import EVERY_ORGANISATION, administered_organisation_id, console_actor
 from core_memory.flows.persons import persons_page, platform_persons_page
@@ -43,9 +44,12 @@ def search_view(site: admin.AdminSite, request):
     person_admin, record_admin, thread_admin = site._registry.get(Person), site._registry.get(MemoryRecord), site._registry.get(Thread)
     if term and person_admin is not None and person_admin.has_view_permission(request):
         page = {"search": term, "offset": 0, "limit": SHOWN_PER_KIND}
-        found, more_persons = (
-            platform_persons_page(**page) if organisation_id is EVERY_ORGANISATION else persons_page(organisation_id=organisation_id, **page)
-        )
+        actor = console_actor(user=request.user)
+        found, more_persons = [], False
+        if organisation_id is EVERY_ORGANISATION:
+            found, more_persons = platform_persons_page(actor=actor, **page)
+        elif organisation_id:
+            found, more_persons = persons_page(caller=Caller.console(organisation_id=organisation_id, actor=actor), **page)
         persons = [{"person": person, "url": person_url(site, person.organisation_id, person.subject)} for person in found]
     if term and record_admin is not None and record_admin.has_view_permission(request):
         scoped = record_admin.get_queryset(request)

@@ -234,12 +234,13 @@ class ThreadAdmin(ReadOnlyScopedAdmin):
         responses = list(thread_responses(thread=thread))
         traces = self.traces(thread=thread, responses=responses, items=items, gone=gone)
         record_ids = [record_id for trace in traces for record_id in trace.record_ids()]
-        records = records_by_id(organisation_id=thread.organisation_id, record_ids=record_ids)
+        administrator = self.caller(request, thread.organisation_id)
+        records = records_by_id(caller=administrator, record_ids=record_ids)
         records = {record_id: record for record_id, record in records.items() if record.index_id in index_ids}
         # What the model saw: each record shown as it was when its response ran, beside today's state.
         for trace in traces:
             shown = [record_id for record_id in trace.record_ids() if record_id in records]
-            versions = records_as_of(organisation_id=thread.organisation_id, record_ids=shown, at=trace.response.created_at)
+            versions = records_as_of(caller=administrator, record_ids=shown, at=trace.response.created_at)
             trace.then = {
                 record_id: {"text": version.text, "contested": version.contested, "status": version.get_status_display()}
                 for record_id, version in versions.items()

@@ -97,7 +97,7 @@ def person_erasure_preview(*, caller: Caller, subject: str) -> dict:
         "extraction_windows": person_windows_counted(caller=caller, subject=subject),
         "maintenance_jobs": person_jobs_counted(caller=caller, subject=subject),
         "webhook_events": person_webhook_events_counted(caller=caller, subject=subject),
-        "rules": bool(person_rules(organisation_id=caller.organisation_id, subjects=[subject])),
+        "rules": bool(person_rules(caller=caller, subjects=[subject])),
         "console_actions": _console_actions(record_ids=record_ids, thread_ids=thread_ids).count(),
         **{keeper.name: keeper.count(organisation_id=caller.organisation_id, subject=subject) for keeper in person_data_keepers()},
         "audit_events_scrubbed": person_audit_counted(

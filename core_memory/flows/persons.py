@@ -2,6 +2,7 @@
 list. Reads only. (What erasing one would remove is `core_memory.flows.erasure.person_erasure_preview`.)"""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -24,25 +25,26 @@ class PersonSummary:
     has_rules: bool = False
 
 
-def persons_page(*, organisation_id: str, search: str = "", offset: int = 0, limit: int = 50) -> tuple[list[PersonSummary], bool]:
+def persons_page(*, caller: Caller, search: str = "", offset: int = 0, limit: int = 50) -> tuple[list[PersonSummary], bool]:
     """One page of the persons the organisation knows — named by a record, a thread or stored
     rules — by subject, with her active records per type, her threads, her last activity (a
     record changed or a thread item) and her rules; and whether another page follows. A fixed
     number of queries per page."""
-    named = record_subjects(organisation_id=organisation_id, search=search).union(
-        thread_subjects(organisation_id=organisation_id, search=search),
-        person_subjects(organisation_id=organisation_id, search=search),
+    named = record_subjects(caller=caller, search=search).union(
+        thread_subjects(caller=caller, search=search),
+        person_subjects(caller=caller, search=search),
     )
-    return _page(named, offset=offset, limit=limit)
+    return _page(named, caller_in=lambda organisation_id: caller, offset=offset, limit=limit)
 
 
-def platform_persons_page(*, search: str = "", offset: int = 0, limit: int = 50) -> tuple[list[PersonSummary], bool]:
-    """`persons_page` across every organisation (a console superuser's person list)."""
+def platform_persons_page(*, actor: str, search: str = "", offset: int = 0, limit: int = 50) -> tuple[list[PersonSummary], bool]:
+    """`persons_page` across every organisation (a console superuser's person list): in each
+    organisation she asks as its administrator would (`actor`)."""
     named = platform_record_subjects(search=search).union(platform_thread_subjects(search=search), platform_person_subjects(search=search))
-    return _page(named, offset=offset, limit=limit)
+    return _page(named, caller_in=lambda organisation_id: Caller.console(organisation_id=organisation_id, actor=actor), offset=offset, limit=limit)
 
 
-def _page(named, *, offset: int, limit: int) -> tuple[list[PersonSummary], bool]:
+def _page(named, *, caller_in: Callable[[str], Caller], offset: int, limit: int) -> tuple[list[PersonSummary], bool]:
     rows = list(named.order_by("subject", "organisation_id")[offset : offset + limit + 1])
     has_more = len(rows) > limit
     summaries = [PersonSummary(organisation_id=row[0], subject=row[1]) for row in rows[:limit]]
@@ -51,9 +53,10 @@ def _page(named, *, offset: int, limit: int) -> tuple[list[PersonSummary], bool]
         by_organisation.setdefault(summary.organisation_id, []).append(summary)
     for each_organisation_id, group in by_organisation.items():
         subjects = [summary.subject for summary in group]
-        records = person_record_figures(organisation_id=each_organisation_id, subjects=subjects)
-        threads = person_thread_figures(organisation_id=each_organisation_id, subjects=subjects)
-        rules = person_rules(organisation_id=each_organisation_id, subjects=subjects)
+        caller = caller_in(each_organisation_id)
+        records = person_record_figures(caller=caller, subjects=subjects)
+        threads = person_thread_figures(caller=caller, subjects=subjects)
+        rules = person_rules(caller=caller, subjects=subjects)
         for summary in group:
             record_figures = records.get(summary.subject, {})
             thread_figures = threads.get(summary.subject, {})
@@ -70,12 +73,11 @@ def _page(named, *, offset: int, limit: int) -> tuple[list[PersonSummary], bool]
 def person_known(*, caller: Caller) -> bool:
     """Whether Core holds anything about the person the caller asks for, in its organisation: a
     record (of any status, a deleted one keeps its history), a thread or stored rules name her."""
-    organisation_id = caller.organisation_id
     return caller.subject is not None and any(
         named.filter(subject=caller.subject).exists()
         for named in (
-            MemoryRecord.objects.for_organisation(organisation_id),
-            thread_subjects(organisation_id=organisation_id),
-            person_subjects(organisation_id=organisation_id),
+            MemoryRecord.objects.for_organisation(caller.organisation_id),
+            thread_subjects(caller=caller),
+            person_subjects(caller=caller),
         )
     )

@@ -358,7 +358,7 @@ class ResponseCreateApi(OpenAIApi):
         if data["previous_response_id"] is not None:
             previous = response_get_available(caller=caller, response_id=data["previous_response_id"], param="previous_response_id")
             thread_id = previous.thread_id
-            known_calls = thread_tool_calls(thread_id=thread_id, organisation_id=self.organisation.id)
+            known_calls = thread_tool_calls(caller=caller, thread_id=thread_id)
         input_instructions, drafts = wire.responses_input_read(data["input"], known_calls=known_calls)
         options = _options(data, ("temperature", "top_p", "parallel_tool_calls"))
         if data["max_output_tokens"] is not None:

@@ -1,13 +1,14 @@
 """Reading persons and their rules."""
 from __future__ import annotations
 
+from core_memory.base.callers import Caller
 from core_memory.persons.models import Person
 
 
-def person_subjects(*, organisation_id: str, search: str = ""):
+def person_subjects(*, caller: Caller, search: str = ""):
     """(organisation id, subject) of every person of the organisation who has rules stored
     (core_memory.flows.persons)."""
-    return _person_subjects(Person.objects.for_organisation(organisation_id), search=search)
+    return _person_subjects(Person.objects.for_organisation(caller.organisation_id), search=search)
 
 
 def platform_person_subjects(*, search: str = ""):
@@ -21,6 +22,6 @@ def _person_subjects(persons, *, search: str):
     return persons.values_list("organisation_id", "subject").order_by()
 
 
-def person_rules(*, organisation_id: str, subjects: list[str]) -> dict[str, Person]:
+def person_rules(*, caller: Caller, subjects: list[str]) -> dict[str, Person]:
     """The stored rules of those persons who have any; the others have the defaults."""
-    return {person.subject: person for person in Person.objects.for_organisation(organisation_id).filter(subject__in=subjects)}
+    return {person.subject: person for person in Person.objects.for_organisation(caller.organisation_id).filter(subject__in=subjects)}

@@ -63,10 +63,10 @@ def thread_responses(*, thread: Thread) -> QuerySet[Response]:
     )
 
 
-def thread_subjects(*, organisation_id: str, search: str = ""):
+def thread_subjects(*, caller: Caller, search: str = ""):
     """(organisation id, subject) of every person a thread of the organisation names
     (core_memory.flows.persons)."""
-    return _thread_subjects(Thread.objects.for_organisation(organisation_id), search=search)
+    return _thread_subjects(Thread.objects.for_organisation(caller.organisation_id), search=search)
 
 
 def platform_thread_subjects(*, search: str = ""):
@@ -81,10 +81,10 @@ def _thread_subjects(threads, *, search: str):
     return threads.values_list("organisation_id", "subject").order_by()
 
 
-def person_thread_figures(*, organisation_id: str, subjects: list[str]) -> dict[str, dict]:
+def person_thread_figures(*, caller: Caller, subjects: list[str]) -> dict[str, dict]:
     """Per person: how many threads name her and when the latest last had an item. One query."""
     rows = (
-        Thread.objects.for_organisation(organisation_id)
+        Thread.objects.for_organisation(caller.organisation_id)
         .filter(subject__in=subjects)
         .values("subject")
         .annotate(threads=Count("id"), last_item_at=Max("last_item_at"))
@@ -93,10 +93,10 @@ def person_thread_figures(*, organisation_id: str, subjects: list[str]) -> dict[
     return {row["subject"]: {"threads": row["threads"], "last_item_at": row["last_item_at"]} for row in rows}
 
 
-def person_threads(*, organisation_id: str, subject: str, limit: int) -> list[Thread]:
+def person_threads(*, caller: Caller, subject: str, limit: int) -> list[Thread]:
     """Her threads, the most recently active first, at most `limit + 1`."""
     return list(
-        Thread.objects.for_organisation(organisation_id)
+        Thread.objects.for_organisation(caller.organisation_id)
         .filter(subject=subject)
         .order_by(F("last_item_at").desc(nulls_last=True), "-id")[: limit + 1]
     )
@@ -141,9 +141,9 @@ def tool_results_from_outside(*, thread: Thread, items: list[Item]) -> bool:
     return any(outputs.get(item.response_id) is None or item.position < outputs[item.response_id] for item in results)
 
 
-def thread_tool_calls(*, thread_id: str, organisation_id: str) -> dict[str, str]:
+def thread_tool_calls(*, thread_id: str, caller: Caller) -> dict[str, str]:
     """The tool calls on a thread, as {call id: tool name}."""
-    calls = Item.objects.for_organisation(organisation_id).filter(thread_id=thread_id, kind=Item.Kind.TOOL_CALL)
+    calls = Item.objects.for_organisation(caller.organisation_id).filter(thread_id=thread_id, kind=Item.Kind.TOOL_CALL)
     return dict(calls.values_list("call_id", "name"))
 
 

@@ -154,7 +154,7 @@ class MemoryRecordAdmin(ContestedPairPages, RecordMergePages, RecordColumns, Sof
                 half_lives = key_half_lives(key=key) if key else {}
                 reading = (_("the half-lives of key %(key)s") % {"key": key} if key else _("no decay"), half_lives)
             elif organisation_id:
-                half_lives = organisation_default_half_lives(organisation_id=organisation_id)
+                half_lives = organisation_default_half_lives(caller=self.caller(request, organisation_id))
                 reading = (_("the organisation's default half-lives (per type the shortest any of its usable keys sets)"), half_lives)
             else:  # a superuser across organisations: no one organisation's default applies
                 reading = (_("no decay: effective confidence is the stored confidence"), {})
