@@ -36,6 +36,8 @@ def pytest_configure(config):
     prefix, as their test databases (test_core_gw0, ...) reuse the same ids. They fuzz from one
     seed: drawn here, before they start, unless FUZZ_SEED gives it (tests/fuzz)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if getattr(config.option, "dist", "no") == "loadfile":
+        config.option.loadscopereorder = False  # the files go out in collection order (pytest_collection_modifyitems)
     if worker:
         from django.conf import settings
 
@@ -66,9 +68,50 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"fuzz: FAILED: {fuzz_figures.operations_missed()} operations of the document were sent no case", red=True)
 
 
+BROWSER_TESTS = "tests/core_memory/console/browser/"
+# Files of few tests that each take tens of seconds (real processes started, every console page
+# walked; `--durations` of a whole run). They go to pytest-xdist's workers first: handed out
+# last, as files of few tests were, one worker still ran them long after the other had finished.
+LONG_FILES = (
+    "tests/core_memory/console/test_isolation.py",
+    "tests/memory/embedding/test_storage.py",
+    "tests/scripts/test_run.py",
+    "tests/core_memory/test_scale_out.py",
+    "tests/memory/test_commands.py",
+    "tests/core_memory/test_embedded.py",
+    "tests/test_operations.py",
+    "tests/extraction/test_workers.py",
+    "tests/maintenance/test_workers.py",
+    "tests/core_memory/mcp/test_long_subjects.py",
+)
+
+
+def _file_of(item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
 def pytest_collection_modifyitems(config, items):
-    """Browser tests last (tests/core_memory/console/browser/conftest.py says why)."""
-    items.sort(key=lambda item: item.nodeid.startswith("tests/core_memory/console/browser/"))
+    """Browser tests last (tests/core_memory/console/browser/conftest.py says why). In pytest-xdist's
+    workers this is also the order in which `--dist loadfile` (.ci/run) hands files out (its own
+    reordering is off, pytest_configure): the fault files and LONG_FILES first, then the others,
+    most tests first as pytest-xdist orders them, the browser files last, the one-test walk of every
+    page first among them. A file's tests keep pytest-django's order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.nodeid.startswith(BROWSER_TESTS))
+        return
+    tests_in = {}
+    for item in items:
+        tests_in[_file_of(item)] = tests_in.get(_file_of(item), 0) + 1
+
+    def order(item):
+        name = _file_of(item)
+        if name.startswith(BROWSER_TESTS):
+            return (2, tests_in[name], name)
+        if name in LONG_FILES or item.get_closest_marker("faults"):
+            return (0, LONG_FILES.index(name) if name in LONG_FILES else -1, name)
+        return (1, -tests_in[name], name)
+
+    items.sort(key=order)
 
 
 @dataclass
