@@ -352,7 +352,7 @@ def records_import(
                         report.errors.append({"line": number, "param": error.param, "message": error.message})
             if report.errors:
                 raise _RollBack
-            records_import_link(organisation_id=key.organisation_id, links={
+            records_import_link(caller=caller, links={
                 record_id: {name: state.written.get(source) for name, source in links.items()}
                 for record_id, links in state.links.items()
             }, contradictions={

@@ -154,7 +154,7 @@ def world(tenant, other_tenant, settings):
     bob_key, _bob_key_secret = make_key(organisation, name="attacker")
     _bob_token, bob_token_secret = subject_token_create(caller=Caller(key=bob_key, subject="bob"), ttl_seconds=600)
     revoked_key, revoked_secret = make_key(organisation, name="attacker")
-    key_revoke(key=revoked_key, actor="test")
+    key_revoke(caller=Caller.system(organisation_id=revoked_key.organisation_id, actor="test"), key_id=revoked_key.id)
     header_key, header_secret = make_key(organisation, name="attacker")
     _threadless_client, _k = tenant.key_client(capabilities=("knowledge", "memory", "management", "trust_envelope"), **full)
     clients = {

@@ -167,7 +167,7 @@ class ApiKeyAdmin(OrganisationScopedAdmin):
                 for name in form.changed_data
             }
             changes = {field: data[field] for field in EDITABLE_FIELDS if field in changed}
-            key_update(key=obj, actor=self.actor(request), changes=changes)
+            key_update(caller=self.caller(request, obj.organisation_id), key_id=obj.pk, changes=changes)
             return
         key, secret = key_create(
             organisation=self.organisation_for_new(request, form),
@@ -178,14 +178,14 @@ class ApiKeyAdmin(OrganisationScopedAdmin):
         messages.warning(request, _("The key's secret, shown only now: %(secret)s") % {"secret": secret})
 
     def delete_model(self, request, obj):
-        key_delete(key=obj, actor=self.actor(request))
+        key_delete(caller=self.caller(request, obj.organisation_id), key_id=obj.pk)
 
     def delete_queryset(self, request, queryset):
         for key in queryset:
-            key_delete(key=key, actor=self.actor(request))
+            key_delete(caller=self.caller(request, key.organisation_id), key_id=key.pk)
 
     @admin.action(description=_("Revoke the selected keys"), permissions=["change"])
     def revoke_keys(self, request, queryset):
         for key in queryset:
-            key_revoke(key=key, actor=self.actor(request))
+            key_revoke(caller=self.caller(request, key.organisation_id), key_id=key.pk)
         self.message_user(request, _("Revoked: %(count)d") % {"count": queryset.count()})

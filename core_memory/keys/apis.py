@@ -67,7 +67,7 @@ class KeyListCreateApi(CoreApi):
         The organisation's keys, newest first, revoked ones included (with `revoked_at`). No answer
         ever shows a secret. Needs `management`.
         """
-        organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
+        organisation = organisation_get_own(caller=self.principal, asked_id=organisation_id)
         return paginated_response(
             queryset=key_list(organisation=organisation), request=request, view=self, serializer_class=self.OutputSerializer
         )
@@ -84,7 +84,7 @@ class KeyListCreateApi(CoreApi):
         The answer holds its secret `key` (`core_sk_…`) this once; an idempotent replay answers it as
         null. Needs `management`.
         """
-        organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
+        organisation = organisation_get_own(caller=self.principal, asked_id=organisation_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -116,7 +116,7 @@ class KeyDetailApi(CoreApi):
             return memory_config_normalise(value)
 
     def _key(self, organisation_id: str, key_id: str):
-        organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
+        organisation = organisation_get_own(caller=self.principal, asked_id=organisation_id)
         return key_get(organisation=organisation, key_id=key_id)
 
     def get(self, request, organisation_id: str, key_id: str):
@@ -135,7 +135,7 @@ class KeyDetailApi(CoreApi):
         key = self._key(organisation_id, key_id)
         serializer = self.InputSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
-        key = key_update(key=key, actor=self.principal.actor, changes=dict(serializer.validated_data))
+        key = key_update(caller=self.principal, key_id=key.id, changes=dict(serializer.validated_data))
         return Response(self.OutputSerializer(key).data)
 
     @extend_schema(responses={200: KeyOutputSerializer})
@@ -145,7 +145,7 @@ class KeyDetailApi(CoreApi):
         The key stops working at once and stays listed with `revoked_at`; the answer is the revoked
         key. Audited as `key.revoked`. Needs `management`.
         """
-        key = key_revoke(key=self._key(organisation_id, key_id), actor=self.principal.actor)
+        key = key_revoke(caller=self.principal, key_id=self._key(organisation_id, key_id).id)
         return Response(self.OutputSerializer(key).data)
 
 

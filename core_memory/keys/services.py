@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from audit.services import audit_event_record
-from core_memory.base.errors import Conflict, Unprocessable
+from core_memory.base.errors import Conflict, NotFound, Unprocessable
 from core_memory.base.callers import Caller
 from core_memory.keys.configuration import memory_config_normalise
 from core_memory.keys.models import (
@@ -107,9 +107,10 @@ def key_create(
 
 
 @transaction.atomic
-def key_update(*, key: ApiKey, actor: str, changes: dict) -> ApiKey:
-    """Replaces the given fields (a given `memory` or `policy` replaces the whole object)."""
-    key = ApiKey.objects.for_organisation(key.organisation_id).select_for_update().select_related("organisation").get(pk=key.pk)
+def key_update(*, caller: Caller, key_id: str, changes: dict) -> ApiKey:
+    """Replaces the given fields of a key of the caller's organisation (a given `memory` or
+    `policy` replaces the whole object)."""
+    key = _key_locked(caller=caller, key_id=key_id)
     if key.revoked_at is not None:
         # Revocation is final: a revoked key is kept to be read, not to be revived.
         raise Conflict(gettext("This key is revoked; create a new key instead."), param=None)
@@ -132,28 +133,39 @@ def key_update(*, key: ApiKey, actor: str, changes: dict) -> ApiKey:
     if fields:
         key.save(update_fields=[*fields, "updated_at"])
         audit_event_record(
-            organisation_id=key.organisation_id, actor=actor, action="key.updated", target=key.id, details={"fields": fields}
+            organisation_id=key.organisation_id, actor=caller.actor, action="key.updated", target=key.id, details={"fields": fields}
         )
     return key
 
 
 @transaction.atomic
-def key_revoke(*, key: ApiKey, actor: str) -> ApiKey:
-    locked = ApiKey.objects.for_organisation(key.organisation_id).select_for_update().get(pk=key.pk)
+def key_revoke(*, caller: Caller, key_id: str) -> ApiKey:
+    """Revokes a key of the caller's organisation, for good."""
+    locked = _key_locked(caller=caller, key_id=key_id)
     if locked.revoked_at is None:
         locked.revoked_at = timezone.now()
         locked.save(update_fields=["revoked_at", "updated_at"])
         _trail(organisation=locked.organisation, key_id=locked.id, event=KeyTrailEntry.Event.REVOKED, at=locked.revoked_at)
-        audit_event_record(organisation_id=locked.organisation_id, actor=actor, action="key.revoked", target=locked.id)
+        audit_event_record(organisation_id=locked.organisation_id, actor=caller.actor, action="key.revoked", target=locked.id)
     return locked
 
 
 @transaction.atomic
-def key_delete(*, key: ApiKey, actor: str) -> None:
-    """Removes the key for good; its id stays in the key trail for the retention period."""
+def key_delete(*, caller: Caller, key_id: str) -> None:
+    """Removes a key of the caller's organisation for good; its id stays in the key trail for the
+    retention period."""
+    key = _key_locked(caller=caller, key_id=key_id)
     _trail(organisation=key.organisation, key_id=key.id, event=KeyTrailEntry.Event.DELETED)
-    audit_event_record(organisation_id=key.organisation_id, actor=actor, action="key.deleted", target=key.id)
+    audit_event_record(organisation_id=key.organisation_id, actor=caller.actor, action="key.deleted", target=key.id)
     key.delete()
+
+
+def _key_locked(*, caller: Caller, key_id: str) -> ApiKey:
+    """A key of the caller's organisation, locked for a change; another organisation's is a 404."""
+    key = ApiKey.objects.for_organisation(caller.organisation_id).select_for_update(of=("self",)).select_related("organisation").filter(pk=key_id).first()
+    if key is None:
+        raise NotFound("No such key.")
+    return key
 
 
 def keys_expiry_record(*, now: datetime | None = None) -> int:

@@ -74,7 +74,7 @@ class OrganisationDetailApi(CoreApi):
         Its name, time zone, capabilities, offered models, helper model, monthly token limit, audit
         retention and improvement settings. Only the key's own organisation; needs `management`.
         """
-        organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
+        organisation = organisation_get_own(caller=self.principal, asked_id=organisation_id)
         return Response(self.OutputSerializer(organisation).data)
 
     def patch(self, request, organisation_id: str):
@@ -85,7 +85,7 @@ class OrganisationDetailApi(CoreApi):
         ids from `CORE_EMBEDDING_MODELS` and `CORE_RERANK_MODELS` (null: all); an index already using
         a model taken off keeps it. Needs `management`. Audited as `organisation.updated`.
         """
-        organisation = organisation_get_own(organisation=self.organisation, organisation_id=organisation_id)
+        organisation = organisation_get_own(caller=self.principal, asked_id=organisation_id)
         serializer = self.InputSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         organisation = organisation_update(

@@ -117,13 +117,13 @@ def _imported_times_keep(*, record: MemoryRecord, values: dict) -> None:
 
 
 def records_import_link(
-    *, organisation_id: str, links: dict[str, dict[str, str | None]], contradictions: dict[str, list[str]]
+    *, caller: Caller, links: dict[str, dict[str, str | None]], contradictions: dict[str, list[str]]
 ) -> None:
     """Corrections and contradictions between imported records, once all are written: `links`
     maps a new record's id to the new ids of the records it replaces and was replaced by;
     `contradictions` to the new ids of the records it contradicts (a link goes both ways, as
     maintenance makes it; the records came in marked `contested` as they were exported)."""
-    records = MemoryRecord.objects.for_organisation(organisation_id)
+    records = MemoryRecord.objects.for_organisation(caller.organisation_id)
     for record_id, link in links.items():
         records.filter(pk=record_id).update(replaces_id=link.get("replaces"), replaced_by_id=link.get("replaced_by"))
     for record in records.filter(pk__in=[record_id for record_id, others in contradictions.items() if others]).order_by("pk"):

@@ -7,6 +7,7 @@ import pytest
 from django.contrib.admin.utils import quote
 
 from audit.models import AuditEvent
+from core_memory.base.callers import Caller
 from core_memory.keys.services import key_revoke
 from extraction.models import ExtractionSwitch, ExtractionWindow
 from tests.extraction.builders import conversation, switch_put
@@ -43,7 +44,7 @@ def test_re_sending_as_another_key_mends_a_lost_author_and_is_audited(console, t
     """R-8.6: a revoked author stops the switch; sent again as a usable key it runs, as that key."""
     author = tenant.key
     other, _secret = make_key(tenant.organisation, name="tweede")
-    key_revoke(key=author, actor="test")
+    key_revoke(caller=Caller.system(organisation_id=author.organisation_id, actor="test"), key_id=author.id)
     assert console.get(switch_url(tenant.index.id)).context["status"].state == "author_unavailable"
 
     response = console.post(switch_url(tenant.index.id, "resend"), {"key": other.id}, follow=True)

@@ -187,12 +187,12 @@ def test_an_agent_of_another_organisation_is_a_422_on_its_position(tenant, other
 def test_revoked_expired_and_recently_deleted_keys_are_accepted_as_filters(tenant, fake_model):
     """R-8.2: their conversations are still the organisation's; a deleted key is known from the trail (R-3.5)."""
     revoked, _ = make_key(tenant.organisation, name="revoked")
-    key_revoke(key=revoked, actor="test")
+    key_revoke(caller=Caller.system(organisation_id=revoked.organisation_id, actor="test"), key_id=revoked.id)
     expired, _ = make_key(tenant.organisation, name="expired")
     ApiKey.objects.filter(pk=expired.pk).update(expires_at=timezone.now() - timedelta(days=1))
     deleted, _ = make_key(tenant.organisation, name="deleted")
     deleted_id = deleted.id
-    key_delete(key=deleted, actor="test")
+    key_delete(caller=Caller.system(organisation_id=deleted.organisation_id, actor="test"), key_id=deleted.id)
 
     response = switch_put(tenant.client(), tenant.index.id, filters={"key_ids": [revoked.id, expired.id, deleted_id]})
 
@@ -204,7 +204,7 @@ def test_a_key_deleted_longer_ago_than_the_trail_is_kept_counts_as_never_issued(
     """R-8.2, R-3.5."""
     deleted, _ = make_key(tenant.organisation, name="deleted")
     deleted_id = deleted.id
-    key_delete(key=deleted, actor="test")
+    key_delete(caller=Caller.system(organisation_id=deleted.organisation_id, actor="test"), key_id=deleted.id)
     days = tenant.organisation.audit_retention_days + 1
     KeyTrailEntry.objects.filter(key_id=deleted_id).update(at=timezone.now() - timedelta(days=days))
 
@@ -376,11 +376,11 @@ def test_a_switch_whose_key_is_gone_is_author_unavailable_until_it_is_sent_again
     client, author = tenant.key_client(name="author")
     switch_put(client, tenant.index.id)
     if how == "revoked":
-        key_revoke(key=author, actor="test")
+        key_revoke(caller=Caller.system(organisation_id=author.organisation_id, actor="test"), key_id=author.id)
     elif how == "expired":
         ApiKey.objects.filter(pk=author.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
     else:
-        key_delete(key=author, actor="test")
+        key_delete(caller=Caller.system(organisation_id=author.organisation_id, actor="test"), key_id=author.id)
 
     assert tenant.client().get(url(tenant.index.id)).json()["state"] == "author_unavailable"
     assert switch_put(tenant.client(), tenant.index.id).json()["state"] == "active"

@@ -256,7 +256,7 @@ def test_history_names_a_deleted_key_by_its_id(console, tenant):
     client, key = tenant.key_client(name="weg")
     record = record_write(caller=Caller(key=key, subject=None, actor=key.id), index=resolved_for(key, tenant.index), draft=RecordDraft(type="fact", text="Iets")).record
     key_id = key.id
-    key_delete(key=key, actor="test")
+    key_delete(caller=Caller.system(organisation_id=key.organisation_id, actor="test"), key_id=key.id)
 
     rows = version_rows(console.get(record_url(record, "history")).content.decode())
 

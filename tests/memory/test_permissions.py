@@ -106,7 +106,7 @@ def test_a_revoked_key_is_a_401(tenant, record, route):
     from core_memory.keys.services import key_revoke
 
     client, key = tenant.key_client()
-    key_revoke(key=key, actor="test")
+    key_revoke(caller=Caller.system(organisation_id=key.organisation_id, actor="test"), key_id=key.id)
     before = _state()
     _assert_denied(_call(client, route, record), 401, before)
 

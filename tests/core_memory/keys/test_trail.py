@@ -3,6 +3,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from core_memory.base.callers import Caller
 from core_memory.keys.models import KeyTrailEntry
 from core_memory.keys.selectors import key_was_issued
 from core_memory.keys.services import key_delete, key_trail_purge, keys_expiry_record
@@ -34,7 +35,7 @@ def test_a_deleted_key_counts_as_issued_within_the_retention_period(tenant):
     """R-3.5."""
     key, _ = make_key(tenant.organisation)
     key_id = key.id
-    key_delete(key=key, actor="test")
+    key_delete(caller=Caller.system(organisation_id=key.organisation_id, actor="test"), key_id=key.id)
 
     assert key_was_issued(organisation=tenant.organisation, key_id=key_id) is True
     assert trail(key_id) == {"created", "deleted"}
@@ -48,7 +49,7 @@ def test_a_key_deleted_longer_ago_than_the_retention_counts_as_never_issued(tena
     for name, owner in (("short", tenant), ("long", other_tenant)):
         key, _ = make_key(owner.organisation)
         keys[name] = key.id
-        key_delete(key=key, actor="test")
+        key_delete(caller=Caller.system(organisation_id=key.organisation_id, actor="test"), key_id=key.id)
     KeyTrailEntry.objects.filter(key_id__in=keys.values()).update(at=timezone.now() - timedelta(days=11))
     live, _ = make_key(tenant.organisation)
     KeyTrailEntry.objects.filter(key_id=live.id).update(at=timezone.now() - timedelta(days=11))
@@ -72,7 +73,7 @@ def test_the_hourly_task_records_expiries_and_forgets_old_deletions(tenant):
     expired, _ = make_key(tenant.organisation, expires_at=timezone.now() - timedelta(minutes=1))
     gone, _ = make_key(tenant.organisation)
     gone_id = gone.id
-    key_delete(key=gone, actor="test")
+    key_delete(caller=Caller.system(organisation_id=gone.organisation_id, actor="test"), key_id=gone.id)
     KeyTrailEntry.objects.filter(key_id=gone_id).update(at=timezone.now() - timedelta(days=366))
 
     assert keys_expiry_record_task.apply().get() == {"expired": 1, "forgotten": 2}

@@ -70,7 +70,7 @@ def victim(tenant, other_tenant):
     _token, bob_token = subject_token_create(caller=Caller(key=bob_key, subject="bob"), ttl_seconds=600)
     _key, header = make_key(organisation, memory=WRITING)
     revoked_key, revoked = make_key(organisation, memory=WRITING)
-    key_revoke(key=revoked_key, actor="test")
+    key_revoke(caller=Caller.system(organisation_id=revoked_key.organisation_id, actor="test"), key_id=revoked_key.id)
     credentials = {
         "owner": (owner, "anna"),
         "other_organisation": (other, None),

@@ -40,7 +40,7 @@ def test_a_marked_thread_stays_redacted_after_its_key_stops_redacting_or_is_dele
     thread_items_append(thread=thread, caller=Caller(key=key), drafts=[ItemDraft(role="user", content="Hallo")])
     thread.refresh_from_db()
 
-    key_delete(key=key, actor="test")
+    key_delete(caller=Caller.system(organisation_id=key.organisation_id, actor="test"), key_id=key.id)
 
     assert thread_read_mode(thread=thread) == ReadMode.REDACT
 
@@ -60,7 +60,7 @@ def test_an_older_thread_in_which_core_redacted_a_value_is_never_read(tenant):
     thread = older_thread(tenant.organisation, key, redacted_values={"<EMAIL_1>": "jan@example.nl"})
 
     assert thread_read_mode(thread=thread) == ReadMode.NEVER
-    key_delete(key=key, actor="test")
+    key_delete(caller=Caller.system(organisation_id=key.organisation_id, actor="test"), key_id=key.id)
     assert thread_read_mode(thread=thread) == ReadMode.NEVER
 
 
@@ -70,9 +70,9 @@ def test_an_older_thread_in_which_nothing_was_found_is_redacted_while_its_redact
     thread = older_thread(tenant.organisation, key, redacted_values={})
 
     assert thread_read_mode(thread=thread) == ReadMode.REDACT
-    key_revoke(key=key, actor="test")
+    key_revoke(caller=Caller.system(organisation_id=key.organisation_id, actor="test"), key_id=key.id)
     assert thread_read_mode(thread=thread) == ReadMode.REDACT
-    key_delete(key=key, actor="test")
+    key_delete(caller=Caller.system(organisation_id=key.organisation_id, actor="test"), key_id=key.id)
     assert thread_read_mode(thread=thread) == ReadMode.AS_WRITTEN
 
 

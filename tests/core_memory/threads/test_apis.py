@@ -1,5 +1,6 @@
 import pytest
 
+from core_memory.base.callers import Caller
 from core_memory.keys.services import key_delete
 from core_memory.threads.models import Item, Thread
 from tests.factories import client_for
@@ -151,7 +152,7 @@ def test_a_thread_keeps_its_key_id_after_the_key_is_deleted(tenant):
     thread_id = client.post("/v1/threads", {}, format="json").json()["id"]
 
     key_id = key.id
-    key_delete(key=key, actor="test")
+    key_delete(caller=Caller.system(organisation_id=key.organisation_id, actor="test"), key_id=key.id)
 
     assert Thread.objects.get(pk=thread_id).key_id == key_id
     assert tenant.client().get(f"/v1/threads/{thread_id}").json()["key_id"] == key_id
