@@ -31,7 +31,7 @@ from extraction.services.planning import extraction_switch_plan
 from maintenance.models import ContradictionCheck, EpisodeUse, PromotionReview, Proposal
 from maintenance.services.planning import maintenance_store_plan
 from memory.embedding.storage import embedding_storage_ready
-from memory.models import MemoryRecord, ModelEmbedding, RecordEmbedding
+from memory.models import EmbeddingBatch, MemoryRecord, ModelEmbedding, RecordEmbedding
 from memory.services.erasure import person_records_erase
 from tests.extraction.builders import conversation, switch_put
 from tests.factories import erasure_receipt as receipt
@@ -221,6 +221,11 @@ def everything_about_her(tenant, write, fake_model, settings):
     extraction_switch_plan(index_id=tenant.index.id)
     thread_texts_redact(thread=thread, texts=["Mail me op anna@example.nl"])
     webhook_delivery_run(delivery_id=WebhookDelivery.objects.filter(run__subject=ERASED).order_by("id").first().id)
+    # A model switch's batch planned for her record and a colleague's, not yet run.
+    bram = MemoryRecord.objects.filter(subject="bram").order_by("id").first()
+    EmbeddingBatch.objects.create(
+        organisation=tenant.organisation, index=tenant.index, model="served-test", record_ids=[delft.id, bram.id], queued_at=delft.created_at
+    )
     if embedding_storage_ready():
         # Her record's vector, set down directly (the index does not embed; what counts here is
         # that a row names her): the database removes it with the record.
@@ -399,7 +404,7 @@ KNOWN_TABLES = {
     "extraction_extractionwindow", "keys_apikey", "keys_keytrailentry", "keys_subjecttoken", "llm_tokenusage",
     "maintenance_contradictioncheck", "maintenance_episodeuse", "maintenance_maintenancejob", "maintenance_maintenancerun",
     "maintenance_maintenancestate", "maintenance_promotionreview", "maintenance_proposal", "maintenance_proposalsource",
-    "memory_historicalmemoryrecord", "memory_memoryrecord", "memory_memoryrecord_contradicts", "memory_sharedsetversion",
+    "memory_embeddingbatch", "memory_embeddingswitchrun", "memory_historicalmemoryrecord", "memory_memoryrecord", "memory_memoryrecord_contradicts", "memory_sharedsetversion",
     "organisations_organisation", "persons_person",
     "pii_threadplaceholders", "stores_knowledgeindex", "stores_memorystore", "threads_item", "threads_response",
     "threads_thread", "threads_thread_agents",
@@ -480,7 +485,9 @@ def test_after_erasure_no_table_holds_anything_of_hers(tenant, everything_about_
     )
     after = {table: [row for row in _dump(table) if any(canary in row for canary in canaries)] for table in tables}
     assert {table: rows for table, rows in after.items() if rows} == {}
-    assert {"core_api_idempotentrequest", "django_admin_log", "audit_auditevent", "memory_memoryrecord"} <= holding
+    assert {"core_api_idempotentrequest", "django_admin_log", "audit_auditevent", "memory_memoryrecord", "memory_embeddingbatch"} <= holding
+    (batch,) = EmbeddingBatch.objects.all()
+    assert len(batch.record_ids) == 1 and MemoryRecord.objects.filter(id=batch.record_ids[0], subject="bram").exists()
     replay = tenant.client().post(
         "/openai/v1/responses", {"model": "fake-chat", "input": "verder", "previous_response_id": first_turn},
         format="json", HTTP_IDEMPOTENCY_KEY="canary-continued",
