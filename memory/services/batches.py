@@ -197,16 +197,16 @@ def records_delete_batch(*, caller: Caller, record_ids: Sequence[str]) -> list[s
     policy may not write its index). One named twice is deleted once and then not found."""
     records = MemoryRecord.objects.for_key(caller.key)
     with transaction.atomic(durable=True):
-        return [_batch_item_delete(caller=caller, records=records, record_id=record_id, actor=caller.actor) for record_id in record_ids]
+        return [_batch_item_delete(caller=caller, records=records, record_id=record_id) for record_id in record_ids]
 
 
-def _batch_item_delete(*, caller: Caller, records: QuerySet[MemoryRecord], record_id: str, actor: str) -> str | BatchFailure:
+def _batch_item_delete(*, caller: Caller, records: QuerySet[MemoryRecord], record_id: str) -> str | BatchFailure:
     try:
         record = record_get_available(caller=caller, record_id=record_id, own_only=True)
         # A denial's audit event is kept, as for a single delete: it is written outside the item's savepoint.
         write_right_check(caller=caller, index_id=record.index_id, param=None)
         with transaction.atomic():
-            record_soft_delete_locked(records=records, record_id=record.pk, actor=actor)
+            record_soft_delete_locked(records=records, record_id=record.pk, caller=caller)
     except ApplicationError as error:
         return BatchFailure(error=error)
     return record_id

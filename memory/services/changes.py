@@ -41,25 +41,26 @@ def record_update(*, caller: Caller, record_id: str, changes: dict, now: datetim
     key = caller.key
     record = record_get_available(caller=caller, record_id=record_id, own_only=True)
     write_right_check(caller=caller, index_id=record.index_id, param=None)
-    return _record_change(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=caller.actor, changes=changes, now=now)
+    return _record_change(records=MemoryRecord.objects.for_key(key), record_id=record.pk, caller=caller, changes=changes, now=now)
 
 
 def record_update_by_administrator(*, caller: Caller, record_id: str, changes: dict, now: datetime | None = None) -> MemoryRecord:
     """A console administrator's (`Caller.console`) correction of a record of her organisation."""
     records = MemoryRecord.objects.for_organisation(caller.whole_organisation_id).exclude(status=MemoryRecord.Status.DELETED)
-    return _record_change(records=records, record_id=record_id, actor=caller.actor, changes=changes, now=now)
+    return _record_change(records=records, record_id=record_id, caller=caller, changes=changes, now=now)
 
 
 @transaction.atomic(durable=True)
-def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, actor: str, changes: dict, now: datetime | None) -> MemoryRecord:
-    return record_change_within(records=records, record_id=record_id, actor=actor, changes=changes, now=now)
+def _record_change(*, records: QuerySet[MemoryRecord], record_id: str, caller: Caller, changes: dict, now: datetime | None) -> MemoryRecord:
+    return record_change_within(records=records, record_id=record_id, caller=caller, changes=changes, now=now)
 
 
 def record_change_within(
-    *, records: QuerySet[MemoryRecord], record_id: str, actor: str, changes: dict, now: datetime | None, what: str = "updated"
+    *, records: QuerySet[MemoryRecord], record_id: str, caller: Caller, changes: dict, now: datetime | None, what: str = "updated"
 ) -> MemoryRecord:
     """`changes` to the record, inside the caller's transaction: checked, versioned as `what`, audited
-    as `memory.updated`. Nothing to change: the record as it is, no version."""
+    as `memory.updated` by the caller. Nothing to change: the record as it is, no version."""
+    actor = caller.actor
     locked = records.select_for_update(of=("self",)).select_related("index").filter(pk=record_id).first()
     if locked is None:
         raise NotFound("No such record.")
@@ -97,8 +98,7 @@ def record_change_within(
         record_vector_forget(index=locked.index, record_ids=[locked.id])
         embedding_schedule(index=locked.index, record_id=locked.id)
     audit_event_record(
-        organisation_id=locked.organisation_id,
-        actor=actor,
+        organisation_id=caller.organisation_id, actor=caller.actor,
         action="memory.updated",
         target=locked.id,
         details={"fields": [field for field in fields if field not in ("normalised_text", "contested")]},
@@ -117,12 +117,12 @@ def record_delete(*, caller: Caller, record_id: str) -> None:
     key = caller.key
     record = record_get_available(caller=caller, record_id=record_id, own_only=True)
     write_right_check(caller=caller, index_id=record.index_id, param=None)
-    _record_soft_delete(records=MemoryRecord.objects.for_key(key), record_id=record.pk, actor=caller.actor)
+    _record_soft_delete(records=MemoryRecord.objects.for_key(key), record_id=record.pk, caller=caller)
 
 
 def record_delete_by_administrator(*, caller: Caller, record_id: str) -> None:
     """A console administrator's (`Caller.console`) deletion of a record of her organisation."""
-    _record_soft_delete(records=MemoryRecord.objects.for_organisation(caller.whole_organisation_id), record_id=record_id, actor=caller.actor)
+    _record_soft_delete(records=MemoryRecord.objects.for_organisation(caller.whole_organisation_id), record_id=record_id, caller=caller)
 
 
 @transaction.atomic(durable=True)
@@ -132,35 +132,36 @@ def records_delete_by_administrator(*, caller: Caller, record_ids: Sequence[str]
     organisation, is not)."""
     records = MemoryRecord.objects.for_organisation(caller.whole_organisation_id)
     # In a fixed order, so that two deletions of overlapping records lock them the same way round.
-    return sum(record_soft_delete_locked(records=records, record_id=record_id, actor=caller.actor) for record_id in sorted(set(record_ids)))
+    return sum(record_soft_delete_locked(records=records, record_id=record_id, caller=caller) for record_id in sorted(set(record_ids)))
 
 
 @transaction.atomic(durable=True)
-def _record_soft_delete(*, records: QuerySet[MemoryRecord], record_id: str, actor: str) -> None:
-    record_soft_delete_locked(records=records, record_id=record_id, actor=actor)
+def _record_soft_delete(*, records: QuerySet[MemoryRecord], record_id: str, caller: Caller) -> None:
+    record_soft_delete_locked(records=records, record_id=record_id, caller=caller)
 
 
-def record_soft_delete_locked(*, records: QuerySet[MemoryRecord], record_id: str, actor: str) -> bool:
+def record_soft_delete_locked(*, records: QuerySet[MemoryRecord], record_id: str, caller: Caller) -> bool:
     locked = records.select_for_update(of=("self",)).select_related("index").filter(pk=record_id).first()
     if locked is None or locked.status == MemoryRecord.Status.DELETED:
         return False
     record_retire(
-        record=locked, status=MemoryRecord.Status.DELETED, actor=actor, what="deleted", action="memory.deleted", kind="record.deleted",
+        record=locked, status=MemoryRecord.Status.DELETED, caller=caller, what="deleted", action="memory.deleted", kind="record.deleted",
         details={"index_id": locked.index_id},
     )
     return True
 
 
-def record_retire(*, record: MemoryRecord, status: str, actor: str, what: str, action: str, kind: str, details: dict) -> None:
+def record_retire(*, record: MemoryRecord, status: str, caller: Caller, what: str, action: str, kind: str, details: dict) -> None:
     """The locked record leaves every read (deleted, or ended when it expired): its new status in
     a version saying `what`, its contradiction links gone, its vector gone, audited as `action`
-    and told to webhooks as `kind`."""
+    by the caller and told to webhooks as `kind`."""
+    actor = caller.actor
     record.status = status
     contradictions_clear(record=record, actor=actor)
     record._change_reason = change_reason(what=what, actor=actor)
     record.save(update_fields=["status", "contested", "updated_at"])
     record_vector_forget(index=record.index, record_ids=[record.id])
-    audit_event_record(organisation_id=record.organisation_id, actor=actor, action=action, target=record.id, details=details)
+    audit_event_record(organisation_id=caller.organisation_id, actor=caller.actor, action=action, target=record.id, details=details)
     record_event_emit(record=record, kind=kind, change=what)
 
 
@@ -173,7 +174,7 @@ def records_export_by_administrator(*, caller: Caller, record_ids: Sequence[str]
     records = list(MemoryRecord.objects.for_organisation(organisation_id).filter(pk__in=list(record_ids)).order_by("index_id", "id"))
     lines = records_export_with_history(records)
     audit_event_record(
-        organisation_id=organisation_id, actor=caller.actor, action="memory.exported",
+        organisation_id=caller.organisation_id, actor=caller.actor, action="memory.exported",
         details={"records": len(records), "record_ids": [record.id for record in records]},
     )
     return lines

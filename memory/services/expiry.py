@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
 from memory.services.changes import record_retire
 
@@ -42,7 +43,7 @@ def _chunk_end(*, cutoff: datetime) -> int:
     records = list(due)
     for record in records:
         record_retire(
-            record=record, status=MemoryRecord.Status.ENDED, actor=ACTOR, what="expired", action="memory.expired", kind="record.updated",
+            record=record, status=MemoryRecord.Status.ENDED, caller=Caller.system(organisation_id=record.organisation_id, actor=ACTOR), what="expired", action="memory.expired", kind="record.updated",
             details={"index_id": record.index_id, "expires_at": record.expires_at.isoformat()},
         )
     return len(records)

@@ -40,7 +40,7 @@ def records_merge_by_administrator(
     # The duplicates are ended first: the kept record may now take the words one of them had.
     if text is not None and text != kept.text:
         records = MemoryRecord.objects.for_organisation(caller.whole_organisation_id)
-        return record_change_within(records=records, record_id=kept.pk, actor=actor, changes={"text": text}, now=now, what=KEPT_IN_MERGE)
+        return record_change_within(records=records, record_id=kept.pk, caller=caller, changes={"text": text}, now=now, what=KEPT_IN_MERGE)
     kept._change_reason = change_reason(what=KEPT_IN_MERGE, actor=actor)
     kept.save(update_fields=["updated_at"])
     record_event_emit(record=kept, kind="record.updated", change=KEPT_IN_MERGE, merged=[other.pk for other in others])
