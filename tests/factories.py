@@ -61,7 +61,7 @@ def createorg(*arguments) -> dict:
 
 
 def make_index(organisation: Organisation, name: str = "memory", **fields):
-    return index_create(organisation=organisation, actor="test", name=name, **fields)
+    return index_create(organisation=organisation, caller=Caller.system(organisation_id=organisation.id, actor="test"), name=name, **fields)
 
 
 def make_record(index, text: str, *, type: str = "fact", subject: str | None = None, **fields) -> MemoryRecord:

@@ -132,7 +132,7 @@ def test_every_statement_of_the_hot_paths_names_its_organisation(tenant, fake_mo
     _key, secret = make_key(tenant.organisation, memory={
         "retrieval_tool": True, "write_tool": True, "injection": {"enabled": True, "index_id": tenant.index.id},
     })
-    store_update(store=tenant.index.store, sections={"injection": {"episodes_limit": 3}}, actor="test", may_promote=False)
+    store_update(caller=Caller.system(organisation_id=tenant.index.store.index.organisation_id, actor="test"), store=tenant.index.store, sections={"injection": {"episodes_limit": 3}}, may_promote=False)
     vectors(record_write(caller=Caller(key=tenant.key, subject="anna", actor="test"), index=hybrid, **with_draft(type="fact", text="Anna woont in Utrecht.")).record)
     anna, backend = client_for(secret, subject="anna"), client_for(secret)
     search, write = f"memory__{tenant.index.id}__search", f"memory__{tenant.index.id}__write"

@@ -107,7 +107,7 @@ class IndexListCreateApi(CoreApi):
         """
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        index = index_create(organisation=self.organisation, actor=self.principal.actor, **serializer.validated_data)
+        index = index_create(organisation=self.organisation, caller=self.principal, **serializer.validated_data)
         return Response(IndexOutputSerializer(index).data, status=status.HTTP_201_CREATED)
 
 
@@ -151,7 +151,7 @@ class IndexDetailApi(CoreApi):
         if not serializer.validated_data:
             # Nothing to change is no error for a PATCH: the index as it is.
             return Response(IndexOutputSerializer(index).data)
-        index, switched_on = index_update(index=index, actor=self.principal.actor, changes=dict(serializer.validated_data))
+        index, switched_on = index_update(caller=self.principal, index=index, changes=dict(serializer.validated_data))
         if switched_on:
             # After the commit (the task must see the switch), and a broker that is down loses
             # only the backfill, which `manage.py embed_records` repeats.
@@ -168,7 +168,7 @@ class IndexDetailApi(CoreApi):
         write right on it; a subject token cannot delete indexes.
         """
         index = index_get_available(caller=self.caller, index_id=index_id, right="write")
-        index_delete(index=index, actor=self.principal.actor)
+        index_delete(caller=self.principal, index=index)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -231,9 +231,9 @@ class StoreDetailApi(CoreApi):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         store = store_update(
+            caller=self.principal,
             store=store_get(index=index),
             sections=serializer.validated_data,
-            actor=self.principal.actor,
             may_promote=self.principal.may("management") and self.principal.may("memory"),
         )
         return Response(self.OutputSerializer(store).data)

@@ -140,9 +140,10 @@ class KnowledgeIndexAdmin(SoftDeleteScopedAdmin):  # deleting marks the index de
         return False  # an index is created and deleted, never edited
 
     def save_model(self, request, obj, form, change):
+        organisation = self.organisation_for_new(request, form)
         index = index_create(
-            organisation=self.organisation_for_new(request, form),
-            actor=self.actor(request),
+            organisation=organisation,
+            caller=self.caller(request, organisation.id),
             name=obj.name,
             embeddings=obj.embeddings,
             conversation=obj.conversation,
@@ -158,11 +159,11 @@ class KnowledgeIndexAdmin(SoftDeleteScopedAdmin):  # deleting marks the index de
         return self.fields if obj is None else (*self.fields, "embedding_switch")
 
     def delete_model(self, request, obj):
-        index_delete(index=obj, actor=self.actor(request))
+        index_delete(caller=self.caller(request, obj.organisation_id), index=obj)
 
     def delete_queryset(self, request, queryset):
         for index in queryset:
-            index_delete(index=index, actor=self.actor(request))
+            index_delete(caller=self.caller(request, index.organisation_id), index=index)
 
 
 SECTION_SETTINGS = {name: section_fields(name) for name in SECTIONS}
@@ -288,5 +289,7 @@ class MemoryStoreAdmin(OrganisationScopedAdmin):
         return bool(store.promotion.get("enabled"))
 
     def save_model(self, request, obj, form, change):
-        updated = store_update(store=obj, sections=form.cleaned_data["sections"], actor=self.actor(request), may_promote=True)
+        updated = store_update(
+            caller=self.caller(request, obj.index.organisation_id), store=obj, sections=form.cleaned_data["sections"], may_promote=True
+        )
         obj.updated_at = updated.updated_at

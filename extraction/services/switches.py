@@ -181,7 +181,7 @@ def extraction_switch_set(
 
 
 @transaction.atomic(durable=True)
-def connector_delete(*, connector: ExtractionConnector, actor: str) -> None:
+def connector_delete(*, caller: Caller, connector: ExtractionConnector) -> None:
     """Deletes the connector: its switch stops reading (`objects_missing`) until it is sent again."""
     deleted = (
         ExtractionConnector.objects.for_organisation(connector.organisation_id)
@@ -192,7 +192,7 @@ def connector_delete(*, connector: ExtractionConnector, actor: str) -> None:
     if deleted:
         audit_event_record(
             organisation_id=connector.organisation_id,
-            actor=actor,
+            actor=caller.actor,
             action="connector.deleted",
             target=connector.id,
             details={"index_id": connector.index_id},

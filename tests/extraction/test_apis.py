@@ -340,7 +340,7 @@ def test_an_unavailable_index_is_a_404(tenant, other_tenant, fake_model, who):
     elif who == "other organisation":
         client = other_tenant.client()
     else:
-        index_delete(index=index, actor="test")
+        index_delete(caller=Caller.system(organisation_id=index.organisation_id, actor="test"), index=index)
     before = written()
 
     assert switch_put(client, index.id).status_code == 404
@@ -422,7 +422,7 @@ def test_a_deleted_connector_is_objects_missing_until_the_switch_is_sent_again(t
 
 def test_a_deleted_index_leaves_its_switch_objects_missing(tenant, fake_model):
     switch_put(tenant.client(), tenant.index.id)
-    index_delete(index=tenant.index, actor="test")
+    index_delete(caller=Caller.system(organisation_id=tenant.index.organisation_id, actor="test"), index=tenant.index)
 
     tenant.index.refresh_from_db()
     assert switch_state(switch=switch_find(index=tenant.index)) == "objects_missing"

@@ -141,7 +141,7 @@ def test_a_deleted_index_makes_its_records_404(tenant, record, route):
     """R-4.1, R-4.2: a record is exactly as absent as its index."""
     from stores.services import index_delete
 
-    index_delete(index=tenant.index, actor="test")
+    index_delete(caller=Caller.system(organisation_id=tenant.index.organisation_id, actor="test"), index=tenant.index)
     before = _state()
     _assert_denied(_call(tenant.client(), route, record), 404, before)
 
@@ -198,7 +198,7 @@ def test_a_record_the_key_cannot_use_reads_exactly_like_a_missing_one(tenant, ot
     in_deleted = record_write(caller=Caller(key=tenant.key, subject=None, actor="t"), index=resolved_for(tenant.key, deleted_index), draft=RecordDraft(type="fact", text="b")).record
     foreign = record_write(caller=Caller(key=other_tenant.key, subject=None, actor="t"), index=other_tenant.index, draft=RecordDraft(type="fact", text="c")).record
     client, _key = tenant.key_client(read=(tenant.index.id, deleted_index.id), write=(tenant.index.id, deleted_index.id))
-    index_delete(index=deleted_index, actor="test")
+    index_delete(caller=Caller.system(organisation_id=deleted_index.organisation_id, actor="test"), index=deleted_index)
     missing = MemoryRecord(id="mem_01aaaaaaaaaaaaaaaaaaaaaaaa", index_id=tenant.index.id)
 
     answers = {(response.status_code, response.content) for response in (_call(client, route, each) for each in (in_unnamed, in_deleted, foreign, missing))}

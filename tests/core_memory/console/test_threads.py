@@ -98,7 +98,7 @@ def test_a_tool_of_an_index_deleted_since_shows_nothing_of_what_it_read(console,
 
     world = build_world(tenant, fake_model)
     assert world.coffee.text in console.get(thread_url(world.thread_id)).content.decode()
-    index_delete(index=tenant.index, actor="test")
+    index_delete(caller=Caller.system(organisation_id=tenant.index.organisation_id, actor="test"), index=tenant.index)
 
     response = console.get(thread_url(world.thread_id))
 

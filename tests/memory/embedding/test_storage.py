@@ -73,12 +73,13 @@ def test_an_index_that_embeds_is_refused_and_with_embeddings_off_it_is_searched_
     code = """
 from django.utils import translation
 translation.activate("en")
+from core_memory.base.callers import Caller
 from core_memory.base.errors import Unprocessable
 from core_memory.flows.onboarding import organisation_create
 from stores.services import index_create
 organisation, key, secret = organisation_create(name="Zonder pgvector")
 try:
-    index_create(organisation=organisation, actor="test", name="vectoren", embeddings=True)
+    index_create(organisation=organisation, caller=Caller.system(organisation_id=organisation.id, actor="test"), name="vectoren", embeddings=True)
 except Unprocessable as error:
     print("refused", error.param, error.message)
 """
@@ -106,10 +107,11 @@ def test_start_up_with_an_index_that_embeds_stops_and_names_pgvector(database_ur
     """An index that embeds (made while CORE_EMBEDDINGS was off) stops the web application and
     the worker once embeddings are on; with them off both start."""
     made = _python(
+        "from core_memory.base.callers import Caller\n"
         "from core_memory.flows.onboarding import organisation_create\n"
         "from stores.services import index_create\n"
         "organisation, key, secret = organisation_create(name='Later aan')\n"
-        "print(index_create(organisation=organisation, actor='test', name='vectoren', embeddings=True).id)",
+        "print(index_create(organisation=organisation, caller=Caller.system(organisation_id=organisation.id, actor='test'), name='vectoren', embeddings=True).id)",
         url=database_url, CORE_EMBEDDINGS="off",
     )
     assert made.returncode == 0, made.stderr

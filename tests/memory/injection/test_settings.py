@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from core_memory.base.callers import Caller
 from stores.services import index_delete
 from tests.factories import make_index, make_key
 from tests.memory.injection.builders import build, injecting_key, record, store_injection, texts
@@ -80,7 +81,7 @@ def test_nothing_is_injected_and_nothing_raised_when_the_block_cannot_apply(tena
                           memory={"injection": {"enabled": True, "index_id": tenant.index.id}})
     elif case == "deleted_index":
         key = injecting_key(tenant)
-        index_delete(index=tenant.index, actor="test")
+        index_delete(caller=Caller.system(organisation_id=tenant.index.organisation_id, actor="test"), index=tenant.index)
     else:
         key = injecting_key(tenant)
         key.memory["injection"]["index_id"] = other_tenant.index.id

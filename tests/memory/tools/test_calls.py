@@ -172,7 +172,7 @@ def test_a_call_of_a_tool_the_key_may_no_longer_use_is_refused_inside_the_result
     key = tool_key(tenant, write_tool=False)
 
     refused = call(key, write_name(tenant.index), {"type": "fact", "text": "x"})
-    index_delete(index=tenant.index, actor="test")
+    index_delete(caller=Caller.system(organisation_id=tenant.index.organisation_id, actor="test"), index=tenant.index)
     gone = call(tool_key(tenant), search_name(tenant.index), {"query": "x"})
 
     assert refused == {

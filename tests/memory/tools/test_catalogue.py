@@ -55,7 +55,7 @@ def test_tools_list_offers_what_the_keys_memory_configuration_switches_on(tenant
 def test_tools_list_leaves_out_deleted_and_other_organisations_indexes(tenant, other_tenant):
     """R-4.2, R-12.1."""
     gone = make_index(tenant.organisation, name="gone")
-    index_delete(index=gone, actor="test")
+    index_delete(caller=Caller.system(organisation_id=gone.organisation_id, actor="test"), index=gone)
 
     names = [tool["name"] for tool in memory_tools_list(caller=Caller(key=tool_key(tenant)))]
 
@@ -114,7 +114,7 @@ def test_resolve_refuses_a_tool_the_key_may_not_have_with_a_400_on_its_position(
     if case == "other_organisation":
         name = search_name(other_tenant.index)
     if case == "deleted_index":
-        index_delete(index=tenant.index, actor="test")
+        index_delete(caller=Caller.system(organisation_id=tenant.index.organisation_id, actor="test"), index=tenant.index)
     if case == "malformed":
         name = f"memory__{tenant.index.id}__delete"
 
