@@ -170,7 +170,7 @@ def _seed(*, name: str, records: int, say) -> SeededStore:
     store_update(caller=Caller.system(organisation_id=store.index.organisation_id, actor="bench"), store=store, sections={"injection": {"episodes_limit": 3}}, may_promote=False)
     key, secret = key_create(
         organisation=organisation,
-        actor="bench",
+        caller=Caller.system(organisation_id=organisation.id, actor="bench"),
         name="bench",
         capabilities=["knowledge", "memory", "threads", "management"],
         policy={"read": ["*"], "write": ["*"]},

@@ -93,7 +93,7 @@ def small_store(records: int, persons: int, *, rebuild: bool = False) -> SmallSt
     organisation = Organisation.objects.create(name="Nieuwe gebruiker", timezone="Europe/Amsterdam")
     index = index_create(organisation=organisation, caller=Caller.system(organisation_id=organisation.id, actor="bench"), name="klanten")
     _key, secret = key_create(
-        organisation=organisation, actor="bench", name="bench", capabilities=["knowledge", "memory"], policy={"read": ["*"], "write": ["*"]}
+        organisation=organisation, caller=Caller.system(organisation_id=organisation.id, actor="bench"), name="bench", capabilities=["knowledge", "memory"], policy={"read": ["*"], "write": ["*"]}
     )
     store = SmallStore(database=name, records=records, persons=persons, seed_version=SEED_VERSION, index_id=index.id, secret=secret)
     with Server(database=name) as server:

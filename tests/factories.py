@@ -44,7 +44,7 @@ def make_key(
     """(key, secret) with the given rights; the defaults are the owner key of createorg."""
     return key_create(
         organisation=organisation,
-        actor="test",
+        caller=Caller.system(organisation_id=organisation.id, actor="test"),
         name=fields.pop("name", "test key"),
         capabilities=list(capabilities),
         policy={"read": list(read), "write": list(write)},

@@ -87,7 +87,7 @@ def agent_version_create(
     return locked
 
 
-def agent_delete_within(*, agent: Agent, actor: str) -> None:
+def agent_delete_within(*, caller: Caller, agent: Agent) -> None:
     """Marks the agent deleted (threads keep naming it, turns can no longer run it), inside
     the caller's transaction: the flow that checks what still names the agent owns it
     (core_memory.flows.agents)."""
@@ -96,4 +96,4 @@ def agent_delete_within(*, agent: Agent, actor: str) -> None:
         return
     locked.deleted_at = timezone.now()
     locked.save(update_fields=["deleted_at", "updated_at"])
-    audit_event_record(organisation_id=locked.organisation_id, actor=actor, action="agent.deleted", target=locked.id)
+    audit_event_record(organisation_id=locked.organisation_id, actor=caller.actor, action="agent.deleted", target=locked.id)

@@ -33,7 +33,7 @@ class PersonApi(CoreApi):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         person = person_update(
-            organisation=self.organisation, subject=subject, actor=self.principal.actor, **serializer.validated_data
+            caller=self.principal, organisation=self.organisation, subject=subject, **serializer.validated_data
         )
         return Response(self.OutputSerializer(person).data)
 

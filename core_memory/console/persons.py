@@ -213,9 +213,9 @@ class PersonAdmin(OrganisationScopedAdmin):
         form = RulesForm(request.POST)
         form.is_valid()  # a lone checkbox: absent is False, anything else True
         person_update(
+            caller=self.caller(request, organisation.id),
             organisation=organisation,
             subject=subject,
-            actor=self.actor(request),
             helper_model_may_read=form.cleaned_data["helper_model_may_read"],
         )
         messages.success(request, _("The rules are saved."))

@@ -26,4 +26,4 @@ def agent_delete(*, caller: Caller, agent: Agent) -> None:
             "take it out of the switch's filters first.",
             param=None,
         )
-    agent_delete_within(agent=locked, actor=caller.actor)
+    agent_delete_within(caller=caller, agent=locked)

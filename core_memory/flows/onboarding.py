@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from core_memory.base.callers import Caller
 from core_memory.keys.models import ALL_INDEXES, KEY_CAPABILITIES, ApiKey
 from core_memory.keys.services import key_create
 from core_memory.organisations.models import Organisation
@@ -19,7 +20,7 @@ def organisation_create(*, name: str, timezone: str = "UTC", capabilities: list[
     organisation.save()
     key, secret = key_create(
         organisation=organisation,
-        actor="createorg",
+        caller=Caller.system(organisation_id=organisation.id, actor="createorg"),
         name="owner",
         capabilities=list(KEY_CAPABILITIES),
         policy={"read": [ALL_INDEXES], "write": [ALL_INDEXES]},

@@ -169,9 +169,10 @@ class ApiKeyAdmin(OrganisationScopedAdmin):
             changes = {field: data[field] for field in EDITABLE_FIELDS if field in changed}
             key_update(caller=self.caller(request, obj.organisation_id), key_id=obj.pk, changes=changes)
             return
+        organisation = self.organisation_for_new(request, form)
         key, secret = key_create(
-            organisation=self.organisation_for_new(request, form),
-            actor=self.actor(request),
+            organisation=organisation,
+            caller=self.caller(request, organisation.id),
             **{field: data[field] for field in EDITABLE_FIELDS},
         )
         self.adopt(obj, key)

@@ -90,7 +90,7 @@ class KeyListCreateApi(CoreApi):
         data = serializer.validated_data
         key, secret = key_create(
             organisation=organisation,
-            actor=self.principal.actor,
+            caller=self.principal,
             name=data["name"],
             capabilities=data["capabilities"],
             policy=dict(data["policy"]),

@@ -78,7 +78,7 @@ def _live_index_ids(*, organisation: Organisation, index_ids: set[str]) -> set[s
 def key_create(
     *,
     organisation: Organisation,
-    actor: str,
+    caller: Caller,
     name: str,
     capabilities: list[str],
     policy: dict,
@@ -102,7 +102,7 @@ def key_create(
         secret_hint=secret[-4:],
     )
     _trail(organisation=organisation, key_id=key.id, event=KeyTrailEntry.Event.CREATED)
-    audit_event_record(organisation_id=organisation.id, actor=actor, action="key.created", target=key.id, details={"name": name})
+    audit_event_record(organisation_id=organisation.id, actor=caller.actor, action="key.created", target=key.id, details={"name": name})
     return key, secret
 
 

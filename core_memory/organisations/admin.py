@@ -154,5 +154,7 @@ class OrganisationAdmin(OrganisationScopedAdmin):
 
     def save_model(self, request, obj, form, change):
         # The form checked the API's bounds; the service checks the helper model is offered.
-        updated = organisation_update(organisation=Organisation.objects.get(pk=obj.pk), actor=self.actor(request), changes=form.changes())
+        updated = organisation_update(
+            caller=self.caller(request, obj.pk), organisation=Organisation.objects.get(pk=obj.pk), changes=form.changes()
+        )
         obj.updated_at = updated.updated_at

@@ -89,6 +89,6 @@ class OrganisationDetailApi(CoreApi):
         serializer = self.InputSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         organisation = organisation_update(
-            organisation=organisation, actor=self.principal.actor, changes=dict(serializer.validated_data)
+            caller=self.principal, organisation=organisation, changes=dict(serializer.validated_data)
         )
         return Response(self.OutputSerializer(organisation).data)

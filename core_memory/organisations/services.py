@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from audit.services import audit_event_record
+from core_memory.base.callers import Caller
 from core_memory.base.errors import Unprocessable
 from core_memory.organisations.models import (
     Organisation,
@@ -35,7 +36,7 @@ _MODEL_LISTS = {
 
 
 @transaction.atomic(durable=True)
-def organisation_update(*, organisation: Organisation, actor: str, changes: dict) -> Organisation:
+def organisation_update(*, caller: Caller, organisation: Organisation, changes: dict) -> Organisation:
     """Replaces the given settings; audited as `organisation.updated`.
 
     `offered_models` (null: every model of CORE_MODELS), `offered_embedding_models` and
@@ -64,6 +65,6 @@ def organisation_update(*, organisation: Organisation, actor: str, changes: dict
         organisation.full_clean()
         organisation.save(update_fields=[*fields, "updated_at"])
         audit_event_record(
-            organisation_id=organisation.id, actor=actor, action="organisation.updated", target=organisation.id, details={"fields": fields}
+            organisation_id=organisation.id, actor=caller.actor, action="organisation.updated", target=organisation.id, details={"fields": fields}
         )
     return organisation

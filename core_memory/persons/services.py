@@ -17,7 +17,7 @@ def person_ensure(*, organisation: Organisation, subject: str) -> Person:
 
 
 @transaction.atomic
-def person_update(*, organisation: Organisation, subject: str, actor: str, helper_model_may_read: bool | None = None) -> Person:
+def person_update(*, caller: Caller, organisation: Organisation, subject: str, helper_model_may_read: bool | None = None) -> Person:
     person_ensure(organisation=organisation, subject=subject)
     person = Person.objects.for_organisation(organisation).select_for_update().get(subject=subject)
     fields = []
@@ -27,7 +27,7 @@ def person_update(*, organisation: Organisation, subject: str, actor: str, helpe
     if fields:
         person.save(update_fields=[*fields, "updated_at"])
         audit_event_record(
-            organisation_id=organisation.id, actor=actor, action="person.updated", target=subject, details={"fields": fields}
+            organisation_id=organisation.id, actor=caller.actor, action="person.updated", target=subject, details={"fields": fields}
         )
     return person
 

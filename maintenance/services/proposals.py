@@ -127,7 +127,7 @@ def _proposal_decide_within(
     if proposal.status != Proposal.Status.PENDING:
         raise Conflict(gettext("This proposal was already %(status)s.") % {"status": proposal.get_status_display()})
     if changes:
-        _proposal_change(proposal=proposal, changes=changes, actor=caller.actor)
+        _proposal_change(caller=caller, proposal=proposal, changes=changes)
     now = now or timezone.now()
     details: dict = {"index_id": proposal.index_id}
     if apply:
@@ -161,7 +161,7 @@ def _proposal_decide_within(
     return proposal
 
 
-def _proposal_change(*, proposal: Proposal, changes: dict, actor: str) -> None:
+def _proposal_change(*, caller: Caller, proposal: Proposal, changes: dict) -> None:
     """The administrator's edit before applying: the proposal keeps what was applied, the audit
     event (`proposal.edited`) what it said before."""
     changed = _changes_checked(proposal=proposal, changes=changes)
@@ -172,7 +172,7 @@ def _proposal_change(*, proposal: Proposal, changes: dict, actor: str) -> None:
         setattr(proposal, field, value)
     proposal.save(update_fields=list(changed))
     audit_event_record(
-        organisation_id=proposal.organisation_id, actor=actor, action="proposal.edited", target=proposal.pk,
+        organisation_id=proposal.organisation_id, actor=caller.actor, action="proposal.edited", target=proposal.pk,
         details={"fields": list(changed), "before": before},
     )
 

@@ -130,13 +130,14 @@ LIMITING_SETTINGS = ("capabilities", "offered_models", "helper_model", "monthly_
 
 
 def _limits_put_back(organisation_id: str, before: dict) -> None:
+    from core_memory.base.callers import Caller
     from core_memory.organisations.models import Organisation
     from core_memory.organisations.services import organisation_update
 
     organisation = Organisation.objects.get(pk=organisation_id)
     changed = {name: value for name, value in before.items() if getattr(organisation, name) != value}
     if changed:
-        organisation_update(organisation=organisation, actor="fuzz", changes=changed)
+        organisation_update(caller=Caller.system(organisation_id=organisation.id, actor="fuzz"), organisation=organisation, changes=changed)
 
 
 def _limits_of(organisation_id: str) -> dict:

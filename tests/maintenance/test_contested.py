@@ -293,7 +293,7 @@ def test_an_id_the_request_did_not_show_is_ignored(tenant, delft_and_leiden, wri
 
 def test_nothing_of_a_person_whose_rules_forbid_the_helper_model_is_sent(tenant, delft_and_leiden, write, fake_model, run_store):
     """R-3.4: her records are never shown to the helper model; the shared ones still are."""
-    person_update(organisation=tenant.organisation, subject="anna", actor="test", helper_model_may_read=False)
+    person_update(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), organisation=tenant.organisation, subject="anna", helper_model_may_read=False)
     nine, ten = write("Het kantoor opent om 9 uur"), write("Het kantoor opent om 10 uur")
 
     run_store()
@@ -307,7 +307,7 @@ def test_a_job_planned_before_her_rules_changed_sends_nothing(tenant, delft_and_
     from maintenance.services.planning import maintenance_store_plan
 
     (job_id,) = maintenance_store_plan(index_id=tenant.index.id, force=True).job_ids
-    person_update(organisation=tenant.organisation, subject="anna", actor="test", helper_model_may_read=False)
+    person_update(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), organisation=tenant.organisation, subject="anna", helper_model_may_read=False)
 
     outcome = maintenance_job_run(job_id=job_id)
 

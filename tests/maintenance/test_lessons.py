@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from core_memory.base.callers import Caller
 from core_memory.llm.models import TokenUsage
 from core_memory.persons.services import person_update
 from maintenance.models import EpisodeUse, MaintenanceJob
@@ -113,7 +114,7 @@ def test_each_person_learns_from_her_own_episodes_only(tenant, lessons_on, fake_
 
 def test_nothing_is_sent_for_a_person_whose_rules_forbid_the_helper_model(tenant, lessons_on, fake_model, run_store):
     """R-9.3, R-3.4."""
-    person_update(organisation=tenant.organisation, subject="anna", actor="test", helper_model_may_read=False)
+    person_update(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), organisation=tenant.organisation, subject="anna", helper_model_may_read=False)
     her_episodes(tenant, 3)
 
     run_store()

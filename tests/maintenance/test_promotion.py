@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from core_memory.base.callers import Caller
 from core_memory.persons.services import person_update
 from maintenance.models import PromotionReview, Proposal, ProposalSource
 from memory.models import MemoryRecord
@@ -143,7 +144,7 @@ def test_a_judged_record_is_not_asked_about_again_until_it_changes(tenant, write
 
 def test_her_rules_keep_her_facts_from_the_model_but_not_from_the_several_persons_analysis(tenant, write, promotion, fake_model, run_store):
     """R-3.4: nothing of hers is sent to the helper model; counting who holds a fact sends nothing."""
-    person_update(organisation=tenant.organisation, subject="anna", actor="test", helper_model_may_read=False)
+    person_update(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), organisation=tenant.organisation, subject="anna", helper_model_may_read=False)
     write("De kantine sluit om 14 uur.", subject="anna")
     write(EXPENSES, subject="anna")
     write(EXPENSES, subject="bram")

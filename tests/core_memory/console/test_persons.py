@@ -36,9 +36,9 @@ def test_the_list_names_everyone_core_knows_with_records_per_type_threads_activi
     write("Anna houdt van jazz", subject="anna", type="preference")
     write("Anna houdt van blues", subject="anna", type="preference")
     thread_create(caller=Caller(key=tenant.key, subject="bert"))
-    person_update(organisation=tenant.organisation, subject="carla", actor="test", helper_model_may_read=False)
+    person_update(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), organisation=tenant.organisation, subject="carla", helper_model_may_read=False)
     write("Gedeeld feit")
-    person_update(organisation=other_tenant.organisation, subject="dirk", actor="test", helper_model_may_read=False)
+    person_update(caller=Caller.system(organisation_id=other_tenant.organisation.id, actor="test"), organisation=other_tenant.organisation, subject="dirk", helper_model_may_read=False)
 
     response = console.get(PERSONS)
 
@@ -139,7 +139,7 @@ def test_erasing_her_shows_what_will_go_then_erases_through_the_flow_and_gives_a
 @pytest.mark.parametrize("page", ["", "erase"])
 def test_another_organisations_person_is_a_404_and_nothing_is_read_or_written(console, other_tenant, page):
     """R-2.5, R-12.1."""
-    person_update(organisation=other_tenant.organisation, subject="dirk", actor="test", helper_model_may_read=False)
+    person_update(caller=Caller.system(organisation_id=other_tenant.organisation.id, actor="test"), organisation=other_tenant.organisation, subject="dirk", helper_model_may_read=False)
     events = AuditEvent.objects.count()
 
     shown = console.get(person_url(other_tenant, "dirk", page))
@@ -175,7 +175,7 @@ def test_who_administers_nothing_reads_and_erases_nothing(tenant, write, who, st
 
 def test_a_superuser_sees_every_organisations_persons_with_their_organisation(superuser, tenant, other_tenant, write):
     write("Anna drinkt koffie", subject="anna")
-    person_update(organisation=other_tenant.organisation, subject="anna", actor="test", helper_model_may_read=False)
+    person_update(caller=Caller.system(organisation_id=other_tenant.organisation.id, actor="test"), organisation=other_tenant.organisation, subject="anna", helper_model_may_read=False)
 
     response = console_client(superuser).get(PERSONS)
 
@@ -207,7 +207,7 @@ def test_exporting_her_gives_the_apis_document_as_a_file_audited_both_ways(conso
 
 
 def test_another_organisations_person_cannot_be_exported(console, other_tenant):
-    person_update(organisation=other_tenant.organisation, subject="dirk", actor="test", helper_model_may_read=False)
+    person_update(caller=Caller.system(organisation_id=other_tenant.organisation.id, actor="test"), organisation=other_tenant.organisation, subject="dirk", helper_model_may_read=False)
     events = AuditEvent.objects.count()
 
     assert console.get(person_url(other_tenant, "dirk", "export")).status_code == 404

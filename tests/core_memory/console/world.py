@@ -100,7 +100,7 @@ def build_world(tenant, fake_model) -> World:
         normalised_text="vraag eerst naar de datum.", source="maintenance", trusted=False, changed_at=coffee.changed_at,
     )
     write("x" * 300, subject="anna", confidence=0.99)  # too long for the key's budget: skipped
-    person_update(organisation=tenant.organisation, subject="anna", actor="test", helper_model_may_read=False)
+    person_update(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), organisation=tenant.organisation, subject="anna", helper_model_may_read=False)
     subject_token_create(caller=Caller(key=key, subject="carla"), ttl_seconds=600)
 
     bram = write("Declaraties gaan voor de 25e naar financiën.", subject="bram")

@@ -213,7 +213,7 @@ def everything_about_her(tenant, write, fake_model, settings):
     call_command("run_maintenance", "--store", tenant.index.id, stdout=StringIO())
     write("Werkt in Gouda", subject=ERASED)
     maintenance_store_plan(index_id=tenant.index.id, force=True)  # a job about her, waiting (and three done)
-    person_update(organisation=tenant.organisation, subject=ERASED, actor="test", helper_model_may_read=False)
+    person_update(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), organisation=tenant.organisation, subject=ERASED, helper_model_may_read=False)
     subject_token_create(caller=Caller(key=tenant.key, subject=ERASED), ttl_seconds=600)
     switch_put(tenant.client(), tenant.index.id)
     thread, _ = conversation(organisation=tenant.organisation, key=tenant.key, subject=ERASED, messages=["Mail me op anna@example.nl"])
@@ -354,7 +354,7 @@ def test_erasure_scrubs_her_from_other_events_and_the_chain_still_verifies(tenan
     console.get("/console/persons/person/", {"q": "zo"})
     console.get(f"/console/persons/person/{tenant.organisation.id}/{ZOE}/")
     console.get("/console/persons/person/", {"q": "bra"})
-    person_update(organisation=tenant.organisation, subject=ZOE, actor="test", helper_model_may_read=False)
+    person_update(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), organisation=tenant.organisation, subject=ZOE, helper_model_may_read=False)
 
     receipt_of = person_erase(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), subject=ZOE)
 

@@ -42,7 +42,7 @@ def anna(tenant, write):
         organisation=tenant.organisation, index=tenant.index, type="fact", text="Woont in Utrecht.", reason="several_persons", created_at=bobs.created_at
     )
     ProposalSource.objects.bulk_create([ProposalSource(record=corrected, proposal=proposal), ProposalSource(record=bobs, proposal=proposal)])
-    person_update(organisation=tenant.organisation, subject="anna", actor="test", helper_model_may_read=False)
+    person_update(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), organisation=tenant.organisation, subject="anna", helper_model_may_read=False)
     thread = thread_create(caller=Caller(key=tenant.key, subject="anna"), metadata={"kanaal": "chat"})
     thread_items_append(thread=thread, caller=Caller(key=tenant.key), drafts=[ItemDraft(role="user", content="Hallo")])
     token, _ = subject_token_create(caller=Caller(key=tenant.key, subject="anna"), ttl_seconds=600)
