@@ -12,6 +12,7 @@ from django.db import transaction
 
 from audit.models import AuditEvent
 from audit.services import audit_event_record
+from core_memory.base.callers import Caller
 
 CONSOLE_READ = "memory.console_read"
 
@@ -43,8 +44,7 @@ def console_read_audit(
         record_ids_by_organisation.setdefault(record_organisation_id, []).append(record_id)
     return [
         audit_event_record(
-            organisation_id=each_organisation_id,
-            actor=actor,
+            caller=Caller.console(organisation_id=each_organisation_id, actor=actor),
             action=CONSOLE_READ,
             target=target,
             details={"page": page, "record_ids": record_ids, **(details or {})},

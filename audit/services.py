@@ -32,9 +32,11 @@ ACTIONS = (
 )
 
 
-def audit_event_record(*, organisation_id: str, actor: str, action: str, target: str = "", details: dict | None = None) -> AuditEvent:
+def audit_event_record(*, caller: Caller, action: str, target: str = "", details: dict | None = None) -> AuditEvent:
+    """An event in the caller's organisation, naming the caller's actor: a key's id, the console's
+    `console:<user>`, or the work or command that acts for the system."""
     return AuditEvent.objects.create(
-        organisation_id=organisation_id, actor=actor, action=action, target=target, details=details or {}
+        organisation_id=caller.organisation_id, actor=caller.actor, action=action, target=target, details=details or {}
     )
 
 
@@ -139,7 +141,7 @@ def person_erasure_audit(*, caller: Caller, subject: str, ids, receipt: dict) ->
     plan = _scrub_plan(caller=caller, subject=subject, ids=ids)
     details = {**receipt, "audit_events_scrubbed": len(plan), SCRUBBED_EVENTS: [event_id for event_id, _, _ in plan]}
     erasure = audit_event_record(
-        organisation_id=caller.organisation_id, actor=caller.actor, action=ERASED,
+        caller=caller, action=ERASED,
         target=person_commitment(caller=caller, subject=subject), details=details,
     )
     with connection.cursor() as cursor:

@@ -361,8 +361,7 @@ def records_import(
             })
             if not dry_run:
                 audit_event_record(
-                    organisation_id=key.organisation_id,
-                    actor=caller.actor,
+                    caller=caller,
                     action="memory.imported",
                     target=index.id if index is not None else "",
                     details={"format": format, "lines": report.lines, "created": report.created,

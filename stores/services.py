@@ -57,7 +57,7 @@ def index_create(
     )
     MemoryStore.objects.create(index=index)
     details = {"name": name, **{field: value for field, value in models.items() if value is not None}}
-    audit_event_record(organisation_id=organisation.id, actor=caller.actor, action="index.created", target=index.id, details=details)
+    audit_event_record(caller=caller, action="index.created", target=index.id, details=details)
     return index
 
 
@@ -84,7 +84,7 @@ def index_update(*, caller: Caller, index: KnowledgeIndex, changes: dict) -> tup
         for name, value in changed.items():
             setattr(locked, name, value)
         locked.save(update_fields=list(changed))
-        audit_event_record(organisation_id=locked.organisation_id, actor=caller.actor, action="index.updated", target=locked.id, details=changed)
+        audit_event_record(caller=caller, action="index.updated", target=locked.id, details=changed)
     return locked, switched_on
 
 
@@ -111,7 +111,7 @@ def index_delete(*, caller: Caller, index: KnowledgeIndex) -> None:
         KnowledgeIndex.objects.for_organisation(index.organisation_id).live().filter(pk=index.pk).update(deleted_at=timezone.now())
     )
     if updated:
-        audit_event_record(organisation_id=index.organisation_id, actor=caller.actor, action="index.deleted", target=index.id)
+        audit_event_record(caller=caller, action="index.deleted", target=index.id)
 
 
 def store_sections_validate(*, organisation: Organisation, sections: dict, may_promote: bool) -> dict:
@@ -151,8 +151,7 @@ def store_update(*, caller: Caller, store: MemoryStore, sections: dict, may_prom
         setattr(locked, name, value)
     locked.save(update_fields=[*complete, "updated_at"])
     audit_event_record(
-        organisation_id=locked.index.organisation_id,
-        actor=caller.actor,
+        caller=caller,
         action="store.updated",
         target=locked.index_id,
         details={"sections": sorted(complete)},

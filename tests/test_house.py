@@ -160,7 +160,7 @@ def _public_functions_of_services_selectors_and_flows():
 # each with its organisation and its actor). These count what still passes who asks in pieces;
 # each may only go down, to zero. A function that works across organisations is a platform
 # function named so, not one whose organisation may be None.
-LOOSE_ORGANISATION_OR_KEY = 1
+LOOSE_ORGANISATION_OR_KEY = 0
 ORGANISATION_OR_EVERY = 0
 CALLER_AND_ACTOR_APART = 0
 

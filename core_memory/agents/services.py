@@ -63,7 +63,7 @@ def agent_create(
         raise Conflict(f"An agent named {name!r} exists already.", param="name") from None
     version = _version_add(agent=agent, caller=caller, model=model, instructions=instructions, memory_injection=memory_injection)
     audit_event_record(
-        organisation_id=caller.organisation_id, actor=caller.actor, action="agent.created", target=agent.id, details={"version": version.version}
+        caller=caller, action="agent.created", target=agent.id, details={"version": version.version}
     )
     return agent
 
@@ -78,8 +78,7 @@ def agent_version_create(
         raise NotFound("No such agent.")
     version = _version_add(agent=locked, caller=caller, model=model, instructions=instructions, memory_injection=memory_injection)
     audit_event_record(
-        organisation_id=caller.organisation_id,
-        actor=caller.actor,
+        caller=caller,
         action="agent.version_created",
         target=locked.id,
         details={"version": version.version},
@@ -96,4 +95,4 @@ def agent_delete_within(*, caller: Caller, agent: Agent) -> None:
         return
     locked.deleted_at = timezone.now()
     locked.save(update_fields=["deleted_at", "updated_at"])
-    audit_event_record(organisation_id=locked.organisation_id, actor=caller.actor, action="agent.deleted", target=locked.id)
+    audit_event_record(caller=caller, action="agent.deleted", target=locked.id)

@@ -177,5 +177,5 @@ def person_export(*, caller: Caller) -> dict:
     audited as `person.exported` with what it held."""
     document = person_export_document(caller=caller)
     counts = {name: len(value) for name, value in document.items() if name in PERSON_EXPORT_PARTS and isinstance(value, list)}
-    audit_event_record(organisation_id=caller.organisation_id, actor=caller.actor, action="person.exported", target=caller.subject, details=counts)
+    audit_event_record(caller=caller, action="person.exported", target=caller.subject, details=counts)
     return document

@@ -102,7 +102,7 @@ def key_create(
         secret_hint=secret[-4:],
     )
     _trail(organisation=organisation, key_id=key.id, event=KeyTrailEntry.Event.CREATED)
-    audit_event_record(organisation_id=organisation.id, actor=caller.actor, action="key.created", target=key.id, details={"name": name})
+    audit_event_record(caller=caller, action="key.created", target=key.id, details={"name": name})
     return key, secret
 
 
@@ -133,7 +133,7 @@ def key_update(*, caller: Caller, key_id: str, changes: dict) -> ApiKey:
     if fields:
         key.save(update_fields=[*fields, "updated_at"])
         audit_event_record(
-            organisation_id=key.organisation_id, actor=caller.actor, action="key.updated", target=key.id, details={"fields": fields}
+            caller=caller, action="key.updated", target=key.id, details={"fields": fields}
         )
     return key
 
@@ -146,7 +146,7 @@ def key_revoke(*, caller: Caller, key_id: str) -> ApiKey:
         locked.revoked_at = timezone.now()
         locked.save(update_fields=["revoked_at", "updated_at"])
         _trail(organisation=locked.organisation, key_id=locked.id, event=KeyTrailEntry.Event.REVOKED, at=locked.revoked_at)
-        audit_event_record(organisation_id=locked.organisation_id, actor=caller.actor, action="key.revoked", target=locked.id)
+        audit_event_record(caller=caller, action="key.revoked", target=locked.id)
     return locked
 
 
@@ -156,7 +156,7 @@ def key_delete(*, caller: Caller, key_id: str) -> None:
     retention period."""
     key = _key_locked(caller=caller, key_id=key_id)
     _trail(organisation=key.organisation, key_id=key.id, event=KeyTrailEntry.Event.DELETED)
-    audit_event_record(organisation_id=key.organisation_id, actor=caller.actor, action="key.deleted", target=key.id)
+    audit_event_record(caller=caller, action="key.deleted", target=key.id)
     key.delete()
 
 

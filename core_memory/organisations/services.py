@@ -65,6 +65,6 @@ def organisation_update(*, caller: Caller, organisation: Organisation, changes: 
         organisation.full_clean()
         organisation.save(update_fields=[*fields, "updated_at"])
         audit_event_record(
-            organisation_id=organisation.id, actor=caller.actor, action="organisation.updated", target=organisation.id, details={"fields": fields}
+            caller=caller, action="organisation.updated", target=organisation.id, details={"fields": fields}
         )
     return organisation

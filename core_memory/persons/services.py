@@ -27,7 +27,7 @@ def person_update(*, caller: Caller, organisation: Organisation, subject: str, h
     if fields:
         person.save(update_fields=[*fields, "updated_at"])
         audit_event_record(
-            organisation_id=organisation.id, actor=caller.actor, action="person.updated", target=subject, details={"fields": fields}
+            caller=caller, action="person.updated", target=subject, details={"fields": fields}
         )
     return person
 

@@ -34,6 +34,7 @@ from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
 from audit.services import audit_event_record
+from core_memory.base.callers import Caller
 from core_memory.base.work.claims import FAILED, QUEUED, work_to_hand_out_again
 from core_memory.base.work.dispatch import Dispatch
 from core_memory.base.work.runner import End, WorkFailed, WorkRunner
@@ -224,7 +225,7 @@ def _subscription_pause(*, subscription_id: str, organisation_id: str, delivery:
     subscription.paused_reason = f"Delivery {delivery.id} failed {delivery.attempts} times (last: {code})."[:500]
     subscription.save(update_fields=["status", "paused_at", "paused_reason", "updated_at"])
     audit_event_record(
-        organisation_id=organisation_id, actor=ACTOR, action="webhook.paused", target=subscription.id,
+        caller=Caller.system(organisation_id=organisation_id, actor=ACTOR), action="webhook.paused", target=subscription.id,
         details={"delivery_id": delivery.id, "attempts": delivery.attempts, "error_code": code},
     )
     logger.warning("webhooks.subscription.paused", extra={"subscription": subscription.id, "code": code})

@@ -64,7 +64,7 @@ def webhook_subscription_create(
         organisation_id=caller.organisation_id, url=url, events=_events_check(events), description=description, secret=webhook_secret_new()
     )
     audit_event_record(
-        organisation_id=caller.organisation_id, actor=caller.actor, action="webhook.created", target=subscription.id,
+        caller=caller, action="webhook.created", target=subscription.id,
         details={"events": subscription.events},
     )
     return subscription
@@ -89,7 +89,7 @@ def webhook_subscription_update(*, caller: Caller, subscription_id: str, changes
     if fields:
         subscription.save(update_fields=[*fields, "updated_at"])
         audit_event_record(
-            organisation_id=caller.organisation_id, actor=caller.actor, action="webhook.updated", target=subscription.id,
+            caller=caller, action="webhook.updated", target=subscription.id,
             details={"fields": [field for field in fields if field in CHANGEABLE]},
         )
     return subscription
@@ -117,7 +117,7 @@ def webhook_subscription_delete(*, caller: Caller, subscription_id: str) -> None
     deliveries = WebhookDelivery.objects.for_organisation(caller.organisation_id).filter(subscription=subscription)
     work_erased(deliveries, runs=WebhookEvent.objects.for_organisation(caller.organisation_id), now=timezone.now())
     subscription.delete()
-    audit_event_record(organisation_id=caller.organisation_id, actor=caller.actor, action="webhook.deleted", target=subscription_id, details={})
+    audit_event_record(caller=caller, action="webhook.deleted", target=subscription_id, details={})
 
 
 def webhook_event_emit(*, caller: Caller, kind: str, data: dict, subject: str | None = None, now: datetime | None = None) -> WebhookEvent | None:

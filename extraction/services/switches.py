@@ -160,8 +160,7 @@ def extraction_switch_set(
     _switch_saved(switch, previous=previous, values=values, connector=connector, key=key, requeued=requeued, now=now)
     MemoryStore.objects.for_organisation(organisation).filter(index_id=index.pk).update(known_types=list(switch.types))
     audit_event_record(
-        organisation_id=organisation.id,
-        actor=caller.actor,
+        caller=caller,
         action="extraction.switch_set",
         target=index.id,
         details={
@@ -191,8 +190,7 @@ def connector_delete(*, caller: Caller, connector: ExtractionConnector) -> None:
     )
     if deleted:
         audit_event_record(
-            organisation_id=connector.organisation_id,
-            actor=caller.actor,
+            caller=caller,
             action="connector.deleted",
             target=connector.id,
             details={"index_id": connector.index_id},

@@ -152,8 +152,7 @@ def _proposal_decide_within(
     proposal.decided_at = now
     proposal.save(update_fields=["status", "applied_record", "decided_by", "decided_at"])
     audit_event_record(
-        organisation_id=proposal.organisation_id,
-        actor=caller.actor,
+        caller=caller,
         action="proposal.applied" if apply else "proposal.rejected",
         target=proposal.pk,
         details=details,
@@ -172,7 +171,7 @@ def _proposal_change(*, caller: Caller, proposal: Proposal, changes: dict) -> No
         setattr(proposal, field, value)
     proposal.save(update_fields=list(changed))
     audit_event_record(
-        organisation_id=proposal.organisation_id, actor=caller.actor, action="proposal.edited", target=proposal.pk,
+        caller=caller, action="proposal.edited", target=proposal.pk,
         details={"fields": list(changed), "before": before},
     )
 

@@ -36,6 +36,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from audit.services import audit_event_record
+from core_memory.base.callers import Caller
 from core_memory.base.work.claims import CANCELLED
 from core_memory.base.work.dispatch import Dispatch, Dispatcher
 from core_memory.base.work.runner import End, WorkFailed, WorkRunner, WorkStopped
@@ -289,7 +290,7 @@ def index_switch_complete(*, index_id: str, model_id: str) -> bool:
     if former is not None and former.space != model.space:
         model_vectors(index=index, model=former).delete()
     audit_event_record(
-        organisation_id=index.organisation_id, actor=ACTOR, action="index.embedding_model_switched", target=index.pk,
+        caller=Caller.system(organisation_id=index.organisation_id, actor=ACTOR), action="index.embedding_model_switched", target=index.pk,
         details={"from": previous, "to": model_id},
     )
     logger.info("embedding.switch.done", extra={"index": index_id, "model": model_id})

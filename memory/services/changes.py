@@ -98,8 +98,7 @@ def record_change_within(
         record_vector_forget(index=locked.index, record_ids=[locked.id])
         embedding_schedule(index=locked.index, record_id=locked.id)
     audit_event_record(
-        organisation_id=caller.organisation_id, actor=caller.actor,
-        action="memory.updated",
+        caller=caller, action="memory.updated",
         target=locked.id,
         details={"fields": [field for field in fields if field not in ("normalised_text", "contested")]},
     )
@@ -161,7 +160,7 @@ def record_retire(*, record: MemoryRecord, status: str, caller: Caller, what: st
     record._change_reason = change_reason(what=what, actor=actor)
     record.save(update_fields=["status", "contested", "updated_at"])
     record_vector_forget(index=record.index, record_ids=[record.id])
-    audit_event_record(organisation_id=caller.organisation_id, actor=caller.actor, action=action, target=record.id, details=details)
+    audit_event_record(caller=caller, action=action, target=record.id, details=details)
     record_event_emit(record=record, kind=kind, change=what)
 
 
@@ -174,7 +173,7 @@ def records_export_by_administrator(*, caller: Caller, record_ids: Sequence[str]
     records = list(MemoryRecord.objects.for_organisation(organisation_id).filter(pk__in=list(record_ids)).order_by("index_id", "id"))
     lines = records_export_with_history(records)
     audit_event_record(
-        organisation_id=caller.organisation_id, actor=caller.actor, action="memory.exported",
+        caller=caller, action="memory.exported",
         details={"records": len(records), "record_ids": [record.id for record in records]},
     )
     return lines

@@ -101,7 +101,7 @@ def contradiction_resolve(*, caller: Caller, record_id: str, other_id: str, kept
             record.save(update_fields=["contested"])
             record_event_emit(record=record, kind="record.updated", change="not contradicting", contradicts=partner.pk)
         audit_event_record(
-            organisation_id=organisation_id, actor=actor, action="memory.contradiction_dismissed", target=first.pk,
+            caller=caller, action="memory.contradiction_dismissed", target=first.pk,
             details={"record_ids": [first.pk, second.pk]},
         )
         return
@@ -115,5 +115,5 @@ def contradiction_resolve(*, caller: Caller, record_id: str, other_id: str, kept
     ended.save(update_fields=["status", "replaced_by", "contested", "updated_at"])
     record_event_emit(record=ended, kind="record.updated", change="ended", replaced_by=kept.pk)
     audit_event_record(
-        organisation_id=organisation_id, actor=actor, action="memory.replaced", target=ended.pk, details={"replaced_by": kept.pk},
+        caller=caller, action="memory.replaced", target=ended.pk, details={"replaced_by": kept.pk},
     )

@@ -35,7 +35,7 @@ def records_merge_by_administrator(
     for other in others:
         record_end(record=other, replaced_by=kept, actor=actor, what=MERGED_INTO)
         audit_event_record(
-            organisation_id=other.organisation_id, actor=actor, action="memory.merged", target=other.pk, details={"merged_into": kept.pk},
+            caller=caller, action="memory.merged", target=other.pk, details={"merged_into": kept.pk},
         )
     # The duplicates are ended first: the kept record may now take the words one of them had.
     if text is not None and text != kept.text:

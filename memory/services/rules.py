@@ -97,8 +97,7 @@ def write_right_check(*, caller: Caller, index_id: str, param: str | None) -> No
     # caller's own transaction, around this one, rolls back).
     with transaction.atomic():
         audit_event_record(
-            organisation_id=caller.organisation_id,
-            actor=caller.actor,
+            caller=caller,
             action="memory.write_denied",
             target=index_id,
             details={"key_id": caller.key.id},

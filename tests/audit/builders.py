@@ -6,6 +6,7 @@ from django.db import connection
 
 from audit.models import AuditEvent
 from audit.services import audit_event_record
+from core_memory.base.callers import Caller
 
 
 def audit_event_at(*, organisation_id: str, at: datetime, action: str = "key.updated") -> AuditEvent:
@@ -28,4 +29,4 @@ def audit_event_at(*, organisation_id: str, at: datetime, action: str = "key.upd
 
 def audit_event_of(tenant, target: str) -> AuditEvent:
     """An event of `tenant`'s organisation about `target`, written as the services write one."""
-    return audit_event_record(organisation_id=tenant.organisation.id, actor="test", action="key.updated", target=target)
+    return audit_event_record(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), action="key.updated", target=target)

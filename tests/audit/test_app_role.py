@@ -10,6 +10,7 @@ from django.db import DatabaseError, connection, transaction
 from audit.chain import audit_chains_verify
 from audit.models import AuditChainHead, AuditEvent
 from audit.services import audit_event_record
+from core_memory.base.callers import Caller
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +20,7 @@ APP_ROLE = "core_test_app"
 @pytest.fixture
 def app_role(tenant):
     """The service's role as `manage.py database_roles` makes it, inside the test's transaction."""
-    audit_event_record(organisation_id=tenant.organisation.id, actor="test", action="key.updated", target="key_x")
+    audit_event_record(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), action="key.updated", target="key_x")
     call_command("database_roles", "--app-role", APP_ROLE, stdout=StringIO())
     return APP_ROLE
 
@@ -213,9 +214,9 @@ def _events(tenant) -> set[tuple[str, str, str]]:
 def test_the_service_role_cannot_scrub_an_event_no_erasure_names(app_role, tenant):
     """Issue 28: `audit_event_scrub(<any event id>, …)` blanked a `key.created` event as readily as
     an erasure's. The database scrubs only what the newest `person.erased` event lists."""
-    key_created = audit_event_record(organisation_id=tenant.organisation.id, actor="test", action="key.created", target="key_new")
+    key_created = audit_event_record(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), action="key.created", target="key_new")
     erasure = audit_event_record(
-        organisation_id=tenant.organisation.id, actor="test", action="person.erased", target="", details={"scrubbed_events": []}
+        caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), action="person.erased", target="", details={"scrubbed_events": []}
     )
 
     for erasure_id in (key_created.pk, erasure.pk, "aud_missing"):
@@ -228,15 +229,15 @@ def test_the_service_role_cannot_scrub_an_event_no_erasure_names(app_role, tenan
 def test_an_erasure_scrubs_only_while_it_is_the_newest_event_and_once(app_role, tenant):
     """An erasure's list is good for its own transaction: once another event follows, or once it
     scrubbed an event, calling the scrub with it again is refused."""
-    first = audit_event_record(organisation_id=tenant.organisation.id, actor="test", action="memory.console_read", target="anna")
-    second = audit_event_record(organisation_id=tenant.organisation.id, actor="test", action="memory.console_read", target="anna")
+    first = audit_event_record(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), action="memory.console_read", target="anna")
+    second = audit_event_record(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), action="memory.console_read", target="anna")
     erasure = audit_event_record(
-        organisation_id=tenant.organisation.id, actor="test", action="person.erased", target="", details={"scrubbed_events": [first.pk, second.pk]}
+        caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), action="person.erased", target="", details={"scrubbed_events": [first.pk, second.pk]}
     )
     assert as_role(app_role, "SELECT audit_event_scrub(%s, %s, true, ARRAY[]::text[])", [first.pk, erasure.pk]) == [(True,)]
     with pytest.raises(DatabaseError, match="scrubbed only by the erasure"), transaction.atomic():
         as_role(app_role, "SELECT audit_event_scrub(%s, %s, true, ARRAY[]::text[])", [first.pk, erasure.pk])
-    audit_event_record(organisation_id=tenant.organisation.id, actor="test", action="key.updated", target="key_x")
+    audit_event_record(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), action="key.updated", target="key_x")
 
     with pytest.raises(DatabaseError, match="scrubbed only by the erasure"), transaction.atomic():
         as_role(app_role, "SELECT audit_event_scrub(%s, %s, true, ARRAY[]::text[])", [second.pk, erasure.pk])
@@ -249,7 +250,7 @@ def test_an_erasure_scrubs_only_while_it_is_the_newest_event_and_once(app_role, 
 def test_audit_verify_reports_a_scrub_that_no_erasure_names(tenant):
     """Issue 28: `audit_verify` counted any blanked event as scrubbed. Blanked behind the triggers
     (as only a superuser can), a `key.created` event that no erasure lists is a problem."""
-    event = audit_event_record(organisation_id=tenant.organisation.id, actor="test", action="key.created", target="key_new")
+    event = audit_event_record(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), action="key.created", target="key_new")
     with connection.cursor() as cursor:
         cursor.execute("ALTER TABLE audit_auditevent DISABLE TRIGGER audit_event_append_only")
         cursor.execute("UPDATE audit_auditevent SET target = '', target_salt = NULL, scrubbed_at = clock_timestamp() WHERE id = %s", [event.pk])

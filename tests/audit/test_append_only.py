@@ -4,13 +4,14 @@ from django.db import DatabaseError, connection, transaction
 
 from audit.models import AuditEvent
 from audit.services import audit_event_record
+from core_memory.base.callers import Caller
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def event(tenant):
-    return audit_event_record(organisation_id=tenant.organisation.id, actor="test", action="key.updated", target="key_x")
+    return audit_event_record(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), action="key.updated", target="key_x")
 
 
 def assert_refused(operation) -> None:
@@ -67,7 +68,7 @@ def test_raw_sql_cannot_change_or_remove_an_event(event, statement):
 
 
 def test_appending_events_stays_possible(event, tenant):
-    audit_event_record(organisation_id=tenant.organisation.id, actor="test", action="key.revoked", target="key_x")
+    audit_event_record(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), action="key.revoked", target="key_x")
 
     actions = AuditEvent.objects.filter(organisation_id=tenant.organisation.id, target="key_x").order_by("id").values_list("action", flat=True)
     assert list(actions) == ["key.updated", "key.revoked"]

@@ -9,6 +9,7 @@ from django.db import connection
 from audit.chain import GENESIS_HASH, audit_chains_verify, commitment, event_digest
 from audit.models import AuditEvent
 from audit.services import audit_event_record
+from core_memory.base.callers import Caller
 from tests.factories import OrganisationFactory
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +23,7 @@ def organisation():
 @pytest.fixture
 def events(organisation):
     return [
-        audit_event_record(organisation_id=organisation.id, actor="key_a", action="key.updated", target=f"key_{n}", details={"n": n, "tekst": "één"})
+        audit_event_record(caller=Caller.system(organisation_id=organisation.id, actor="key_a"), action="key.updated", target=f"key_{n}", details={"n": n, "tekst": "één"})
         for n in range(5)
     ]
 
@@ -72,7 +73,7 @@ def test_each_event_is_the_next_link_of_its_organisations_chain(organisation, ev
 
 def test_two_organisations_have_chains_of_their_own(organisation, events):
     other = OrganisationFactory()
-    audit_event_record(organisation_id=other.id, actor="key_b", action="key.created")
+    audit_event_record(caller=Caller.system(organisation_id=other.id, actor="key_b"), action="key.created")
 
     assert [sequence for sequence, _p, _h in chain_of(other)] == [1]
     assert report_of(other).intact and report_of(organisation).intact

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from audit.services import audit_event_record
+from core_memory.base.callers import Caller
 from core_memory.organisations.models import Organisation
 from memory.exporting import records_export_lines
 
@@ -33,7 +34,7 @@ class Command(BaseCommand):
                     if count % PROGRESS_EVERY == 0:
                         self.stderr.write(f"exported {count} records…")
                 audit_event_record(
-                    organisation_id=organisation.id, actor="command:export_memory", action="memory.exported", details={"records": count}
+                    caller=Caller.system(organisation_id=organisation.id, actor="command:export_memory"), action="memory.exported", details={"records": count}
                 )
         finally:
             if target is not self.stdout:

@@ -7,6 +7,7 @@ from django.contrib.admin.utils import quote
 
 from audit.models import AuditEvent
 from audit.services import audit_event_record
+from core_memory.base.callers import Caller
 from tests.audit.builders import audit_event_of
 from tests.factories import console_client
 
@@ -39,7 +40,7 @@ def test_an_event_page_names_the_organisation_the_actor_and_links_the_records_a_
     record = write("Anna drinkt koffie", subject="anna")
     console.get(f"/console/memory/memoryrecord/{record.id}/change/")
     read = AuditEvent.objects.get(action="memory.console_read")
-    written = audit_event_record(organisation_id=tenant.organisation.id, actor=tenant.key.id, action="memory.updated", target=record.id)
+    written = audit_event_record(caller=Caller(key=tenant.key), action="memory.updated", target=record.id)
 
     read_page = console.get(f"/console/audit/auditevent/{read.id}/change/").content.decode()
     written_page = console.get(f"/console/audit/auditevent/{written.id}/change/").content.decode()
@@ -50,9 +51,9 @@ def test_an_event_page_names_the_organisation_the_actor_and_links_the_records_a_
 
 
 def test_the_audit_log_filters_by_actor_and_target_typed_in(console, tenant):
-    audit_event_record(organisation_id=tenant.organisation.id, actor="key_a", action="key.updated", target="key_x")
-    wanted = audit_event_record(organisation_id=tenant.organisation.id, actor="key_b", action="key.updated", target="key_x")
-    audit_event_record(organisation_id=tenant.organisation.id, actor="key_b", action="key.updated", target="key_y")
+    audit_event_record(caller=Caller.system(organisation_id=tenant.organisation.id, actor="key_a"), action="key.updated", target="key_x")
+    wanted = audit_event_record(caller=Caller.system(organisation_id=tenant.organisation.id, actor="key_b"), action="key.updated", target="key_x")
+    audit_event_record(caller=Caller.system(organisation_id=tenant.organisation.id, actor="key_b"), action="key.updated", target="key_y")
 
     response = console.get("/console/audit/auditevent/", {"actor": "key_b", "target": "key_x"})
 
@@ -73,8 +74,8 @@ def test_the_audit_log_counts_events(console, tenant):
 
 def test_the_audit_list_names_each_actor_and_an_events_details_read_as_indented_json(console, tenant):
     """Issue 24: no raw key ids in the list; an event's page shows its details readably."""
-    event = audit_event_record(organisation_id=tenant.organisation.id, actor=tenant.key.id, action="key.updated", target="key_x", details={"naam": "a"})
-    audit_event_record(organisation_id=tenant.organisation.id, actor="maintenance", action="memory.contested", target="mem_x")
+    event = audit_event_record(caller=Caller(key=tenant.key), action="key.updated", target="key_x", details={"naam": "a"})
+    audit_event_record(caller=Caller.system(organisation_id=tenant.organisation.id, actor="maintenance"), action="memory.contested", target="mem_x")
 
     page = console.get("/console/audit/auditevent/").content.decode()
     detail = console.get(f"/console/audit/auditevent/{event.id}/change/").content.decode()

@@ -15,6 +15,7 @@ from django.utils import timezone, translation
 
 from audit.labels import ACTION_LABELS
 from audit.services import audit_event_record
+from core_memory.base.callers import Caller
 from core_memory.console.services import console_administrator_create
 from core_memory.console.threads import ThreadAdmin
 from core_memory.threads.models import Item
@@ -54,9 +55,9 @@ def test_every_audit_action_has_a_label_in_dutch_and_in_english():
 
 def test_the_audit_log_shows_labels_and_filters_by_several_actions_and_leaves_some_out(console, tenant):
     organisation_id = tenant.organisation.id
-    created = audit_event_record(organisation_id=organisation_id, actor=tenant.key.id, action="key.created", target="key_x")
-    revoked = audit_event_record(organisation_id=organisation_id, actor=tenant.key.id, action="key.revoked", target="key_x")
-    audit_event_record(organisation_id=organisation_id, actor=tenant.key.id, action="index.created", target="idx_x")
+    created = audit_event_record(caller=Caller.system(organisation_id=organisation_id, actor=tenant.key.id), action="key.created", target="key_x")
+    revoked = audit_event_record(caller=Caller.system(organisation_id=organisation_id, actor=tenant.key.id), action="key.revoked", target="key_x")
+    audit_event_record(caller=Caller.system(organisation_id=organisation_id, actor=tenant.key.id), action="index.created", target="idx_x")
 
     several = console.get("/console/audit/auditevent/", {"action": ["key.created", "key.revoked"]})
     left_out = console.get("/console/audit/auditevent/", {"leave_out": ["index.created", "key.created"]})
@@ -87,9 +88,9 @@ def test_the_audit_log_leaves_out_the_viewers_own_reads_when_asked_and_the_home_
 
 def test_a_target_is_a_link_while_its_object_exists_and_plain_once_it_is_gone(console, tenant, write):
     record = write("Anna drinkt koffie", subject="anna")
-    audit_event_record(organisation_id=tenant.organisation.id, actor=tenant.key.id, action="memory.updated", target=record.id)
-    audit_event_record(organisation_id=tenant.organisation.id, actor=tenant.key.id, action="memory.updated", target="mem_gone")
-    audit_event_record(organisation_id=tenant.organisation.id, actor=tenant.key.id, action="person.updated", target="anna")
+    audit_event_record(caller=Caller(key=tenant.key), action="memory.updated", target=record.id)
+    audit_event_record(caller=Caller(key=tenant.key), action="memory.updated", target="mem_gone")
+    audit_event_record(caller=Caller(key=tenant.key), action="person.updated", target="anna")
 
     page = console.get("/console/audit/auditevent/").content.decode()
 

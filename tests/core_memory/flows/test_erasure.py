@@ -376,9 +376,9 @@ def test_erasure_scrubs_her_from_other_events_and_the_chain_still_verifies(tenan
 
 def test_the_scrub_can_only_blank(tenant):
     """The database's scrub writes nothing but '' and "[erased]"; a path that is not there is skipped."""
-    event = audit_event_record(organisation_id=tenant.organisation.id, actor="test", action="memory.console_read", target=ZOE, details={"search": ZOE})
+    event = audit_event_record(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), action="memory.console_read", target=ZOE, details={"search": ZOE})
     erasure = audit_event_record(
-        organisation_id=tenant.organisation.id, actor="test", action="person.erased", details={"scrubbed_events": [event.pk]}
+        caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), action="person.erased", details={"scrubbed_events": [event.pk]}
     )
     with connection.cursor() as cursor:
         cursor.execute("SELECT audit_event_scrub(%s, %s, false, ARRAY['{search}', '{nothing,here}'])", [event.pk, erasure.pk])

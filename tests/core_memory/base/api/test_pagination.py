@@ -2,6 +2,7 @@
 import pytest
 
 from audit.services import audit_event_record
+from core_memory.base.callers import Caller
 
 pytestmark = pytest.mark.django_db
 
@@ -10,7 +11,7 @@ pytestmark = pytest.mark.django_db
 def events(tenant):
     """51 events of the tenant's own, beyond the ones its setup wrote."""
     for number in range(51):
-        audit_event_record(organisation_id=tenant.organisation.id, actor="test", action="test.event", target=str(number))
+        audit_event_record(caller=Caller.system(organisation_id=tenant.organisation.id, actor="test"), action="test.event", target=str(number))
 
 
 def test_a_list_answers_fifty_by_default_and_a_cursor_to_the_rest(tenant, events):
