@@ -63,8 +63,9 @@ def untranslated(monkeypatch):
     return missing
 
 
-def walk(client, start: str = "/console/") -> list[str]:
-    """Every console page reachable from `start` by GET (one visit per path and set of query names)."""
+def walk(client, start: str = "/console/", read: dict[str, str] | None = None) -> list[str]:
+    """Every console page reachable from `start` by GET (one visit per path and set of query names);
+    `read`, if given, receives each HTML page's text by address (for a caller that parses them further)."""
     seen: set[tuple[str, tuple[str, ...]]] = set()
     queue, visited = [start], []
     while queue and len(visited) < MAX_PAGES:
@@ -81,6 +82,8 @@ def walk(client, start: str = "/console/") -> list[str]:
         if response.status_code == 200 and response["Content-Type"].startswith("text/html"):
             parser = Links()
             parser.feed(response.content.decode())
+            if read is not None:
+                read[url] = response.content.decode()
             queue.extend(urljoin(url, link) for link in parser.links)
     return visited
 
