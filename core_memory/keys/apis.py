@@ -3,7 +3,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from core_memory.base.api.pagination import IdCursorPagination, paginated_response
-from core_memory.base.api.schema import error_responses
+from core_memory.base.api.schema import PersonField, error_responses
 from core_memory.base.api.views import CoreApi, validate_subject
 from core_memory.base.errors import PermissionDenied
 from core_memory.base.validation import OffsetDateTimeField, StrictSerializer
@@ -155,7 +155,7 @@ class SubjectTokenCreateApi(CoreApi):
     idempotency_secret_fields = ("token",)
 
     class InputSerializer(StrictSerializer):
-        subject = serializers.CharField(max_length=255, trim_whitespace=False)
+        subject = PersonField()
         ttl_seconds = serializers.IntegerField(min_value=1, max_value=MAX_SUBJECT_TOKEN_SECONDS, default=3600)
 
         def validate_subject(self, value: str) -> str:

@@ -19,7 +19,7 @@ import re
 from django.core.validators import RegexValidator
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema_field, inline_serializer
 from rest_framework import serializers
 
 from core_memory.base.api.pagination import DEFAULT_LIMIT, MAX_LIMIT
@@ -33,6 +33,16 @@ NOT_BLANK_PATTERN = r"[^\s\x1c-\x1f\x85]"
 # A person (a subject): an opaque string of 1 to 255 characters, not only whitespace.
 PERSON = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": NOT_BLANK_PATTERN}
 PATH_VARIABLE = re.compile(r"{[^}]+}")
+
+
+@extend_schema_field(PERSON)
+class PersonField(serializers.CharField):
+    """A person named in a body, kept as written (her name is opaque, so it is not trimmed); the
+    document gives it the rule of every person of the API, which the view checks
+    (core_memory.base.api.views.validate_subject)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=PERSON["maxLength"], trim_whitespace=False, **kwargs)
 
 
 class ErrorDetailSerializer(serializers.Serializer):

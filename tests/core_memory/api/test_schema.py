@@ -322,6 +322,21 @@ def test_a_tool_items_call_id_the_document_calls_valid_is_never_refused_as_blank
 
 
 @pytest.mark.parametrize("value", BLANK_LOOKING)
+def test_a_person_a_subject_token_is_minted_for_the_document_calls_valid_is_never_refused_as_blank(document, tenant, value):
+    """R-2.2, R-2.3: the fuzz step minted a subject token for "\\x85"; the body's person had no rule
+    in the document, and the API refused it as no person at all."""
+    import jsonschema_rs
+
+    body = document["paths"]["/v1/subject-tokens"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    schema = {**body, "components": document["components"]}  # its $ref resolves in the document
+
+    answer = tenant.client().post("/v1/subject-tokens", {"subject": value}, format="json")
+
+    allowed = jsonschema_rs.is_valid(schema, {"subject": value})
+    assert answer.status_code != 400 if allowed else answer.status_code == 400, (value, answer.content)
+
+
+@pytest.mark.parametrize("value", BLANK_LOOKING)
 def test_a_person_in_the_path_the_document_calls_valid_is_never_refused_as_blank(document, tenant, value):
     """R-2.2, R-2.3: the fuzz step sent `GET /v1/persons/%09/export`; the path's person had no
     rule in the document, and the API refused the tab as no person at all."""
