@@ -1,6 +1,8 @@
 """Writing a record: create, confirm or correct, for a key's caller or for Core itself.
 
-Every change goes through `save()` so django-simple-history keeps the version; the version's
+Every change goes through `save()` so django-simple-history keeps the version, but a new record
+that corrects nothing is inserted with its version in one statement, as django-simple-history
+would write it (memory.services.inserting); the version's
 `history_change_reason` says what happened and who did it (`change_reason`). A confirmation
 changes under `select_for_update`, so a plain increment is exact."""
 from __future__ import annotations
@@ -18,6 +20,7 @@ from memory.embedding.services import record_vector_forget
 from memory.models import MemoryRecord
 from memory.selectors import EVENT_TYPES
 from memory.services.contradictions import contradictions_clear
+from memory.services.inserting import record_insert_versioned
 from memory.services.rules import (
     change_reason,
     due_check,
@@ -154,6 +157,8 @@ def _record_write_checked(
     normalised, expires_at = draft_checked(index=index, draft=draft, now=now)
 
     with transaction.atomic(durable=durable):
+        if draft.replaces is None:
+            return _record_create(index=index, subject=subject, draft=draft, normalised=normalised, expires_at=expires_at, actor=actor, now=now)
         replaced, subject, twin = _write_target(
             index=index, replaces=draft.replaces, subject=subject, type_name=draft.type, normalised_text=normalised
         )
@@ -169,12 +174,36 @@ def _record_write_checked(
             record_end(record=replaced, replaced_by=record, actor=actor)
             record_vector_forget(index=index, record_ids=[replaced.id])
         if twin is not None:
-            # A repeat renews an expiring record by its type's lifetime; only its own `expires_at` makes a lasting one expire.
-            renewed = draft.expires_at or (expires_at if twin.expires_at is not None else None)
-            record_confirm(record=twin, actor=actor, now=now, expires_at=renewed)
+            _twin_confirm(twin=twin, draft=draft, expires_at=expires_at, actor=actor, now=now)
         else:
             record, status = _record_insert(record=record, status=status, replaced=replaced, actor=actor, now=now)
     return RecordWriteResult(record=record, status=status)
+
+
+def _record_create(
+    *, index: KnowledgeIndex, subject: str | None, draft: RecordDraft, normalised: str, expires_at: datetime | None, actor: str, now: datetime
+) -> RecordWriteResult:
+    """A write that corrects nothing: the new record and its version in one statement, unless her
+    active record in the same words exists (a concurrent write's too, once it commits), which is
+    confirmed instead."""
+    record = record_new(index=index, subject=subject, draft=draft, normalised_text=normalised, replaced=None, now=now)
+    record.expires_at = expires_at
+    if record_insert_versioned(record=record, reason=change_reason(what="created", actor=actor)):
+        record_event_emit(record=record, kind="record.created", change="created", replaces=None)
+        embedding_schedule(index=index, record_id=record.id)
+        return RecordWriteResult(record=record, status="created")
+    twin = record_active_twin(index=index, subject=subject, type_name=draft.type, normalised_text=normalised)
+    if twin is None:  # the one that held the words was ended or deleted meanwhile
+        raise Conflict("A concurrent change touched the same record; retry.", param="text")
+    _twin_confirm(twin=twin, draft=draft, expires_at=expires_at, actor=actor, now=now)
+    return RecordWriteResult(record=twin, status="confirmed")
+
+
+def _twin_confirm(*, twin: MemoryRecord, draft: RecordDraft, expires_at: datetime | None, actor: str, now: datetime) -> None:
+    """Her active record in the draft's words is confirmed. A repeat renews an expiring record by
+    its type's lifetime; only its own `expires_at` makes a lasting one expire."""
+    renewed = draft.expires_at or (expires_at if twin.expires_at is not None else None)
+    record_confirm(record=twin, actor=actor, now=now, expires_at=renewed)
 
 
 def draft_checked(
