@@ -1,7 +1,7 @@
 """What one single write costs, in process through Django's whole request path, this checkout
 against others alternating (issue 33's "fewer statements and less Python per write").
 
-    make bench BENCH=bench/write_cost.py BENCH_ARGS="--against /work/wt/base"
+    make bench BENCH=bench/write_cost.py BENCH_ARGS="--against ../main"
 
 On the 10k store of bench/small.py (`bench_small_10k`, written first if missing): each checkout
 runs in its own process (the test client: every middleware, DRF, the view, the commit), writes
