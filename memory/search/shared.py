@@ -34,6 +34,8 @@ from datetime import datetime, timedelta, timezone as dt_timezone
 import numpy as np
 from django.db import connection
 
+from memory.search.shared_words import Matches, matches_read, matches_write
+
 # Rounding slack for scores summed here from PostgreSQL's single-precision scores.
 _SLACK = 1e-6
 # So few shared matches PostgreSQL ranks them faster than a bounded statement is made and checked.
@@ -85,6 +87,8 @@ class Bounded:
 
 _lock = threading.Lock()
 _indexes: dict[str, _Shared] = {}
+# Per index, the newest version of the shared set this process has seen.
+_newest: dict[str, int] = {}
 
 
 def _microseconds(moment: datetime) -> int:
@@ -107,7 +111,7 @@ LEFT JOIN LATERAL (
 """
 
 
-def _fetch(*, organisation_id: str, index_id: str, terms: list[str]) -> tuple[int, dict[str, list[tuple]]]:
+def _fetch(*, organisation_id: str, index_id: str, terms: list[str]) -> tuple[int, dict[str, Matches]]:
     with connection.cursor() as cursor:
         cursor.execute(_POSTINGS_SQL, {"index": index_id, "organisation": organisation_id, "terms": terms})
         rows = cursor.fetchall()
@@ -116,30 +120,35 @@ def _fetch(*, organisation_id: str, index_id: str, terms: list[str]) -> tuple[in
     for _version, term, record_id, raw, score, type_name, created_at in rows:
         if record_id is not None:
             found[term].append((record_id, raw, score, type_name, created_at))
-    return version, found
+    return version, {
+        term: Matches(
+            ids=[row[0] for row in rows],
+            raw=np.array([row[1] for row in rows], dtype=np.float64),
+            score=np.array([row[2] for row in rows], dtype=np.float64),
+            types=[row[3] for row in rows],
+            created=np.array([_microseconds(row[4]) for row in rows], dtype=np.int64),
+        )
+        for term, rows in found.items()
+    }
 
 
-def _added(shared: _Shared, found: dict[str, list[tuple]]) -> _Shared:
+def _added(shared: _Shared, found: dict[str, Matches]) -> _Shared:
     """`shared` with the words of `found` added: a new one, so that a search reading the old one
     on another thread meanwhile reads it whole."""
     shared = replace(shared, ids=list(shared.ids), ordinal=dict(shared.ordinal), types=list(shared.types),
                      created=list(shared.created), terms=dict(shared.terms))
-    for term, rows in found.items():
+    for term, matches in found.items():
         ordinals = []
-        for record_id, _raw, _score, type_name, created_at in rows:
+        for record_id, type_name, created in zip(matches.ids, matches.types, matches.created.tolist(), strict=True):
             number = shared.ordinal.get(record_id)
             if number is None:
                 number = shared.ordinal[record_id] = len(shared.ids)
                 shared.ids.append(record_id)
                 shared.types.append(type_name)
-                shared.created.append(_microseconds(created_at))
+                shared.created.append(created)
             ordinals.append(number)
-        shared.terms[term] = _Term(
-            ordinals=np.array(ordinals, dtype=np.int64),
-            raw=np.array([row[1] for row in rows], dtype=np.float64),
-            score=np.array([row[2] for row in rows], dtype=np.float64),
-        )
-        shared.postings += len(rows)
+        shared.terms[term] = _Term(ordinals=np.array(ordinals, dtype=np.int64), raw=matches.raw, score=matches.score)
+        shared.postings += len(matches.ids)
     # Ties are broken by id: each record's place in id order. The records new to this version are
     # sorted among themselves and merged into the order kept so far (sorting every kept id again
     # on each new word was a tenth of a fresh process's search).
@@ -158,28 +167,59 @@ def _added(shared: _Shared, found: dict[str, list[tuple]]) -> _Shared:
 
 
 def _shared_with(*, organisation_id: str, index_id: str, terms: list[str]) -> _Shared | None:
-    """The index's shared records holding `terms`, reading the words not yet kept (one query; a
-    second when the shared set changed since the others were read). None when it keeps changing."""
+    """The index's shared records holding `terms`, taking the words not yet kept from what other
+    processes read (memory.search.shared_words), reading the rest in one query (a second when
+    the shared set changed since the others were read). None when it keeps changing."""
     with _lock:
         shared = _indexes.get(index_id)
+        newest = _newest.get(index_id, 0)
     if shared is not None and (shared.stale or shared.postings > MAX_POSTINGS):
         shared = None
     missing = terms if shared is None else [term for term in terms if term not in shared.terms]
     if not missing:
         return shared
+    shared, missing = _taken_from_others(shared, organisation_id=organisation_id, index_id=index_id, terms=missing, newest=newest)
     for _attempt in range(2):
+        if not missing:
+            break
         version, found = _fetch(organisation_id=organisation_id, index_id=index_id, terms=missing)
+        _version_seen(index_id, version)
         if shared is not None and shared.version != version:
             # Changed since: the words kept before are of an older version.
             shared, missing = None, terms
             continue
-        shared = _added(shared or _Shared(version=version), found)
-        with _lock:
-            if len(_indexes) >= MAX_INDEXES and index_id not in _indexes:
-                _indexes.pop(next(iter(_indexes)))
-            _indexes[index_id] = shared
-        return shared
-    return None
+        matches_write(organisation_id=organisation_id, index_id=index_id, version=version, found=found)
+        shared, missing = _added(shared or _Shared(version=version), found), []
+    if missing:
+        return None
+    with _lock:
+        if len(_indexes) >= MAX_INDEXES and index_id not in _indexes:
+            _indexes.pop(next(iter(_indexes)))
+        _indexes[index_id] = shared
+    return shared
+
+
+def _taken_from_others(shared: _Shared | None, *, organisation_id: str, index_id: str, terms: list[str], newest: int) -> tuple[_Shared | None, list[str]]:
+    """`shared` with those of `terms` that another process read at its version (keeping none: at
+    the newest version there, never below one this process saw), and the words still missing."""
+    written = matches_read(organisation_id=organisation_id, index_id=index_id, terms=terms)
+    versions = [version for version, _matches in written.values() if version >= newest]
+    if not versions:
+        return shared, terms
+    version = shared.version if shared is not None else max(versions)
+    taken = {term: matches for term, (at, matches) in written.items() if at == version and at >= newest}
+    if not taken:
+        return shared, terms
+    return _added(shared or _Shared(version=version), taken), [term for term in terms if term not in taken]
+
+
+def _version_seen(index_id: str, version: int) -> None:
+    """Versions only rise: matches written at a lower one than this process saw are stale."""
+    with _lock:
+        if version > _newest.get(index_id, 0):
+            if len(_newest) >= MAX_INDEXES * 4:
+                _newest.clear()
+            _newest[index_id] = version
 
 
 def bounded_candidates(
@@ -247,6 +287,7 @@ def bounded_settled(bounded: Bounded, *, version: int | None, ranked: list[tuple
     shared set (exact; what is kept is stale and read again by the next search); at this one the
     `depth`-th best must reach the bar."""
     if version is not None and version != bounded.version:
+        _version_seen(bounded.index_id, version)
         with _lock:
             shared = _indexes.get(bounded.index_id)
             if shared is not None and shared.version == bounded.version:
@@ -266,3 +307,4 @@ def forget() -> None:
     """Drop everything kept (tests)."""
     with _lock:
         _indexes.clear()
+        _newest.clear()

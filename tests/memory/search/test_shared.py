@@ -212,3 +212,50 @@ def test_a_small_shared_set_is_ranked_whole_in_the_statement(tenant, store, monk
     )
 
     assert bounded is None
+
+
+def test_a_fresh_process_takes_the_words_another_process_read(tenant, store, django_assert_num_queries):
+    """R-5.10: the words' matches one process read are in Valkey for the next, at the same
+    version: a fresh process answers in the search's one statement, the same answer."""
+    question = "hoe wil Acme de facturen ontvangen"
+    _answer(tenant, question, limit=50)
+    forget()  # as a freshly started process
+
+    with django_assert_num_queries(1):
+        answer = _answer(tenant, question, limit=50)
+
+    assert answer == _exhaustive(tenant, question, limit=50)
+
+
+def test_words_another_process_read_before_a_shared_change_never_decide_an_answer(tenant, store, write, django_assert_num_queries):
+    """R-5.10: taken at an older version, they make the statement rank the shared set whole; the
+    next search reads them again and writes them anew, for the next fresh process."""
+    question = "Acme facturen per post"
+    _answer(tenant, question)
+    new = write("Acme facturen facturen facturen per post per post")
+    forget()
+
+    with django_assert_num_queries(1):
+        first = _answer(tenant, question)
+    with django_assert_num_queries(2):
+        again = _answer(tenant, question)
+    forget()
+    with django_assert_num_queries(1):
+        fresh = _answer(tenant, question)
+
+    assert new.id in {record_id for record_id, _ in first}
+    assert first == again == fresh == _exhaustive(tenant, question)
+
+
+@pytest.mark.parametrize("url", ["", "redis://127.0.0.1:1/0"], ids=["none", "unreachable"])
+def test_without_valkey_each_process_reads_its_words_itself(tenant, store, settings, url, django_assert_num_queries):
+    """R-5.10: no Valkey, or one that cannot be reached, costs a fresh process its words' query, never an answer."""
+    question = "wie stuurt de offerte per post"
+    _answer(tenant, question, limit=50)
+    settings.REDIS_URL = url
+    forget()
+
+    with django_assert_num_queries(2):
+        answer = _answer(tenant, question, limit=50)
+
+    assert answer == _exhaustive(tenant, question, limit=50)
