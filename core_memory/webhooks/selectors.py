@@ -1,6 +1,8 @@
 """Reading webhook subscriptions and their delivery log, always within one organisation."""
 from __future__ import annotations
 
+from functools import cache
+
 from django.db.models import Prefetch, QuerySet
 
 from core_memory.base.callers import Caller
@@ -17,6 +19,16 @@ def webhook_subscription_get(*, caller: Caller, subscription_id: str, locked: bo
     if subscription is None:
         raise NotFound("No such webhook.")
     return subscription
+
+
+@cache
+def webhook_subscribers_statement() -> str:
+    """The SELECT of the ids of an organisation's subscriptions that ask for one kind of event, with
+    two parameters (the organisation's id, the kind), as the ORM writes it: for a caller that reads
+    them inside a statement of its own (a new record's insert) and tells `webhook_event_emit_to`."""
+    query = WebhookSubscription.objects.for_organisation("organisation").filter(events__overlap=["kind"]).values("pk").query
+    statement, _params = query.sql_with_params()
+    return statement
 
 
 def webhook_subscriptions_list(*, caller: Caller) -> QuerySet[WebhookSubscription]:

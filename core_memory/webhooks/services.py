@@ -151,15 +151,36 @@ def webhook_events_emit(*, events: Sequence[EventDraft], now: datetime | None = 
             .filter(events__overlap=sorted({event.kind for event in told}))
             .values_list("pk", "events")
         )
-        for event in told:
-            subscription_ids = [pk for pk, asked in subscriptions if event.kind in asked]
-            if subscription_ids:
-                payload = {"type": event.kind, "timestamp": now.isoformat(), "data": event.data}
-                row = WebhookEvent(
-                    organisation_id=organisation_id, kind=event.kind, subject=event.subject, payload=payload, started_at=now,
-                    pending=len(subscription_ids),
-                )
-                written.append((row, subscription_ids))
+        written += _events_for(told=told, subscriptions=subscriptions, now=now)
+    return _events_write(written, now=now)
+
+
+def webhook_event_emit_to(*, event: EventDraft, subscription_ids: Sequence[str], now: datetime | None = None) -> list[WebhookEvent]:
+    """`webhook_events_emit` for one event whose subscribers the caller read already, in this
+    transaction (`webhook_subscribers_statement`)."""
+    now = now or timezone.now()
+    return _events_write(_events_for(told=[event], subscriptions=[(pk, [event.kind]) for pk in subscription_ids], now=now), now=now)
+
+
+def _events_for(
+    *, told: Sequence[EventDraft], subscriptions: list[tuple[str, list[str]]], now: datetime
+) -> list[tuple[WebhookEvent, list[str]]]:
+    """The unsaved events of one organisation that a subscription asked for, each with the ids of those that did."""
+    written = []
+    for event in told:
+        subscription_ids = [pk for pk, asked in subscriptions if event.kind in asked]
+        if subscription_ids:
+            payload = {"type": event.kind, "timestamp": now.isoformat(), "data": event.data}
+            row = WebhookEvent(
+                organisation_id=event.organisation_id, kind=event.kind, subject=event.subject, payload=payload, started_at=now,
+                pending=len(subscription_ids),
+            )
+            written.append((row, subscription_ids))
+    return written
+
+
+def _events_write(written: list[tuple[WebhookEvent, list[str]]], *, now: datetime) -> list[WebhookEvent]:
+    """One insert of the events and one of their deliveries, each delivery's task sent after the commit."""
     if not written:
         return []
     WebhookEvent.objects.bulk_create([event for event, _ in written])

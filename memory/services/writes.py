@@ -16,11 +16,12 @@ from django.utils import timezone
 from core_memory.base.callers import Caller
 from core_memory.base.errors import Conflict, ImproperlyScoped, NotFound
 from core_memory.base.storable import metadata_check
+from core_memory.webhooks.services import webhook_event_emit_to
 from memory.embedding.services import record_vector_forget
 from memory.models import MemoryRecord
 from memory.selectors import EVENT_TYPES
 from memory.services.contradictions import contradictions_clear
-from memory.services.inserting import record_insert_versioned
+from memory.services.inserting import CREATED, record_insert_versioned
 from memory.services.rules import (
     change_reason,
     due_check,
@@ -29,6 +30,7 @@ from memory.services.rules import (
     is_unique_active_violation,
     record_active_twin,
     record_confirm,
+    record_event,
     record_event_emit,
     record_expiry,
     record_write_authorise,
@@ -188,8 +190,9 @@ def _record_create(
     confirmed instead."""
     record = record_new(index=index, subject=subject, draft=draft, normalised_text=normalised, replaced=None, now=now)
     record.expires_at = expires_at
-    if record_insert_versioned(record=record, reason=change_reason(what="created", actor=actor)):
-        record_event_emit(record=record, kind="record.created", change="created", replaces=None)
+    subscribers = record_insert_versioned(record=record, reason=change_reason(what="created", actor=actor))
+    if subscribers is not None:
+        webhook_event_emit_to(event=record_event(record=record, kind=CREATED, change="created", replaces=None), subscription_ids=subscribers)
         embedding_schedule(index=index, record_id=record.id)
         return RecordWriteResult(record=record, status="created")
     twin = record_active_twin(index=index, subject=subject, type_name=draft.type, normalised_text=normalised)

@@ -11,6 +11,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
+from core_memory.organisations.models import Organisation
+from core_memory.webhooks.models import WebhookSubscription
 from memory.models import MemoryRecord
 from memory.services.inserting import record_insert_versioned
 
@@ -51,7 +53,7 @@ def test_the_record_and_its_version_are_the_ones_save_writes(tenant):
     inserted = _record(tenant, subject="anna")
 
     with CaptureQueriesContext(connection) as statements:
-        assert record_insert_versioned(record=inserted, reason="created by key k1") is True
+        assert record_insert_versioned(record=inserted, reason="created by key k1") == []
 
     assert len(statements) == 1
     assert _rows(inserted) == _rows(saved)
@@ -85,8 +87,24 @@ def test_a_text_she_already_has_active_inserts_nothing(tenant):
     kept = _saved(_record(tenant, subject="anna", type_name="fact"), "created by key k1")
 
     again = _record(tenant, subject="anna", type_name="fact")
-    assert record_insert_versioned(record=again, reason="created by key k1") is False
+    assert record_insert_versioned(record=again, reason="created by key k1") is None
 
     assert list(MemoryRecord.objects.values_list("pk", flat=True)) == [kept.pk]
     assert MemoryRecord.history.count() == 1
     assert model_to_dict(again)["text"] == kept.text and again._state.adding
+
+
+def test_the_subscribers_read_with_the_insert_are_those_its_event_goes_to(tenant):
+    """R-3.4: a created record is told to the organisation's subscriptions that asked for
+    `record.created`, and to no other (another kind, another organisation)."""
+    other = Organisation.objects.create(name="Ander", timezone="UTC")
+    asking = [
+        WebhookSubscription.objects.create(organisation=tenant.organisation, url=f"https://example.com/{n}", events=events, secret="s")
+        for n, events in enumerate((["record.created"], ["record.updated", "record.created"]))
+    ]
+    WebhookSubscription.objects.create(organisation=tenant.organisation, url="https://example.com/u", events=["record.updated"], secret="s")
+    WebhookSubscription.objects.create(organisation=other, url="https://example.com/o", events=["record.created"], secret="s")
+
+    subscribers = record_insert_versioned(record=_record(tenant, subject="anna"), reason="created by key k1")
+
+    assert sorted(subscribers) == sorted(subscription.pk for subscription in asking)
