@@ -101,21 +101,27 @@ def _narrowing(alias: str, *, types: Sequence[str] | None, after: datetime | Non
 _statements: dict[tuple, str] = {}
 
 
+def person_text_parts(*, types, after, before, bounded: bool) -> tuple[str, str]:
+    """The SQL of a person's two parts' best ids by full text (hers, the shared ones), each a
+    parenthesised SELECT of `part.id` (the shared one two of them, UNION ALL-ed, when bounded)."""
+    part = _PART.replace("{narrowing}", _narrowing("part", types=types, after=after, before=before))
+    shared = part.replace("{person}", "part.subject IS NULL")
+    if bounded:
+        changed = shared.replace("\n    ORDER BY", f"\n      AND NOT ({_VERSION} = %(version)s)\n    ORDER BY")
+        shared = f"{_FEW.replace('{version}', _VERSION)} UNION ALL {changed}"
+    return part.replace("{person}", "part.subject = %(subject)s"), shared
+
+
 def _statement(columns: Sequence[str], *, types, after, before, bounded: bool) -> str:
     shape = (tuple(columns), bool(types), after is not None, before is not None, bounded)
     statement = _statements.get(shape)
     if statement is None:
-        narrowing = {alias: _narrowing(alias, types=types, after=after, before=before) for alias in ("part", "record")}
-        part = _PART.replace("{narrowing}", narrowing["part"])
-        shared = part.replace("{person}", "part.subject IS NULL")
-        if bounded:
-            changed = shared.replace("\n    ORDER BY", f"\n      AND NOT ({_VERSION} = %(version)s)\n    ORDER BY")
-            shared = f"{_FEW.replace('{version}', _VERSION)} UNION ALL {changed}"
+        own, shared = person_text_parts(types=types, after=after, before=before, bounded=bounded)
         statement = _statements[shape] = _STATEMENT.format(
             columns=", ".join(f'record."{name}"' for name in columns),
             version=f", {_VERSION} AS shared_version" if bounded else "",
-            narrowing=narrowing["record"],
-            own=part.replace("{person}", "part.subject = %(subject)s"),
+            narrowing=_narrowing("record", types=types, after=after, before=before),
+            own=own,
             shared=shared,
         )
     return statement
@@ -141,25 +147,43 @@ def person_text_rows(
     confidence: no decay), its full-text score and its similarity (none). With `bounded` (the
     shared set's few that can be among the best), None when they turned out not to hold the best
     (memory.search.shared.bounded_settled): the search asks again without them."""
+    parameters = person_text_parameters(
+        caller=caller, index=index, terms=terms, depth=depth, now=now, types=types, after=after, before=before, bounded=bounded
+    )
+    rows = candidate_rows_read(_statement(columns, types=types, after=after, before=before, bounded=bounded is not None), parameters, columns=columns)
+    if bounded is not None:
+        place_id, place_score = columns.index("id"), len(columns) + 1
+        if not bounded_exact(bounded, [(row[place_id], row[place_score], row[-1]) for row in rows]):
+            return None
+        rows = [row[:-1] for row in rows]
+    return rows
+
+
+def person_text_parameters(
+    *, caller: Caller, index: KnowledgeIndex, terms: list[str], depth: int, now: datetime, types: Sequence[str] | None,
+    after: datetime | None, before: datetime | None, bounded: Bounded | None,
+) -> dict:
+    """The parameters of `person_text_parts`' SQL (and of the statements around them)."""
     parameters = {
         "organisation": caller.organisation_id, "index": index.pk, "subject": caller.subject, "now": now, "depth": depth,
         "query": " | ".join(terms), "types": list(types or []), "after": after, "before": before,
     }
     if bounded is not None:
         parameters.update(few=bounded.ids, version=bounded.version)
+    return parameters
+
+
+def candidate_rows_read(statement: str, parameters: dict, *, columns: Sequence[str]) -> list[tuple]:
+    """The rows of a candidates' statement whose first columns are `columns` of the record: its
+    moments as text (JSON too, as the database answers it) but the creation, read as the ORM does."""
     connection = connections[router.db_for_read(MemoryRecord)]
     with connection.cursor() as cursor:
         cursor.cursor.adapters.register_loader("timestamptz", TextLoader)
-        cursor.execute(_statement(columns, types=types, after=after, before=before, bounded=bounded is not None), parameters)
+        cursor.execute(statement, parameters)
         rows = cursor.fetchall()
     if "created_at" in columns:
         place, moment = columns.index("created_at"), _moment_reader(connection)
         rows = [(*row[:place], moment(row[place]), *row[place + 1:]) for row in rows]
-    if bounded is not None:
-        place_id, place_score = columns.index("id"), len(columns) + 1
-        if not bounded_exact(bounded, [(row[place_id], row[place_score], row[-1]) for row in rows]):
-            return None
-        rows = [row[:-1] for row in rows]
     return rows
 
 

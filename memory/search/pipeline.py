@@ -24,6 +24,7 @@ from memory.models import MemoryRecord
 from memory.search.candidates import bounded_exact, shared_bounded, shared_version, text_candidates
 from memory.search.decay import key_half_lives, records_with_decay
 from memory.search.hot import FIELDS, person_text_rows, rows_ranked
+from memory.search.hybrid import person_hybrid_rows, person_text_found
 from memory.search.ranking import NEIGHBOUR_TURNS, Candidate, candidates_rank
 from memory.search.scope import (
     SearchFilters,
@@ -44,7 +45,8 @@ from stores.models import KnowledgeIndex
 # Candidates taken from each signal (full text, vectors) before fusing; at least `limit`.
 SEARCH_DEPTH = 50
 # A person's full-text search without decay reads its candidates by memory.search.hot's
-# statement, written once, rather than the ORM's built anew (the same statement; tests compare).
+# statement, written once, rather than the ORM's built anew (the same statement; tests compare);
+# her hybrid search by the in-process model's vectors by memory.search.hybrid's two.
 HOT_STATEMENT = True
 # Bounding the shared set's matches costs the written statement next to nothing: it bounds them
 # from this many on (the ORM's statement from memory.search.shared.RANKED_WHOLE on).
@@ -127,11 +129,22 @@ def _search(
         return []
     depth = max(SEARCH_DEPTH, limit)
     two_parts = subject is not None and shared  # hers and the shared ones apart (search_parts)
-    hot = HOT_STATEMENT and two_parts and not embeds and not index.conversation and not key_half_lives(key=key)
+    written = HOT_STATEMENT and two_parts and not index.conversation and not key_half_lives(key=key)
+    hot, hybrid = written and not embeds, written and embeds and model.in_process
     bounded = (
-        shared_bounded(key=key, index=index, terms=terms, filters=narrowing, depth=depth, ranked_whole=HOT_RANKED_WHOLE if hot else None)
+        shared_bounded(
+            key=key, index=index, terms=terms, filters=narrowing, depth=depth, ranked_whole=HOT_RANKED_WHOLE if hot or hybrid else None
+        )
         if bound and two_parts else None
     )
+    if hybrid:
+        rows = _hybrid_rows(
+            caller=caller, index=index, model=model, question=question, terms=terms, depth=depth, now=now, bounded=bounded,
+            exhaustive=exhaustive, deadline=deadline, trace=trace, narrowing=narrowing,
+        )
+        if rows is None:
+            return None
+        return _ranked(caller=caller, index=index, query=query, limit=limit, now=now, deadline=deadline, trace=trace, **rows_ranked(rows))
     if hot:
         with span("search.candidates_read"):
             rows = person_text_rows(
@@ -178,6 +191,28 @@ def _search(
     candidates = [_candidate(record, conversation=index.conversation) for record in found]
     hit = {record.id: record for record in found}.__getitem__
     return _ranked(caller=caller, index=index, query=query, limit=limit, now=now, deadline=deadline, trace=trace, candidates=candidates, hit=hit)
+
+
+def _hybrid_rows(
+    *, caller: Caller, index: KnowledgeIndex, model, question, terms: list[str], depth: int, now: datetime, bounded, exhaustive: bool,
+    deadline: float, trace: SearchTrace, narrowing: dict,
+) -> list[tuple] | None:
+    """A person's hybrid search's candidates by memory.search.hybrid's statements: her full-text
+    ones first, while the question is being embedded, then all of them with both scores. None when
+    the shared set's bounded candidates turn out not to be the best."""
+    with span("search.text_candidates"):
+        found = person_text_found(caller=caller, index=index, terms=terms, depth=depth, now=now, bounded=bounded, **narrowing)
+    if found is None:
+        return None
+    with span("search.vectors"):
+        query_vector = question_vector(model=model, question=question, deadline=deadline, trace=trace)
+    if query_vector is None and not found:
+        return []
+    with span("search.candidates_read"):
+        return person_hybrid_rows(
+            caller=caller, index=index, terms=terms, found=found, query_vector=query_vector, depth=depth, now=now, exhaustive=exhaustive,
+            **narrowing,
+        )
 
 
 def _ranked(
