@@ -11,6 +11,10 @@ pass), its own CPU time and its PostgreSQL backend's CPU time (/proc of the back
 alternate the checkouts (A B B A …) so load from elsewhere falls on both alike; the statement
 and call counts do not depend on load, the CPU times only as ratios of the same run.
 
+With `--sustained SECONDS`, instead: each checkout's server (gunicorn as the Procfile starts it,
+side by side on the same database) takes single writes from 8 clients for that long, rounds
+alternating; writes per second, their p95, and every answered id looked for in the database.
+
 Prints the table; records nothing by itself (bench/RESULTS.md is written by hand).
 """
 from __future__ import annotations
@@ -112,6 +116,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--per-round", type=int, default=200)
     parser.add_argument("--show-statements", action="store_true", help="print one write's statements for each checkout")
+    parser.add_argument("--sustained", type=float, default=0, help="seconds of 8 clients writing through gunicorn per round, instead")
     parser.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.worker:
@@ -125,6 +130,9 @@ def main() -> None:
 
     store = small_store(10_000, 100)
     checkouts = [("this checkout", ROOT)] + [(str(Path(other).resolve()), Path(other).resolve()) for other in arguments.against]
+    if arguments.sustained:
+        sustained(store, checkouts, rounds=arguments.rounds, seconds=arguments.sustained)
+        return
     results: dict[str, list[dict]] = {label: [] for label, _root in checkouts}
     for number in range(arguments.rounds):
         order = checkouts if number % 2 == 0 else list(reversed(checkouts))
@@ -147,6 +155,56 @@ def main() -> None:
             print(f"\n{label}:")
             for statement in rounds[-1]["one_write"]:
                 print("  ", statement[:400])
+
+
+def sustained(store, checkouts: list[tuple[str, Path]], *, rounds: int, seconds: float, clients: int = 8) -> None:
+    import asyncio
+    import random
+    import time
+
+    from client import Api, Server, percentile
+    from small import text_of
+
+    from memory.models import MemoryRecord
+
+    async def writing(api: Api, generator: random.Random) -> list:
+        answers = []
+        stop_at = time.monotonic() + seconds
+
+        async def client() -> None:
+            while time.monotonic() < stop_at:
+                body = {"index_id": store.index_id, "type": generator.choice(("fact", "preference")), "text": text_of(generator)}
+                answers.append(await api.call("POST", "/v1/memory", body, subject=f"persoon-{generator.randrange(store.persons):03d}"))
+
+        await asyncio.gather(*(client() for _ in range(clients)))
+        return answers
+
+    servers = [Server(database=store.database, root=root, log=ROOT / "var" / "bench" / f"gunicorn-writes-{number}.log") for number, (_label, root) in enumerate(checkouts)]
+    for server in servers:
+        server.__enter__()
+    totals: dict[str, list] = {label: [] for label, _root in checkouts}
+    try:
+        apis = {label: Api(host="127.0.0.1", port=server.port, secret=store.secret) for (label, _root), server in zip(checkouts, servers)}
+        for label, api in apis.items():
+            asyncio.run(writing(api, random.Random(time.time_ns())))  # warm-up, not counted
+        for number in range(rounds):
+            for label, _root in checkouts if number % 2 == 0 else list(reversed(checkouts)):
+                answers = asyncio.run(writing(apis[label], random.Random(time.time_ns())))
+                totals[label].append(answers)
+                print(label, f"round {number}: {len(answers) / seconds:.0f} writes/s", flush=True)
+    finally:
+        for server in servers:
+            server.__exit__(None, None, None)
+    print()
+    print(f"| checkout | writes/s ({clients} clients, {rounds} rounds of {seconds:.0f} s) | p95 ms | failed | answered ids missing |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for label, rounds_answers in totals.items():
+        answers = [answer for round_answers in rounds_answers for answer in round_answers]
+        failed = [answer for answer in answers if answer.status not in (200, 201)]
+        written = {answer.json()["memory_id"] for answer in answers if answer.status in (200, 201)}
+        found = MemoryRecord.objects.unscoped().filter(id__in=written).count()
+        rate = len(answers) / (seconds * len(rounds_answers))
+        print(f"| {label} | {rate:.0f} | {percentile([answer.seconds * 1000 for answer in answers], 0.95):.1f} | {len(failed)} | {len(written) - found} of {len(written)} |")
 
 
 if __name__ == "__main__":
