@@ -6,8 +6,9 @@ active record already holds its words sent a SELECT before both, and a savepoint
 insert for the race where a concurrent write got there first. Here the record's INSERT skips
 a row that the unique constraint on active texts would refuse (ON CONFLICT … DO NOTHING), and
 the version is inserted from the row the INSERT returns, in the same statement, which also reads
-the webhook subscriptions its event goes to: one round trip, no savepoint, and a version with exactly the columns django-simple-history writes for a
-created record (`history_type` "+", the change reason, the console user behind the request)."""
+the webhook subscriptions its event goes to: one round trip, no savepoint, and a version with
+exactly the columns django-simple-history writes for a created record (`history_type` "+", the
+change reason, the console user behind the request)."""
 from __future__ import annotations
 
 from functools import cache

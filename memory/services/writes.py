@@ -2,8 +2,8 @@
 
 Every change goes through `save()` so django-simple-history keeps the version, but a new record
 that corrects nothing is inserted with its version in one statement, as django-simple-history
-would write it (memory.services.inserting); the version's
-`history_change_reason` says what happened and who did it (`change_reason`). A confirmation
+would write it (memory.services.inserting); the version's `history_change_reason` says what
+happened and who did it (`change_reason`). A confirmation
 changes under `select_for_update`, so a plain increment is exact."""
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ def _record_write_checked(
         else:
             record = record_new(index=index, subject=subject, draft=draft, normalised_text=normalised, replaced=replaced, now=now)
             record.expires_at = expires_at
-            status = "corrected" if replaced is not None else "created"
+            status = "corrected"
         if replaced is not None:
             # Ended before the insert, which may reuse its text; the foreign key to the
             # new id is checked at commit (Django's PostgreSQL FKs are deferred).
