@@ -14,7 +14,7 @@ match when it changed since: the ORM's statement for that case (memory.search.ca
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from django.db import connections, router
@@ -200,13 +200,15 @@ def rows_ranked(rows: list[tuple]) -> dict:
         for row in rows
     ]
 
+    readers: dict[str, Callable] = {}
+
     def hit(record_id: str) -> MemoryRecord:
         row = by_id[record_id]
         alias = router.db_for_read(MemoryRecord)
         values = list(row[: len(FIELDS)])
         for place, convert in _CONVERTERS:
             values[place] = convert(values[place], None, connections[alias])
-        moment = _moment_reader(connections[alias])
+        moment = readers.get(alias) or readers.setdefault(alias, _moment_reader(connections[alias]))
         for place in _MOMENTS:
             if place != _CREATED:
                 values[place] = moment(values[place])

@@ -159,7 +159,10 @@ def candidates_features(
 
 def fused_sum(features: dict[str, float], model: dict[str, float]) -> float:
     """bias + Σ weight · feature: the model's logit."""
-    return model["bias"] + sum(model[name] * value for name, value in features.items())
+    total = 0.0
+    for name, value in features.items():
+        total += model[name] * value
+    return model["bias"] + total
 
 
 def _sigmoid(total: float) -> float:

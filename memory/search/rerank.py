@@ -69,8 +69,10 @@ def _stems(text: str) -> list[str]:
 
 def _ranks(values: Sequence[float]) -> list[float]:
     """1 / (1 + place) of each value among all, the highest first (equals share the better place)."""
-    order = sorted(values, reverse=True)
-    return [1 / (1 + order.index(value)) for value in values]
+    place: dict[float, int] = {}
+    for number, value in enumerate(sorted(values, reverse=True)):
+        place.setdefault(value, number)
+    return [1 / (1 + place[value]) for value in values]
 
 
 def rerank_features(
@@ -91,9 +93,11 @@ def rerank_features(
         places: dict[str, list[int]] = {}
         for place, stem in enumerate(records[position]):
             places.setdefault(stem, []).append(place)
-        near = sum(
-            any(abs(i - j) <= PAIR_DISTANCE for i in places.get(a, ()) for j in places.get(b, ())) for a, b in pairs
-        )
+        near = 0
+        for a, b in pairs:
+            at, bt = places.get(a), places.get(b)
+            if at and bt and any(abs(i - j) <= PAIR_DISTANCE for i in at for j in bt):
+                near += 1
         lowered = text.lower()
         rows.append({
             "first": first[position],
