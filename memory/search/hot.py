@@ -52,9 +52,24 @@ _TIMESTAMPTZ = postgres_types["timestamptz"].oid
 
 
 def _moment_reader(connection):
-    """The connection's reading of a moment's text (in its time zone, as the ORM gets it)."""
-    load = connection.connection.adapters.get_loader(_TIMESTAMPTZ, Format.TEXT)(_TIMESTAMPTZ, connection.connection).load
-    return lambda text: None if text is None else load(text.encode())
+    """The connection's reading of a moment's text (in its time zone, as the ORM gets it). Django's
+    reading parses the text and labels it with the connection's zone; a moment PostgreSQL wrote in
+    UTC ("…+00", as Django's sessions ask) is parsed by the standard library's parser, the same
+    moment at a tenth of the cost, and labelled alike."""
+    loader = connection.connection.adapters.get_loader(_TIMESTAMPTZ, Format.TEXT)(_TIMESTAMPTZ, connection.connection)
+    load, labelled = loader.load, hasattr(loader, "timezone")
+
+    def read(text: str | None) -> datetime | None:
+        if text is None:
+            return None
+        if labelled and text.endswith("+00"):
+            try:
+                return datetime.fromisoformat(text).replace(tzinfo=loader.timezone)
+            except ValueError:
+                pass
+        return load(text.encode())
+
+    return read
 
 # One part of the scope (hers, or the shared ones): its best `depth` ids by full text.
 _PART = """(SELECT part.id FROM memory_memoryrecord part

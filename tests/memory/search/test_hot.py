@@ -3,12 +3,15 @@
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
+from psycopg.pq import Format
 
 from core_memory.base.callers import Caller
 from memory.models import MemoryRecord
 from memory.search import SearchFilters, pipeline, record_search
 from memory.search import shared as shared_module
+from memory.search.hot import _TIMESTAMPTZ, _moment_reader
 from stores.selectors import index_find_available
 
 pytestmark = pytest.mark.django_db
@@ -104,3 +107,20 @@ def test_with_the_shared_sets_bounded_candidates_it_answers_as_the_orms_statemen
         assert hot == built, question
     assert any(found is not None and found.ids for found in bounded)
     shared_module.forget()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["2026-12-06 16:37:37.215191+00", "2026-12-06 16:37:37.2+00", "2026-12-06 16:37:37+00", "2026-03-29 01:59:59.999999+00",
+     "2026-12-06 17:37:37.215191+01", "0001-01-01 00:00:00+00"],
+)
+def test_a_candidates_moment_is_read_as_the_orm_reads_it(text):
+    """R-5.10: the moments of the hits (and the creation every candidate is ranked by) are the
+    ORM's, in value and in zone, whichever way the text is parsed."""
+    connection.ensure_connection()
+    orm = connection.connection.adapters.get_loader(_TIMESTAMPTZ, Format.TEXT)(_TIMESTAMPTZ, connection.connection)
+    read = _moment_reader(connection)(text)
+
+    assert read == orm.load(text.encode())
+    assert read.tzinfo is orm.load(text.encode()).tzinfo
+    assert _moment_reader(connection)(None) is None
