@@ -147,12 +147,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--per-round", type=int, default=50)
     parser.add_argument("--only", default="", help="in-process or server (default both)")
+    parser.add_argument("--seed", type=int, default=None, help="the questions' seed (default: a new one, printed)")
     arguments = parser.parse_args()
     checkouts = [("this", ROOT)] + [(Path(path).resolve().name, Path(path).resolve()) for path in arguments.against]
     store = seeded_store(arguments.records)
-    generator = random.Random(33)
+    # A new seed each run: a question of an earlier run may still be kept in Redis (a day).
+    seed = arguments.seed if arguments.seed is not None else random.SystemRandom().randrange(2**32)
+    generator = random.Random(seed)
     persons = store.person_sample(generator, 2000)
-    print(f"{store.records:,} records ({store.database}); load average {load_average()}", flush=True)
+    print(f"{store.records:,} records ({store.database}); seed {seed}; load average {load_average()}", flush=True)
     rows = []
     with hybrid_on(store):
         if arguments.only in ("", "in-process"):
