@@ -21,15 +21,16 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Case, F, IntegerField, QuerySet, Value, When
+from django.db.models import F, QuerySet
 
 from core_memory.base.callers import Caller
 from core_memory.llm.embeddings import query_embed_begin
 from memory.embedding.storage import index_embedding_model, index_embeds
 from memory.injection.lines import record_line, token_estimate, tokens_of_bytes
+from memory.injection.pages import PAGE_MARGIN, first_pages_read, merged_page, merged_pages, pages
+from memory.injection.topic import RANK_SCORES, TopicRead, hits_are_rows, ranked_by_topic, relevance_score, topic_hits
 from memory.injection.settings import BlockSettings, block_settings, governing_block, readable_index
 from memory.models import MemoryRecord
-from memory.search import SearchFilters, record_search
 from memory.search.decay import TIE_BREAKERS, records_with_decay
 from memory.search.question import SearchTrace
 from memory.search.scope import records_visible
@@ -40,8 +41,6 @@ BEHAVIOUR_LIMIT = 10
 # Types that have their own section and never appear under about_this_person/organisation.
 OWN_SECTION_TYPES = ("commitment", "behaviour", "episode")
 LESSON = "lesson"
-PAGE_MARGIN = 10
-MAX_PAGES = 3
 COUNT_CAP = 1_000
 # The smallest record line is about 40 bytes; below this nothing more can fit.
 MIN_LINE_TOKENS = 10
@@ -50,6 +49,10 @@ LINE_FIELDS = ("id", "subject", "type", "text", "confidence", "contested", "due_
 # Episodes: relevance to the topic, weighted so that a session this old counts half.
 EPISODE_RECENCY_HALF_LIFE_DAYS = 30.0
 
+
+# The sections' first pages read together in one statement (memory.injection.pages); off, each
+# section reads its own (the same records: tests/memory/injection/test_first_pages.py compares).
+FIRST_PAGES_TOGETHER = True
 
 DROPPED_BY_BUDGET = "budget"
 DROPPED_BY_SHARE = "share"
@@ -143,106 +146,7 @@ class _Block:
         return injected, tried
 
 
-def _pages(queryset: QuerySet, *, page_size: int, block: _Block) -> Iterator[MemoryRecord]:
-    """The queryset in LIMITed pages; the next page only while budget is left."""
-    for page in range(MAX_PAGES):
-        if page and block.exhausted:
-            return
-        rows = list(queryset[page * page_size : (page + 1) * page_size])
-        yield from rows
-        if len(rows) < page_size:
-            return
-
-
-def _merged_pages(querysets: list[QuerySet], *, order: tuple, page_size: int, block: _Block) -> Iterator[MemoryRecord]:
-    """Like `_pages` over the union of `querysets` (hers and the shared ones) in `order`.
-
-    One query per page, a UNION ALL of each part's own ordered top rows: each part reads
-    only its first rows through its index, where one query over "hers OR shared" would
-    read and sort every open commitment of the whole organisation.
-    """
-    if len(querysets) == 1:
-        yield from _pages(querysets[0].order_by(*order), page_size=page_size, block=block)
-        return
-    for page in range(MAX_PAGES):
-        if page and block.exhausted:
-            return
-        stop = (page + 1) * page_size
-        first, *others = (queryset.order_by(*order)[:stop] for queryset in querysets)
-        rows = list(first.union(*others, all=True).order_by(*order)[page * page_size : stop])
-        yield from rows
-        if len(rows) < page_size:
-            return
-
-
 CONFIDENCE_ORDER = TIE_BREAKERS
-
-
-def _topic_hits(
-    *,
-    caller: Caller,
-    index: KnowledgeIndex,
-    topic: str,
-    types: list[str] | None,
-    limit: int,
-    now: datetime,
-    shared: bool = True,
-    trace: SearchTrace | None = None,
-) -> dict[str, float]:
-    """Record id -> closeness to the topic, 0..1 relative to the best hit (the records engineer's search),
-    among the records the section shows: hers and the shared ones, or hers only (`shared=False`)."""
-    if not topic.strip():
-        return {}
-    found = record_search(
-        caller=caller, index=index, query=topic, filters=SearchFilters(types=types, limit=limit, shared=shared), now=now, trace=trace
-    )
-    best = max((hit_score for _, hit_score in found), default=0.0) or 1.0
-    return {record.id: hit_score / best for record, hit_score in found}
-
-
-def _ranked_by_topic(
-    *,
-    section_queryset: QuerySet,
-    hits: dict[str, float],
-    fallback_order: tuple,
-    page_size: int,
-    block: _Block,
-    score: Callable[[MemoryRecord, float], float],
-) -> Iterator[MemoryRecord]:
-    """Records close to the topic first (ordered by `score(record, relevance 0..1)`), then the rest.
-
-    The search only proposes ids; the section's queryset decides what may be shown, so
-    scoping and the block's filters hold exactly as in the confidence order. One
-    query reads the section's hits together with its first page in fallback order.
-    """
-    hit_ids = list(hits)
-    first = section_queryset.order_by(*fallback_order)
-    if hit_ids:
-        first = section_queryset.alias(
-            is_hit=Case(When(id__in=hit_ids, then=Value(1)), default=Value(0), output_field=IntegerField())
-        ).order_by("-is_hit", *fallback_order)
-    pool = list(first[: page_size + len(hit_ids)])
-    ordered = sorted(
-        pool,
-        key=lambda record: (-score(record, hits.get(record.id, 0.0)), -record.effective_confidence, -record.retrieval_count, record.id),
-    )
-    yield from ordered
-    if len(pool) < page_size + len(hit_ids):
-        return
-    rest = section_queryset.exclude(id__in=[record.id for record in pool]).order_by(*fallback_order)
-    yield from _pages(rest, page_size=page_size, block=block)
-
-
-def _relevance_score(record: MemoryRecord, relevance: float) -> float:
-    return relevance
-
-
-def _blend_score(record: MemoryRecord, relevance: float) -> float:
-    """Half closeness to the topic (relative to the best hit), half effective confidence."""
-    return 0.5 * relevance + 0.5 * record.effective_confidence
-
-
-RANK_SCORES: dict[str, Callable[[MemoryRecord, float], float]] = {"relevance": _relevance_score, "blend": _blend_score}
 
 
 def _capped_counts(querysets: dict[str, QuerySet]) -> dict[str, int]:
@@ -286,14 +190,18 @@ def injection_block_build(*, caller: Caller, agent_version, topic: str, now: dat
     shared_budget = settings.budget * settings.organisation_share if subject is not None else None
     block = _Block(budget=settings.budget, shared_budget=shared_budget)
     topic = topic or ""
-    _walk_commitments(hers=hers, shared=shared, settings=settings, block=block)
-    _walk_behaviour(hers=hers, settings=settings, block=block)
-    dropped_by_section = _walk_person_and_shared(
-        caller=caller, index=index, topic=topic, hers=hers, shared=shared, settings=settings, block=block, now=now
-    )
     # Hers only for a turn for a person, shared only for a turn for nobody.
     sessions_of = hers if hers is not None else shared
-    _walk_past_sessions(caller=caller, index=index, topic=topic, records=sessions_of, settings=settings, block=block, now=now)
+    first = _first_pages(hers=hers, shared=shared, sessions_of=sessions_of, settings=settings) if FIRST_PAGES_TOGETHER else {}
+    _walk_commitments(hers=hers, shared=shared, settings=settings, block=block, first=first.get("commitments"))
+    _walk_behaviour(hers=hers, settings=settings, block=block, first=first.get("behaviour"))
+    dropped_by_section = _walk_person_and_shared(
+        caller=caller, index=index, topic=topic, hers=hers, shared=shared, settings=settings, block=block, now=now, first=first
+    )
+    _walk_past_sessions(
+        caller=caller, index=index, topic=topic, records=sessions_of, settings=settings, block=block, now=now,
+        first=first.get("past_sessions"),
+    )
     text = "\n".join(block.lines)
     trace.update(
         injected=len(block.records),
@@ -320,27 +228,82 @@ def _candidates_of(*, caller: Caller, index: KnowledgeIndex, settings: BlockSett
     return records
 
 
-def _walk_commitments(*, hers: QuerySet | None, shared: QuerySet, settings: BlockSettings, block: _Block) -> None:
+COMMITMENT_ORDER = (F("due_at").asc(nulls_last=True), *CONFIDENCE_ORDER)
+EPISODE_ORDER = ("-created_at", *CONFIDENCE_ORDER)
+BEHAVIOUR_ORDER = ("-created_at", *CONFIDENCE_ORDER)
+
+
+def _open_commitments(*, hers: QuerySet | None, shared: QuerySet) -> list[QuerySet]:
+    return [part.filter(type="commitment", done=False) for part in (hers, shared) if part is not None]
+
+
+def _sections(*, hers: QuerySet | None, shared: QuerySet, settings: BlockSettings) -> tuple[list[str] | None, list[tuple[str, QuerySet]]]:
+    """[about_this_person] (for a person) and [organisation]: the types they show (None: every
+    type but those with a section of their own) and each one's records; none when the block's
+    types leave them nothing."""
+    section_types = sorted(settings.types - set(OWN_SECTION_TYPES)) if settings.types else None
+    if section_types == []:
+        return section_types, []
+
+    def of_section_types(records: QuerySet) -> QuerySet:
+        return records.filter(type__in=section_types) if section_types else records.exclude(type__in=OWN_SECTION_TYPES)
+
+    sections = [("about_this_person", of_section_types(hers))] if hers is not None else []
+    return section_types, [*sections, ("organisation", of_section_types(shared))]
+
+
+def _first_pages(*, hers: QuerySet | None, shared: QuerySet, sessions_of: QuerySet, settings: BlockSettings) -> dict:
+    """The first page of every section the walk is sure to read, read in one statement
+    (memory.injection.pages.first_pages_read): the open commitments, her rules, her records
+    and the shared ones in confidence order, and — for the sections ranked by the topic, when
+    the topic's search reads their rows itself — their first rows in fallback order. Each
+    section's own statement, so each page is what the section would read."""
+    statements = {}
+    if settings.names("commitment") and settings.commitments_limit > 0:
+        page_size = settings.commitments_limit + PAGE_MARGIN
+        statements["commitments"] = merged_page(
+            _open_commitments(hers=hers, shared=shared), order=COMMITMENT_ORDER, page=0, page_size=page_size
+        )
+    if hers is not None and settings.names("behaviour"):
+        statements["behaviour"] = hers.filter(type="behaviour").order_by(*BEHAVIOUR_ORDER)[: BEHAVIOUR_LIMIT + PAGE_MARGIN]
+    section_types, sections = _sections(hers=hers, shared=shared, settings=settings)
+    page_size = settings.limit + PAGE_MARGIN
+    if settings.limit > 0 and settings.rank not in RANK_SCORES:
+        for section, queryset in sections:
+            statements[section] = queryset.order_by(*CONFIDENCE_ORDER)[:page_size]
+        if hers is not None and sections and _names_lessons(section_types) and hits_are_rows(settings):
+            # Enough for the lessons' pool: a page beside at most a page of hits.
+            statements["lessons"] = sections[0][1].filter(type=LESSON).order_by(*CONFIDENCE_ORDER)[: 2 * page_size]
+    if settings.episodes_limit > 0 and settings.names("episode") and hits_are_rows(settings):
+        # Enough for the pool: a page beside at most two pages of hits.
+        episodes_page = settings.episodes_limit + PAGE_MARGIN
+        statements["past_sessions"] = sessions_of.filter(type="episode").order_by(*EPISODE_ORDER)[: 3 * episodes_page]
+    return first_pages_read(statements)
+
+
+def _walk_commitments(
+    *, hers: QuerySet | None, shared: QuerySet, settings: BlockSettings, block: _Block, first: list[MemoryRecord] | None = None
+) -> None:
     """[commitments]: open ones, soonest due first, hers and the shared ones merged."""
     if not settings.names("commitment") or settings.commitments_limit <= 0:
         return
-    open_commitments = [part.filter(type="commitment", done=False) for part in (hers, shared) if part is not None]
-    candidates = _merged_pages(
-        open_commitments,
-        order=(F("due_at").asc(nulls_last=True), *CONFIDENCE_ORDER),
+    candidates = merged_pages(
+        _open_commitments(hers=hers, shared=shared),
+        order=COMMITMENT_ORDER,
         page_size=settings.commitments_limit + PAGE_MARGIN,
         block=block,
+        first=first,
     )
     block.walk(section="commitments", candidates=candidates, cap=settings.commitments_limit)
 
 
-def _walk_behaviour(*, hers: QuerySet | None, settings: BlockSettings, block: _Block) -> None:
+def _walk_behaviour(*, hers: QuerySet | None, settings: BlockSettings, block: _Block, first: list[MemoryRecord] | None = None) -> None:
     """[behaviour]: her rules, newest first; a turn for nobody has none."""
     if hers is None or not settings.names("behaviour"):
         return
-    behaviour = hers.filter(type="behaviour").order_by("-created_at", *CONFIDENCE_ORDER)
+    behaviour = hers.filter(type="behaviour").order_by(*BEHAVIOUR_ORDER)
     page_size = BEHAVIOUR_LIMIT + PAGE_MARGIN
-    block.walk(section="behaviour", candidates=_pages(behaviour, page_size=page_size, block=block), cap=BEHAVIOUR_LIMIT)
+    block.walk(section="behaviour", candidates=pages(behaviour, page_size=page_size, block=block, first=first), cap=BEHAVIOUR_LIMIT)
 
 
 def _walk_past_sessions(
@@ -352,6 +315,7 @@ def _walk_past_sessions(
     settings: BlockSettings,
     block: _Block,
     now: datetime,
+    first: list[MemoryRecord] | None = None,
 ) -> None:
     """[past_sessions]: the episodes of `records` closest to the topic, recent ones a little ahead."""
     if settings.episodes_limit <= 0 or not settings.names("episode"):
@@ -363,12 +327,13 @@ def _walk_past_sessions(
         age_days = max(0.0, (now - record.created_at).total_seconds() / 86400)
         return relevance * (1 + 0.5 ** (age_days / EPISODE_RECENCY_HALF_LIFE_DAYS))
 
-    hits = _topic_hits(
+    hits, hit_records = topic_hits(
         caller=caller, index=index, topic=topic, types=["episode"], limit=page_size * 2, now=now, shared=False, trace=block.search
     )
-    candidates = _ranked_by_topic(
-        section_queryset=episodes, hits=hits, fallback_order=("-created_at", *CONFIDENCE_ORDER),
+    candidates = ranked_by_topic(
+        section_queryset=episodes, hits=hits, fallback_order=EPISODE_ORDER,
         page_size=page_size, block=block, score=episode_score,
+        read=TopicRead(hit_records=hit_records, fallback_first=first) if first is not None else None,
     )
     block.walk(section="past_sessions", candidates=candidates, cap=settings.episodes_limit)
 
@@ -383,45 +348,32 @@ def _walk_person_and_shared(
     settings: BlockSettings,
     block: _Block,
     now: datetime,
+    first: dict,
 ) -> dict[str, int]:
     """[about_this_person] then [organisation] under one `limit`; answers the
     candidates `limit` left out, per section (only sections that lost any)."""
-    section_types = sorted(settings.types - set(OWN_SECTION_TYPES)) if settings.types else None
-    if section_types == []:
+    section_types, sections = _sections(hers=hers, shared=shared, settings=settings)
+    if not sections:
         return {}
-
-    def of_section_types(records: QuerySet) -> QuerySet:
-        return records.filter(type__in=section_types) if section_types else records.exclude(type__in=OWN_SECTION_TYPES)
-
-    sections = []
-    if hers is not None:
-        sections.append(("about_this_person", of_section_types(hers)))
-    sections.append(("organisation", of_section_types(shared)))
-
     remaining = settings.limit
     page_size = settings.limit + PAGE_MARGIN
     hits = (
-        _topic_hits(caller=caller, index=index, topic=topic, types=section_types, limit=page_size * 2, now=now, trace=block.search)
+        topic_hits(caller=caller, index=index, topic=topic, types=section_types, limit=page_size * 2, now=now, trace=block.search)[0]
         if settings.rank in RANK_SCORES and remaining > 0
         else {}
     )
     for position, (section, queryset) in enumerate(sections):
         if remaining <= 0:
             return _nonzero(_capped_counts(dict(sections[position:])))
-        candidates = _section_candidates(queryset=queryset, rank=settings.rank, hits=hits, page_size=page_size, block=block)
+        candidates = _section_candidates(
+            queryset=queryset, rank=settings.rank, hits=hits, page_size=page_size, block=block, first=first.get(section)
+        )
         if section == "about_this_person" and settings.rank not in RANK_SCORES and _names_lessons(section_types):
             candidates = _lessons_closest_first(
                 candidates,
-                lessons=lambda queryset=queryset: _ranked_by_topic(
-                    section_queryset=queryset.filter(type=LESSON),
-                    hits=_topic_hits(
-                        caller=caller, index=index, topic=topic, types=[LESSON], limit=page_size, now=now, shared=False,
-                        trace=block.search,
-                    ),
-                    fallback_order=CONFIDENCE_ORDER,
-                    page_size=page_size,
-                    block=block,
-                    score=_relevance_score,
+                lessons=lambda queryset=queryset: _lessons_ranked(
+                    caller=caller, index=index, topic=topic, lessons=queryset.filter(type=LESSON), page_size=page_size, block=block,
+                    now=now, first=first.get("lessons"),
                 ),
             )
         injected, tried = block.walk(section=section, candidates=candidates, cap=remaining)
@@ -431,6 +383,20 @@ def _walk_person_and_shared(
             counts[section] = max(0, counts[section] - tried)
             return _nonzero(counts)
     return {}
+
+
+def _lessons_ranked(
+    *, caller: Caller, index: KnowledgeIndex, topic: str, lessons: QuerySet, page_size: int, block: _Block, now: datetime,
+    first: list[MemoryRecord] | None,
+) -> Iterator[MemoryRecord]:
+    """Her lessons, closest to the topic first."""
+    hits, hit_records = topic_hits(
+        caller=caller, index=index, topic=topic, types=[LESSON], limit=page_size, now=now, shared=False, trace=block.search
+    )
+    return ranked_by_topic(
+        section_queryset=lessons, hits=hits, fallback_order=CONFIDENCE_ORDER, page_size=page_size, block=block,
+        score=relevance_score, read=TopicRead(hit_records=hit_records, fallback_first=first) if first is not None else None,
+    )
 
 
 def _nonzero(counts: dict[str, int]) -> dict[str, int]:
@@ -463,12 +429,13 @@ def _lessons_closest_first(
 
 
 def _section_candidates(
-    *, queryset: QuerySet, rank: str, hits: dict[str, float], page_size: int, block: _Block
+    *, queryset: QuerySet, rank: str, hits: dict[str, float], page_size: int, block: _Block, first: list[MemoryRecord] | None = None
 ) -> Iterator[MemoryRecord]:
-    """Confidence order, or closeness to the topic (`relevance`), or both mixed (`blend`)."""
+    """Confidence order (its first page `first` when read already), or closeness to the topic
+    (`relevance`), or both mixed (`blend`)."""
     if rank not in RANK_SCORES:
-        return _pages(queryset.order_by(*CONFIDENCE_ORDER), page_size=page_size, block=block)
-    return _ranked_by_topic(
+        return pages(queryset.order_by(*CONFIDENCE_ORDER), page_size=page_size, block=block, first=first)
+    return ranked_by_topic(
         section_queryset=queryset, hits=hits, fallback_order=CONFIDENCE_ORDER, page_size=page_size, block=block,
         score=RANK_SCORES[rank],
     )

@@ -99,9 +99,9 @@ def test_lessons_closest_first_cost_no_more_queries_for_2000_records_than_for_20
     from memory.models import MemoryRecord
 
     key = injecting_key(tenant, limit=5, token_budget=400)
-    # The block's sections (as in test_walk.py without past sessions), and for the lessons the
-    # topic's candidates and one page of her lessons.
-    queries = 7
+    # The block's index, its sections' first pages (her lessons' among them) in one statement,
+    # the lessons' topic candidates, and what limit left out counted.
+    queries = 4
 
     def fill(count: int, start: int) -> None:
         MemoryRecord.objects.bulk_create(
