@@ -53,6 +53,12 @@ def thread_history(*, thread: Thread, limit: int = HISTORY_LIMIT) -> list[Item]:
     return list(reversed(recent))
 
 
+def items_history(items: list[Item], *, limit: int = HISTORY_LIMIT) -> list[Item]:
+    """`thread_history` of a thread whose items are all `items` (in their order), read from no
+    database: a thread begun by the turn that reads it."""
+    return [item for item in items if item.kind != Item.Kind.REASONING][-limit:]
+
+
 def thread_responses(*, thread: Thread) -> QuerySet[Response]:
     """The thread's responses (turns), oldest first, with the agent version each ran."""
     return (

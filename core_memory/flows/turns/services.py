@@ -35,8 +35,14 @@ from core_memory.llm.providers import chat_completion
 from core_memory.llm.registry import model_get
 from core_memory.pii.placeholders import RedactionError
 from core_memory.threads.models import Item, Response, Thread
-from core_memory.threads.selectors import items_as_caller_reads, thread_get_available, thread_history, tool_results_from_outside
-from core_memory.threads.services import ItemDraft, thread_agent_record, thread_create, thread_items_append
+from core_memory.threads.selectors import (
+    items_as_caller_reads,
+    items_history,
+    thread_get_available,
+    thread_history,
+    tool_results_from_outside,
+)
+from core_memory.threads.services import ItemDraft, thread_agent_record, thread_items_append, thread_start
 from memory.retrieval import injection_block_retrieve
 from memory.tools.calls import memory_tool_call
 from memory.tools.catalogue import TRUST_ENVELOPE_NOTE, is_memory_tool_name, is_write_tool_name, memory_tools_offered, memory_tools_resolve
@@ -180,19 +186,22 @@ def _turn_open(*, plan: TurnPlan, now: datetime) -> tuple[Response, Thread, list
     """The thread, the response and the input items. The commit does not wait for the disk:
     the turn's closing commit waits, and makes these durable with it (core_memory.base.transactions)."""
     with lazily_committed(durable=True):
-        thread = plan.thread or thread_create(caller=plan.caller)
         # Its id is known before it is saved: the input items name it, and it records where they end.
         response = Response(
             organisation_id=plan.key.organisation_id,
-            thread=thread,
             key=plan.key,
             subject=plan.subject,
             agent_version=plan.agent_version,
             model=plan.model["id"],
         )
+        if plan.thread is None:
+            thread, input_items = thread_start(caller=plan.caller, drafts=plan.input, response_id=response.id, now=now)
+        else:
+            thread = plan.thread
+            input_items = thread_items_append(thread=thread, caller=plan.caller, drafts=plan.input, response_id=response.id, now=now)
+        response.thread = thread
         if plan.agent is not None:
             thread_agent_record(thread=thread, agent_id=plan.agent.id)
-        input_items = thread_items_append(thread=thread, caller=plan.caller, drafts=plan.input, response_id=response.id, now=now)
         response.output_position = input_items[-1].position + 1 if input_items else thread.item_count
         response.save(force_insert=True)
     return response, thread, input_items
@@ -311,7 +320,9 @@ def _turn_prepare(*, plan: TurnPlan, turn: _Turn, now: datetime) -> None:
     turn.system = _system_messages(plan=plan, memory_block=block.text)
     # Another key's thread may hold what this key may not read: its memory tools' calls and
     # results of indexes this key cannot read are left out of what the model reads.
-    history = items_as_caller_reads(caller=plan.caller, items=thread_history(thread=turn.thread))
+    # A thread the turn began holds its input items only: they are its history.
+    own_history = items_history(turn.input_items) if plan.thread is None else thread_history(thread=turn.thread)
+    history = items_as_caller_reads(caller=plan.caller, items=own_history)
     turn.conversation = [item for item in history if not getattr(item, "withheld", False)]
     turn.reads_outside_results = tool_results_from_outside(thread=turn.thread, items=turn.conversation)
     turn.tool_definitions = [tool.definition() for tool in plan.tools] + plan.caller_tools or None
