@@ -26,12 +26,13 @@ from django.db.models import F, QuerySet
 from core_memory.base.callers import Caller
 from core_memory.llm.embeddings import query_embed_begin
 from memory.embedding.storage import index_embedding_model, index_embeds
+from memory.injection.hot import first_pages_rows
 from memory.injection.lines import record_line, token_estimate, tokens_of_bytes
 from memory.injection.pages import PAGE_MARGIN, first_pages_read, merged_page, merged_pages, pages
 from memory.injection.topic import RANK_SCORES, TopicRead, hits_are_rows, ranked_by_topic, relevance_score, topic_hits
 from memory.injection.settings import BlockSettings, block_settings, governing_block, readable_index
 from memory.models import MemoryRecord
-from memory.search.decay import TIE_BREAKERS, records_with_decay
+from memory.search.decay import TIE_BREAKERS, key_half_lives, records_with_decay
 from memory.search.question import SearchTrace
 from memory.search.scope import records_visible
 from stores.models import KnowledgeIndex
@@ -53,6 +54,8 @@ EPISODE_RECENCY_HALF_LIFE_DAYS = 30.0
 # The sections' first pages read together in one statement (memory.injection.pages); off, each
 # section reads its own (the same records: tests/memory/injection/test_first_pages.py compares).
 FIRST_PAGES_TOGETHER = True
+# The most frequent block's first pages by memory.injection.hot's statement, written once.
+FIRST_PAGES_WRITTEN = True
 
 DROPPED_BY_BUDGET = "budget"
 DROPPED_BY_SHARE = "share"
@@ -192,7 +195,11 @@ def injection_block_build(*, caller: Caller, agent_version, topic: str, now: dat
     topic = topic or ""
     # Hers only for a turn for a person, shared only for a turn for nobody.
     sessions_of = hers if hers is not None else shared
-    first = _first_pages(hers=hers, shared=shared, sessions_of=sessions_of, settings=settings) if FIRST_PAGES_TOGETHER else {}
+    first = (
+        _first_pages(caller=caller, index=index, now=now, hers=hers, shared=shared, sessions_of=sessions_of, settings=settings)
+        if FIRST_PAGES_TOGETHER
+        else {}
+    )
     _walk_commitments(hers=hers, shared=shared, settings=settings, block=block, first=first.get("commitments"))
     _walk_behaviour(hers=hers, settings=settings, block=block, first=first.get("behaviour"))
     dropped_by_section = _walk_person_and_shared(
@@ -252,33 +259,42 @@ def _sections(*, hers: QuerySet | None, shared: QuerySet, settings: BlockSetting
     return section_types, [*sections, ("organisation", of_section_types(shared))]
 
 
-def _first_pages(*, hers: QuerySet | None, shared: QuerySet, sessions_of: QuerySet, settings: BlockSettings) -> dict:
+def _first_pages(
+    *, caller: Caller, index: KnowledgeIndex, now: datetime, hers: QuerySet | None, shared: QuerySet, sessions_of: QuerySet,
+    settings: BlockSettings,
+) -> dict:
     """The first page of every section the walk is sure to read, read in one statement
     (memory.injection.pages.first_pages_read): the open commitments, her rules, her records
     and the shared ones in confidence order, and — for the sections ranked by the topic, when
     the topic's search reads their rows itself — their first rows in fallback order. Each
-    section's own statement, so each page is what the section would read."""
-    statements = {}
+    section's own statement, so each page is what the section would read; for the most
+    frequent block, the same statements written once (memory.injection.hot)."""
+    wanted: dict[str, tuple[int, Callable[[], QuerySet]]] = {}
     if settings.names("commitment") and settings.commitments_limit > 0:
-        page_size = settings.commitments_limit + PAGE_MARGIN
-        statements["commitments"] = merged_page(
-            _open_commitments(hers=hers, shared=shared), order=COMMITMENT_ORDER, page=0, page_size=page_size
+        size = settings.commitments_limit + PAGE_MARGIN
+        wanted["commitments"] = size, lambda size=size: merged_page(
+            _open_commitments(hers=hers, shared=shared), order=COMMITMENT_ORDER, page=0, page_size=size
         )
     if hers is not None and settings.names("behaviour"):
-        statements["behaviour"] = hers.filter(type="behaviour").order_by(*BEHAVIOUR_ORDER)[: BEHAVIOUR_LIMIT + PAGE_MARGIN]
+        size = BEHAVIOUR_LIMIT + PAGE_MARGIN
+        wanted["behaviour"] = size, lambda size=size: hers.filter(type="behaviour").order_by(*BEHAVIOUR_ORDER)[:size]
     section_types, sections = _sections(hers=hers, shared=shared, settings=settings)
-    page_size = settings.limit + PAGE_MARGIN
     if settings.limit > 0 and settings.rank not in RANK_SCORES:
+        size = settings.limit + PAGE_MARGIN
         for section, queryset in sections:
-            statements[section] = queryset.order_by(*CONFIDENCE_ORDER)[:page_size]
+            wanted[section] = size, lambda size=size, queryset=queryset: queryset.order_by(*CONFIDENCE_ORDER)[:size]
         if hers is not None and sections and _names_lessons(section_types) and hits_are_rows(settings):
             # Enough for the lessons' pool: a page beside at most a page of hits.
-            statements["lessons"] = sections[0][1].filter(type=LESSON).order_by(*CONFIDENCE_ORDER)[: 2 * page_size]
+            lessons = sections[0][1]
+            wanted["lessons"] = 2 * size, lambda size=2 * size: lessons.filter(type=LESSON).order_by(*CONFIDENCE_ORDER)[:size]
     if settings.episodes_limit > 0 and settings.names("episode") and hits_are_rows(settings):
         # Enough for the pool: a page beside at most two pages of hits.
-        episodes_page = settings.episodes_limit + PAGE_MARGIN
-        statements["past_sessions"] = sessions_of.filter(type="episode").order_by(*EPISODE_ORDER)[: 3 * episodes_page]
-    return first_pages_read(statements)
+        size = 3 * (settings.episodes_limit + PAGE_MARGIN)
+        wanted["past_sessions"] = size, lambda size=size: sessions_of.filter(type="episode").order_by(*EPISODE_ORDER)[:size]
+    if FIRST_PAGES_WRITTEN and wanted and not settings.types and hits_are_rows(settings) and not key_half_lives(key=caller.key):
+        page_sizes = {name: size for name, (size, _) in wanted.items()}
+        return first_pages_rows(columns=LINE_FIELDS, caller=caller, index=index, now=now, page_sizes=page_sizes)
+    return first_pages_read({name: statement() for name, (_, statement) in wanted.items()})
 
 
 def _walk_commitments(
