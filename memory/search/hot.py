@@ -1,5 +1,6 @@
 """The most frequent search's one statement, written once in SQL: a person's full-text search
-of an index that does not embed, among her records and the shared ones, without decay.
+of an index that does not embed, among her records and the shared ones (or hers alone: the
+block's past sessions and lessons), without decay.
 
 The pipeline (memory.search.pipeline) builds the same statement through the ORM for every
 kind of search; building it (a dozen querysets cloned, filtered and compiled) was a quarter
@@ -96,9 +97,9 @@ _STATEMENT = """SELECT {columns}, record.confidence AS effective_confidence,
     NULL AS similarity{version}
 FROM memory_memoryrecord record
 WHERE record.organisation_id = %(organisation)s AND record.index_id = %(index)s AND NOT (record.status = 'deleted')
-  AND (record.subject = %(subject)s OR record.subject IS NULL)
+  AND {persons}
   AND (record.expires_at IS NULL OR record.expires_at > %(now)s) AND record.status = 'active'{narrowing}
-  AND record.id IN ({own} UNION ALL {shared})"""
+  AND record.id IN ({parts})"""
 
 
 def _narrowing(alias: str, *, types: Sequence[str] | None, after: datetime | None, before: datetime | None) -> str:
@@ -127,17 +128,17 @@ def person_text_parts(*, types, after, before, bounded: bool) -> tuple[str, str]
     return part.replace("{person}", "part.subject = %(subject)s"), shared
 
 
-def _statement(columns: Sequence[str], *, types, after, before, bounded: bool) -> str:
-    shape = (tuple(columns), bool(types), after is not None, before is not None, bounded)
+def _statement(columns: Sequence[str], *, types, after, before, bounded: bool, shared: bool = True) -> str:
+    shape = (tuple(columns), bool(types), after is not None, before is not None, bounded, shared)
     statement = _statements.get(shape)
     if statement is None:
-        own, shared = person_text_parts(types=types, after=after, before=before, bounded=bounded)
+        own, shared_part = person_text_parts(types=types, after=after, before=before, bounded=bounded)
         statement = _statements[shape] = _STATEMENT.format(
             columns=", ".join(f'record."{name}"' for name in columns),
             version=f", {_VERSION} AS shared_version" if bounded else "",
             narrowing=_narrowing("record", types=types, after=after, before=before),
-            own=own,
-            shared=shared,
+            persons="(record.subject = %(subject)s OR record.subject IS NULL)" if shared else "record.subject = %(subject)s",
+            parts=f"{own} UNION ALL {shared_part}" if shared else own,
         )
     return statement
 
@@ -154,8 +155,10 @@ def person_text_rows(
     after: datetime | None,
     before: datetime | None,
     bounded: Bounded | None = None,
+    shared: bool = True,
 ) -> list[tuple] | None:
-    """The candidates' rows of the caller's person's search (her records and the shared ones)
+    """The candidates' rows of the caller's person's search (her records and the shared ones;
+    hers alone with `shared=False`)
     for the OR of `terms`, as the database answers them (JSON and moments but the creation as
     text: `rows_ranked` reads the fields of the hits alone as the ORM does): `columns` of the
     record, then its effective confidence (its
@@ -165,7 +168,8 @@ def person_text_rows(
     parameters = person_text_parameters(
         caller=caller, index=index, terms=terms, depth=depth, now=now, types=types, after=after, before=before, bounded=bounded
     )
-    rows = candidate_rows_read(_statement(columns, types=types, after=after, before=before, bounded=bounded is not None), parameters, columns=columns)
+    statement = _statement(columns, types=types, after=after, before=before, bounded=bounded is not None, shared=shared)
+    rows = candidate_rows_read(statement, parameters, columns=columns)
     if bounded is not None:
         place_id, place_score = columns.index("id"), len(columns) + 1
         if not bounded_exact(bounded, [(row[place_id], row[place_score], row[-1]) for row in rows]):

@@ -129,8 +129,9 @@ def _search(
         return []
     depth = max(SEARCH_DEPTH, limit)
     two_parts = subject is not None and shared  # hers and the shared ones apart (search_parts)
-    written = HOT_STATEMENT and two_parts and not index.conversation and not key_half_lives(key=key)
-    hot, hybrid = written and not embeds, written and embeds and model.in_process
+    written = HOT_STATEMENT and subject is not None and not index.conversation and not key_half_lives(key=key)
+    # Full text: hers and the shared ones, or hers alone (`shared=False`: the block's past sessions and lessons).
+    hot, hybrid = written and not embeds, written and two_parts and embeds and model.in_process
     bounded = (
         shared_bounded(
             key=key, index=index, terms=terms, filters=narrowing, depth=depth, ranked_whole=HOT_RANKED_WHOLE if hot or hybrid else None
@@ -148,7 +149,8 @@ def _search(
     if hot:
         with span("search.candidates_read"):
             rows = person_text_rows(
-                columns=FIELDS, caller=caller, index=index, terms=terms, depth=depth, now=now, bounded=bounded, **narrowing
+                columns=FIELDS, caller=caller, index=index, terms=terms, depth=depth, now=now, bounded=bounded, shared=shared,
+                **narrowing,
             )
         if rows is None:
             return None

@@ -1,5 +1,6 @@
 """A person's full-text search reads its candidates by the statement written once in SQL
 (memory.search.hot) and answers exactly what the ORM's statement answers."""
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -79,6 +80,25 @@ def test_a_persons_full_text_search_answers_as_the_orms_statement_does(tenant, s
         built = _answer(tenant, question, filters)
         monkeypatch.setattr(pipeline, "HOT_STATEMENT", True)
         assert hot == built, question
+    assert len(read) == len(QUESTIONS)
+    assert any(_answer(tenant, question, filters) for question in QUESTIONS)
+
+
+@pytest.mark.parametrize("filters", FILTERS)
+def test_a_search_of_her_records_alone_answers_as_the_orms_statement_does(tenant, store, monkeypatch, filters):
+    """Her records without the shared ones (the block's past sessions and lessons): the same hits,
+    scores and fields by either statement, and none of them shared."""
+    filters = replace(filters, shared=False)
+    read = []
+    real = pipeline.person_text_rows
+    monkeypatch.setattr(pipeline, "person_text_rows", lambda **arguments: read.append(1) or real(**arguments))
+    for question in QUESTIONS:
+        hot = _answer(tenant, question, filters)
+        monkeypatch.setattr(pipeline, "HOT_STATEMENT", False)
+        built = _answer(tenant, question, filters)
+        monkeypatch.setattr(pipeline, "HOT_STATEMENT", True)
+        assert hot == built, question
+        assert all(MemoryRecord.objects.unscoped().get(pk=found[0]).subject == "anna" for found in hot)
     assert len(read) == len(QUESTIONS)
     assert any(_answer(tenant, question, filters) for question in QUESTIONS)
 
