@@ -114,19 +114,20 @@ def passages_embed_by(model: EmbeddingModel, texts: Sequence[str]) -> Embedded:
 
 # A search's question, embedded by a model served elsewhere on a thread of its own while the
 # search reads its full-text candidates, and the last ones remembered (as the in-process model's).
-_recent: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-_pending: dict[tuple[str, str], Future] = {}
+_recent: OrderedDict[tuple[str, str, str], np.ndarray] = OrderedDict()
+_pending: dict[tuple[str, str, str], Future] = {}
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
 
 
-def query_embed_begin_by(model: EmbeddingModel, text: str) -> None:
-    """Start embedding a search text now (the module's threads); `query_embed_by` takes it."""
+def query_embed_begin_by(model: EmbeddingModel, text: str, *, scope: str) -> None:
+    """Start embedding a search text now (the module's threads); `query_embed_by` takes it.
+    `scope` is the asking organisation's id: what one organisation asked is remembered for it alone."""
     global _executor
     if model.in_process:
-        embeddings.query_embed_begin(text)
+        embeddings.query_embed_begin(text, scope=scope)
         return
-    key = (model.fingerprint, text)
+    key = (model.fingerprint, scope, text)
     with _lock:
         if key in _recent or key in _pending:
             return
@@ -138,15 +139,15 @@ def query_embed_begin_by(model: EmbeddingModel, text: str) -> None:
     pending.add_done_callback(lambda _done: _pending_forget(key, pending))
 
 
-def _pending_forget(key: tuple[str, str], pending: Future) -> None:
+def _pending_forget(key: tuple[str, str, str], pending: Future) -> None:
     with _lock:
         if _pending.get(key) is pending:
             del _pending[key]
 
 
-def _query_embedded(model: EmbeddingModel, key: tuple[str, str]) -> Embedded:
+def _query_embedded(model: EmbeddingModel, key: tuple[str, str, str]) -> Embedded:
     deadline = time.monotonic() + settings.CORE_SEARCH_MODEL_SECONDS
-    embedded = texts_embed(model.config, [key[1]], kind=QUERY, deadline=deadline)
+    embedded = texts_embed(model.config, [key[2]], kind=QUERY, deadline=deadline)
     vector = embedded.vectors[0]
     vector.flags.writeable = False
     with _lock:
@@ -156,19 +157,19 @@ def _query_embedded(model: EmbeddingModel, key: tuple[str, str]) -> Embedded:
     return embedded
 
 
-def query_embed_by(model: EmbeddingModel, text: str, *, deadline: float) -> tuple[np.ndarray, TokenCount]:
+def query_embed_by(model: EmbeddingModel, text: str, *, scope: str, deadline: float) -> tuple[np.ndarray, TokenCount]:
     """A search text as the model's vector, and what embedding it cost now (nothing when it was
     remembered). For a model served elsewhere no wait goes beyond `deadline` (a `time.monotonic()`
     value): raises ProviderError (`model_timeout` when the time ran out)."""
     if model.in_process:
-        return embeddings.query_embed(text), TokenCount()
-    key = (model.fingerprint, text)
+        return embeddings.query_embed(text, scope=scope), TokenCount()
+    key = (model.fingerprint, scope, text)
     with _lock:
         vector = _recent.get(key)
         if vector is not None:
             _recent.move_to_end(key)
             return vector, TokenCount()
-    query_embed_begin_by(model, text)
+    query_embed_begin_by(model, text, scope=scope)
     with _lock:
         pending = _pending.get(key)
         vector = _recent.get(key)

@@ -127,11 +127,13 @@ def embedding_model_ready() -> bool:
     return True
 
 
-def query_embed(text: str) -> np.ndarray:
+def query_embed(text: str, *, scope: str = "") -> np.ndarray:
     """A search text as one vector (DIMENSIONS,), unit length, read-only. The last few are
     remembered per process: a turn's block searches its topic for several sections. One begun
-    by `query_embed_begin` is waited for, not made again."""
-    key = (embeddings_backend(), text)
+    by `query_embed_begin` is waited for, not made again. `scope` (the asking organisation's id)
+    keeps what is remembered apart: whether another organisation asked the same text must not
+    show in how fast one's own search answers."""
+    key = (embeddings_backend(), scope, text)
     with _query_lock:
         vector = _recent_queries.get(key)
         if vector is not None:
@@ -141,14 +143,14 @@ def query_embed(text: str) -> np.ndarray:
     return pending.result() if pending is not None else _query_embedded(key)
 
 
-def query_embed_begin(text: str) -> None:
+def query_embed_begin(text: str, *, scope: str = "") -> None:
     """Start embedding a search text on a thread of its own, so that the query embedding (~14 ms
     of the engine, more under load) runs while the request reads from PostgreSQL rather than
     before it; `query_embed(text)` then takes the vector. The engine is a C library called
     without Python's lock, so the two truly overlap. Does nothing for a text being embedded
     or embedded recently."""
     global _query_executor
-    key = (embeddings_backend(), text)
+    key = (embeddings_backend(), scope, text)
     with _query_lock:
         if key in _recent_queries or key in _pending_queries:
             return
@@ -171,7 +173,7 @@ def _query_embedded(key: tuple) -> np.ndarray:
     if vector is None:
         engine = _engine()
         with _call_lock:
-            vector = np.asarray(engine.query(key[1]), dtype=np.float32)
+            vector = np.asarray(engine.query(key[2]), dtype=np.float32)
         _query_vector_keep(key, vector)
     vector.flags.writeable = False
     with _query_lock:
@@ -184,7 +186,8 @@ def _query_embedded(key: tuple) -> np.ndarray:
 # --- The search texts' vectors kept in Redis for every process -----------------------------------
 # The engine gives one text the same vector whichever process asks (the same build and weights;
 # its number of threads changes no bit of it, measured), so a question asked before anywhere is read back (~0.2 ms) rather than embedded again
-# (~14 ms). Keyed by the model's build and a digest of the exact text; kept a day. Redis that does
+# (~14 ms). Keyed by the model's build, the organisation that asked and a digest of the exact text
+# (another organisation's question is never read back); kept a day. Redis that does
 # not answer is left alone for a while: the engine embeds meanwhile.
 QUERY_VECTORS_KEPT_SECONDS = 86_400
 _QUERY_VECTORS_RESTING_SECONDS = 30.0
@@ -203,8 +206,8 @@ def _query_vectors_client():
 
 
 def _query_vector_name(key: tuple) -> str:
-    backend, text = key
-    return f"core:query-vector:{MODEL_IDS[backend]}:{hashlib.sha256(text.encode()).hexdigest()}"
+    backend, scope, text = key
+    return f"core:query-vector:{MODEL_IDS[backend]}:{scope}:{hashlib.sha256(text.encode()).hexdigest()}"
 
 
 def _query_vectors_rest(error: Exception) -> None:

@@ -185,7 +185,7 @@ def injection_block_build(*, caller: Caller, agent_version, topic: str, now: dat
     if searches_topic and topic and topic.strip() and index_embeds(index) and index_embedding_model(index).in_process:
         # The topic's searches need its vector: the engine makes it on its own thread while the
         # first sections are read (each search then takes it, or waits for what is left).
-        query_embed_begin(topic)
+        query_embed_begin(topic, scope=caller.organisation_id)
     # Each section reads hers and the shared ones as separate queries, each of which an index
     # answers in order; "hers OR shared" in one query cannot be read in order.
     hers = _candidates_of(caller=caller, index=index, settings=settings, now=now) if subject is not None else None

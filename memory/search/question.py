@@ -70,9 +70,11 @@ def texts_for_model(*, caller: Caller, texts: list[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class Question:
-    """The question as the embedding model is sent it (None: it may not be sent)."""
+    """The question as the embedding model is sent it (None: it may not be sent), and the asking
+    organisation, which alone finds it remembered."""
 
     text: str | None
+    scope: str
 
 
 def question_vector_begin(*, caller: Caller, model: EmbeddingModel, query: str) -> Question:
@@ -84,9 +86,9 @@ def question_vector_begin(*, caller: Caller, model: EmbeddingModel, query: str) 
             text = texts_for_model(caller=caller, texts=[query])[0]
         except RedactionError:
             logger.warning("search.question.redaction_failed", extra={"model": model.id})
-            return Question(text=None)
-    query_embed_begin_by(model, text)
-    return Question(text=text)
+            return Question(text=None, scope=caller.organisation_id)
+    query_embed_begin_by(model, text, scope=caller.organisation_id)
+    return Question(text=text, scope=caller.organisation_id)
 
 
 def question_vector(*, model: EmbeddingModel, question: Question, deadline: float, trace: SearchTrace) -> np.ndarray | None:
@@ -97,7 +99,7 @@ def question_vector(*, model: EmbeddingModel, question: Question, deadline: floa
         trace.vectors, trace.vectors_error = FULL_TEXT_ONLY, "pii_redaction_failed"
         return None
     try:
-        vector, _usage = query_embed_by(model, question.text, deadline=deadline)
+        vector, _usage = query_embed_by(model, question.text, scope=question.scope, deadline=deadline)
     except ProviderError as error:
         logger.warning("search.question.vector_failed", extra={"model": model.id, "code": error.code})
         trace.vectors, trace.vectors_error = FULL_TEXT_ONLY, error.code

@@ -124,6 +124,38 @@ def test_a_question_embedded_by_one_process_is_read_back_by_another_not_embedded
     assert kept is not made and np.array_equal(kept, made) and not kept.flags.writeable
 
 
+def test_another_organisations_question_is_never_read_back(vectors, monkeypatch):
+    """What one organisation asked is kept for it alone, in the process and in Redis: the same
+    text asked for another organisation is embedded again, so no search answers faster because
+    another organisation asked the same question."""
+    asked = _counting_engine(monkeypatch)
+    question = f"Wanneer komt de offerte van Acme? {uuid.uuid4()}"
+
+    query_embed(question, scope="org-a")
+    query_embed(question, scope="org-b")
+    _another_process(monkeypatch)
+    query_embed(question, scope="org-a")
+    query_embed(question, scope="org-c")
+
+    assert asked == [question, question, question]
+
+
+def test_a_search_finds_its_question_remembered_for_its_own_organisation_only(tenant, other_tenant, vectors, monkeypatch):
+    """Two organisations' hybrid searches of the same words: each organisation's first search
+    embeds the question, its second reads it back."""
+    from django.utils import timezone
+
+    from memory.search.pipeline import record_search
+
+    asked = _counting_engine(monkeypatch)
+    question = f"Wie levert de offerte aan Acme? {uuid.uuid4()}"
+    indexes = {owner.key.id: resolved_for(owner.key, make_index(owner.organisation, embeddings=True)) for owner in (tenant, other_tenant)}
+    for owner in (tenant, other_tenant, tenant, other_tenant):
+        record_search(caller=Caller(key=owner.key, subject="anna"), index=indexes[owner.key.id], query=question, now=timezone.now())
+
+    assert asked == [question, question]
+
+
 def test_a_question_is_embedded_when_redis_does_not_answer(vectors, monkeypatch, settings):
     """Redis unreachable: the engine embeds every question, and the search has its vector."""
     from core_memory.llm import embeddings
