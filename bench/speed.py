@@ -68,7 +68,7 @@ from core_memory.base.callers import Caller
 from core_memory.threads.models import Item, Response, Thread
 from memory.injection.walk import injection_block_build
 from memory.models import MemoryRecord
-from memory.embedding.storage import index_embeds
+from memory.embedding.storage import index_embedding_model, index_embeds
 from memory.search import SEARCH_DEPTH, record_search
 from memory.search.scope import vectors_in_scope
 from memory.tools.calls import memory_tool_call
@@ -269,7 +269,10 @@ def vector_scan(store: SeededStore, result: SizeResult, *, queries: int, warmup:
     timings: dict[str, list[float]] = {way: [] for way in SCAN_WAYS}
     recalls: list[float] = []
     plans: dict[str, Counter] = {way: Counter() for way in SCAN_WAYS}
-    scope = vectors_in_scope(key=key, index=index, subject=None, all_subjects=False, shared=True, types=None, after=None, before=None)
+    scope = vectors_in_scope(
+        key=key, index=index, subject=None, all_subjects=False, shared=True, types=None, after=None, before=None,
+        model=index_embedding_model(index),
+    )
     for number, vector in enumerate(vectors):
         nearest = scope.annotate(distance=MaxInnerProduct("vector", vector)).order_by("distance").values_list("record_id", "distance")[:SEARCH_DEPTH]
         answers = {}
