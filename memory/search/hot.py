@@ -81,7 +81,7 @@ _PART = """(SELECT part.id FROM memory_memoryrecord part
     LIMIT %(depth)s)"""
 
 # The shared set's version as the statement reads it (memory.models.SharedSetVersion).
-_VERSION = """COALESCE((SELECT version FROM memory_sharedsetversion
+SHARED_VERSION = """COALESCE((SELECT version FROM memory_sharedsetversion
     WHERE index_id = %(index)s AND organisation_id = %(organisation)s), 0)"""
 
 # The shared part when bounded: the few by primary key at their version; at another, every match.
@@ -90,10 +90,13 @@ _FEW = """(SELECT part.id FROM memory_memoryrecord part
     ORDER BY ts_rank_cd(part.search_vector, to_tsquery('simple'::regconfig, %(query)s), 32) DESC, 1 ASC
     LIMIT %(depth)s)"""
 
-_STATEMENT = """SELECT {columns}, record.confidence AS effective_confidence,
-    CASE WHEN record.search_vector @@ to_tsquery('simple'::regconfig, %(query)s)
+# A candidate's full-text score: its rank when it matches the question, else nothing.
+TEXT_SCORE = """CASE WHEN record.search_vector @@ to_tsquery('simple'::regconfig, %(query)s)
          THEN ts_rank_cd(record.search_vector, to_tsquery('simple'::regconfig, %(query)s), 32)
-         ELSE 0.0 END AS text_score,
+         ELSE 0.0 END"""
+
+_STATEMENT = """SELECT {columns}, record.confidence AS effective_confidence,
+    """ + TEXT_SCORE + """ AS text_score,
     NULL AS similarity{version}
 FROM memory_memoryrecord record
 WHERE record.organisation_id = %(organisation)s AND record.index_id = %(index)s AND NOT (record.status = 'deleted')
@@ -102,7 +105,7 @@ WHERE record.organisation_id = %(organisation)s AND record.index_id = %(index)s 
   AND record.id IN ({parts})"""
 
 
-def _narrowing(alias: str, *, types: Sequence[str] | None, after: datetime | None, before: datetime | None) -> str:
+def narrowing(alias: str, *, types: Sequence[str] | None, after: datetime | None, before: datetime | None) -> str:
     """The search's types and times, as memory.search.scope.narrowed asks them."""
     conditions = ""
     if types:
@@ -120,11 +123,11 @@ _statements: dict[tuple, str] = {}
 def person_text_parts(*, types, after, before, bounded: bool) -> tuple[str, str]:
     """The SQL of a person's two parts' best ids by full text (hers, the shared ones), each a
     parenthesised SELECT of `part.id` (the shared one two of them, UNION ALL-ed, when bounded)."""
-    part = _PART.replace("{narrowing}", _narrowing("part", types=types, after=after, before=before))
+    part = _PART.replace("{narrowing}", narrowing("part", types=types, after=after, before=before))
     shared = part.replace("{person}", "part.subject IS NULL")
     if bounded:
-        changed = shared.replace("\n    ORDER BY", f"\n      AND NOT ({_VERSION} = %(version)s)\n    ORDER BY")
-        shared = f"{_FEW.replace('{version}', _VERSION)} UNION ALL {changed}"
+        changed = shared.replace("\n    ORDER BY", f"\n      AND NOT ({SHARED_VERSION} = %(version)s)\n    ORDER BY")
+        shared = f"{_FEW.replace('{version}', SHARED_VERSION)} UNION ALL {changed}"
     return part.replace("{person}", "part.subject = %(subject)s"), shared
 
 
@@ -135,8 +138,8 @@ def _statement(columns: Sequence[str], *, types, after, before, bounded: bool, s
         own, shared_part = person_text_parts(types=types, after=after, before=before, bounded=bounded)
         statement = _statements[shape] = _STATEMENT.format(
             columns=", ".join(f'record."{name}"' for name in columns),
-            version=f", {_VERSION} AS shared_version" if bounded else "",
-            narrowing=_narrowing("record", types=types, after=after, before=before),
+            version=f", {SHARED_VERSION} AS shared_version" if bounded else "",
+            narrowing=narrowing("record", types=types, after=after, before=before),
             persons="(record.subject = %(subject)s OR record.subject IS NULL)" if shared else "record.subject = %(subject)s",
             parts=f"{own} UNION ALL {shared_part}" if shared else own,
         )

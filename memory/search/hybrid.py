@@ -22,9 +22,10 @@ from core_memory.base.callers import Caller
 from memory.search.candidates import bounded_exact
 from memory.search.hot import (
     FIELDS,
-    _VERSION,
-    _narrowing,
+    SHARED_VERSION,
+    TEXT_SCORE,
     candidate_rows_read,
+    narrowing,
     person_text_parameters,
     person_text_parts,
 )
@@ -61,10 +62,6 @@ WHERE record.organisation_id = %(organisation)s AND record.index_id = %(index)s 
 _SIMILARITY = """(SELECT ((own.vector <#> %(vector)s) * -1) FROM memory_recordembedding own
       WHERE {own_vectors} AND own.record_id = record.id LIMIT 1)"""
 
-_TEXT_SCORE = """CASE WHEN record.search_vector @@ to_tsquery('simple'::regconfig, %(query)s)
-         THEN ts_rank_cd(record.search_vector, to_tsquery('simple'::regconfig, %(query)s), 32)
-         ELSE 0.0 END"""
-
 _TEXTS = """(SELECT found.id FROM memory_memoryrecord found
     WHERE found.organisation_id = %(organisation)s AND found.id = ANY(%(texts)s))"""
 
@@ -81,7 +78,7 @@ def _text_statement(*, types, after, before, bounded: bool) -> str:
     if statement is None:
         own, shared = person_text_parts(types=types, after=after, before=before, bounded=bounded)
         statement = _statements[shape] = _TEXT.format(own=own, shared=shared).replace(
-            "SELECT part.id FROM", f"SELECT part.id, {_RANK}, {_VERSION} FROM"
+            "SELECT part.id FROM", f"SELECT part.id, {_RANK}, {SHARED_VERSION} FROM"
         )
     return statement
 
@@ -95,7 +92,7 @@ def _statement(columns: Sequence[str], *, types, after, before, text: bool, vect
     if statement is None:
 
         def vectors(alias: str) -> str:
-            return _VECTORS.format(alias=alias, narrowing=_narrowing(alias, types=types, after=after, before=before))
+            return _VECTORS.format(alias=alias, narrowing=narrowing(alias, types=types, after=after, before=before))
 
         candidates, similarity = [_TEXTS], "NULL::double precision"
         if vector:
@@ -109,9 +106,9 @@ def _statement(columns: Sequence[str], *, types, after, before, text: bool, vect
             similarity = _SIMILARITY.format(own_vectors=vectors("own"))
         statement = _statements[shape] = _STATEMENT.format(
             columns=", ".join(f'record."{name}"' for name in columns),
-            text_score=_TEXT_SCORE if text else "0.0::double precision",
+            text_score=TEXT_SCORE if text else "0.0::double precision",
             similarity=similarity,
-            narrowing=_narrowing("record", types=types, after=after, before=before),
+            narrowing=narrowing("record", types=types, after=after, before=before),
             candidates=" UNION ALL ".join(candidates),
         )
     return statement
