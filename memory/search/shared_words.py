@@ -23,6 +23,8 @@ import redis
 from django.conf import settings
 from django.db import connection
 
+from core_memory.base.redis_clients import redis_client
+
 logger = logging.getLogger(__name__)
 
 # A word's matches outlive no busy hour unused; a new version of the shared set writes them again.
@@ -45,17 +47,8 @@ class Matches:
     created: np.ndarray
 
 
-_clients: dict[str, redis.Redis] = {}
-
-
 def _client() -> redis.Redis | None:
-    url = settings.REDIS_URL
-    if not url:
-        return None
-    client = _clients.get(url)
-    if client is None:
-        client = _clients[url] = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
-    return client
+    return redis_client(settings.REDIS_URL) if settings.REDIS_URL else None
 
 
 def _key(*, organisation_id: str, index_id: str, term: str) -> str:
